@@ -1,0 +1,71 @@
+# lanes — every entry point a developer or CI needs.  `make help` lists them.
+#
+# Every target sets up what it needs on a fresh clone: a virtual environment in
+# .venv, the Python tools and dependencies from PyPI, and the native extension
+# (lanes._core) built by maturin from the Rust workspace.
+
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+PY := $(BIN)/python
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(BIN)):$(PATH)
+# Cargo and the tests share the machine's two cores; no thread explosion.
+export CARGO_TERM_COLOR ?= never
+
+RUST_SOURCES := $(shell find crates -name '*.rs' -o -name 'Cargo.toml') Cargo.toml
+PY_STAMP := $(VENV)/.tools
+EXT_STAMP := $(VENV)/.extension
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(PY_STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet 'maturin>=1.7,<2'
+	@touch $@
+
+$(EXT_STAMP): $(PY_STAMP) $(RUST_SOURCES) pyproject.toml
+	$(BIN)/maturin develop --release --quiet --extras dev
+	@touch $@
+
+.PHONY: setup
+setup: $(EXT_STAMP) ## create .venv, install dependencies, build the extension
+
+.PHONY: demo
+demo: setup ## compare scheduling policies on the built-in OCR host (lanes sim)
+	$(BIN)/lanes sim ocr --policies independent,semaphore,fifo,sjf --loads 0.5,0.7,0.8,0.9 --seeds 2 --requests 100000 --capacity
+
+.PHONY: test
+test: setup lint ## every test and lint: cargo test, pytest, clippy, fmt, ruff, stubtest
+	cargo test --workspace --exclude lanes-py --quiet
+	$(PY) -m pytest -q
+
+.PHONY: lint
+lint: setup ## cargo fmt --check, clippy -D warnings, ruff, mypy stubtest of lanes._core
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets --quiet -- -D warnings
+	$(BIN)/ruff check python tests
+	$(BIN)/ruff format --check python tests
+	$(PY) -m mypy.stubtest lanes._core
+
+.PHONY: fmt
+fmt: setup ## format Rust and Python sources in place
+	cargo fmt --all
+	$(BIN)/ruff format python tests
+	$(BIN)/ruff check --fix python tests
+
+.PHONY: bench
+bench: setup ## benchmarks: policy dispatch latency and simulator speed (figures for docs/results)
+	cargo bench -p lanes-policy --bench dispatch
+	cargo bench -p lanes-sim --bench speed
+
+.PHONY: clean
+clean: ## remove build outputs and the virtual environment
+	cargo clean
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache

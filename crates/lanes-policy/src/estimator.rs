@@ -1,0 +1,206 @@
+//! Cost estimates per (model, batch size), learned online.
+//!
+//! The rule for `estimate(model, b)`, first that applies:
+//! 1. batch size `b` has been measured: the exponentially weighted moving
+//!    average (EWMA, weight `ewma_weight` on the newest run) of its run times;
+//! 2. two or more sizes measured: the least-squares line `cost = u + v·b`
+//!    through the sizes' averages (each weighted by its run count, capped at
+//!    `fit_weight_cap`), provided its slope is >= 0;
+//! 3. one size `s` measured (or a negative slope): that size's average scaled
+//!    by the prior's ratio `prior(b) / prior(s)`, or by `b / s` with no prior;
+//! 4. nothing measured: the prior `fixed + per_item·b` from config, or
+//!    `default_cost` for a model without one.
+//!
+//! Estimates are at least 1 ns, so no job is ever free.
+
+use std::collections::BTreeMap;
+
+use rustc_hash::FxHashMap;
+
+use crate::{ModelId, Nanos};
+
+/// A configured cost curve: `fixed + per_item·batch` nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Prior {
+    pub fixed: f64,
+    pub per_item: f64,
+}
+
+impl Prior {
+    fn at(&self, batch: u32) -> f64 {
+        self.fixed + self.per_item * f64::from(batch)
+    }
+}
+
+/// Estimator settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct CostConfig {
+    /// Weight of the newest measurement in the EWMA, in (0, 1].
+    pub ewma_weight: f64,
+    /// Estimate for a model with neither measurements nor prior.
+    pub default_cost: Nanos,
+    /// Largest weight one batch size gets in the fit.
+    pub fit_weight_cap: f64,
+}
+
+impl Default for CostConfig {
+    fn default() -> Self {
+        Self {
+            ewma_weight: 0.1,
+            default_cost: 1_000_000,
+            fit_weight_cap: 20.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Average {
+    mean: f64,
+    runs: u64,
+}
+
+#[derive(Debug, Default)]
+struct ModelCosts {
+    prior: Option<Prior>,
+    sizes: BTreeMap<u32, Average>,
+}
+
+/// Online run-time estimates. See the module docs for the rule.
+#[derive(Debug, Default)]
+pub struct CostModel {
+    config: CostConfig,
+    models: FxHashMap<ModelId, ModelCosts>,
+}
+
+impl CostModel {
+    /// An estimator with `config`.
+    pub fn new(config: CostConfig) -> Self {
+        Self {
+            config,
+            models: FxHashMap::default(),
+        }
+    }
+
+    /// Sets the configured prior for `model`.
+    pub fn set_prior(&mut self, model: ModelId, prior: Prior) {
+        self.models.entry(model).or_default().prior = Some(prior);
+    }
+
+    /// Records a measured run time of a batch of `batch` items.
+    pub fn observe(&mut self, model: ModelId, batch: u32, run: Nanos) {
+        let w = self.config.ewma_weight;
+        let sizes = &mut self.models.entry(model).or_default().sizes;
+        let x = run as f64;
+        sizes
+            .entry(batch)
+            .and_modify(|a| {
+                a.mean += w * (x - a.mean);
+                a.runs += 1;
+            })
+            .or_insert(Average { mean: x, runs: 1 });
+    }
+
+    /// Run-time estimate for a batch of `batch` items of `model`.
+    pub fn estimate(&self, model: ModelId, batch: u32) -> Nanos {
+        let est = match self.models.get(&model) {
+            None => self.config.default_cost as f64,
+            Some(m) => self.estimate_in(m, batch),
+        };
+        (est.round() as Nanos).max(1)
+    }
+
+    fn estimate_in(&self, m: &ModelCosts, batch: u32) -> f64 {
+        if let Some(a) = m.sizes.get(&batch) {
+            return a.mean;
+        }
+        if m.sizes.len() >= 2 {
+            if let Some(fit) = self.fit(m, batch) {
+                return fit;
+            }
+        }
+        // Nearest measured size, scaled.
+        if let Some((&s, a)) = m.sizes.iter().min_by_key(|(&s, _)| s.abs_diff(batch)) {
+            let ratio = match m.prior {
+                Some(p) if p.at(s) > 0.0 => p.at(batch) / p.at(s),
+                _ => f64::from(batch) / f64::from(s),
+            };
+            return a.mean * ratio;
+        }
+        match m.prior {
+            Some(p) => p.at(batch),
+            None => self.config.default_cost as f64,
+        }
+    }
+
+    /// Weighted least squares `u + v·b` over measured sizes; `None` if the
+    /// slope is negative or the sizes are degenerate.
+    fn fit(&self, m: &ModelCosts, batch: u32) -> Option<f64> {
+        let (mut sw, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
+        for (&b, a) in &m.sizes {
+            let w = (a.runs as f64).min(self.config.fit_weight_cap);
+            let x = f64::from(b);
+            sw += w;
+            sx += w * x;
+            sy += w * a.mean;
+            sxx += w * x * x;
+            sxy += w * x * a.mean;
+        }
+        let den = sw * sxx - sx * sx;
+        if den.abs() < f64::EPSILON {
+            return None;
+        }
+        let v = (sw * sxy - sx * sy) / den;
+        let u = (sy - v * sx) / sw;
+        (v >= 0.0).then(|| u + v * f64::from(batch))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rule_table() {
+        let prior = Prior {
+            fixed: 1000.0,
+            per_item: 100.0,
+        };
+        let mut m = CostModel::new(CostConfig::default());
+        // 4. nothing measured: default, or prior.
+        assert_eq!(m.estimate(7, 4), 1_000_000);
+        m.set_prior(1, prior);
+        assert_eq!(m.estimate(1, 10), 2000);
+        // 1. the first measurement is the estimate; later ones move it by the weight.
+        m.observe(1, 4, 5000);
+        assert_eq!(m.estimate(1, 4), 5000);
+        m.observe(1, 4, 6000);
+        assert_eq!(m.estimate(1, 4), 5100);
+        // 3. one size measured: scaled by the prior's ratio (2000 / 1400).
+        assert_eq!(
+            m.estimate(1, 10),
+            (5100.0 * 2000.0 / 1400.0_f64).round() as u64
+        );
+        // 2. two sizes: the line through them.
+        m.observe(1, 8, 9100);
+        assert_eq!(m.estimate(1, 6), 7100);
+        // 3. without a prior, one size scales linearly.
+        m.observe(2, 2, 400);
+        assert_eq!(m.estimate(2, 6), 1200);
+    }
+
+    #[test]
+    fn negative_slope_falls_back_to_nearest_size() {
+        let mut m = CostModel::default();
+        m.observe(3, 1, 900);
+        m.observe(3, 8, 500);
+        // No prior: nearest measured size (8) scaled by 9/8.
+        assert_eq!(m.estimate(3, 9), 563);
+    }
+
+    #[test]
+    fn estimates_are_never_zero() {
+        let mut m = CostModel::default();
+        m.observe(1, 1, 0);
+        assert_eq!(m.estimate(1, 1), 1);
+    }
+}

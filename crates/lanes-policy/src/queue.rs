@@ -1,0 +1,247 @@
+//! The ready queue: jobs waiting for a device, in policy order.
+//!
+//! Jobs live in a slab; heaps hold `(key, seq, slot, generation)` entries and
+//! removal is lazy (an entry whose slot generation moved on is skipped when it
+//! surfaces). Jobs are grouped by their eligible device set, so finding the
+//! best job for a set of free devices peeks one heap top per group — there are
+//! as many groups as distinct eligibility sets (usually one or a few), not jobs.
+//!
+//! Keys are static, so every operation is O(log n):
+//! - order key: `fifo`/`limit` arrival; `sjf` `cost + α·arrival`; `edf` deadline;
+//! - urgency key (`sjf` with slack, jobs with a target): latest start `target − cost`;
+//! - drop key (jobs with a deadline): the last instant the job may still be
+//!   dispatched — `deadline`, or `deadline − cost` under `edf`.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
+
+use crate::{DeviceSet, Job, JobId, Nanos, Policy};
+
+/// A heap entry: smallest key first, then submission order.
+type Entry = Reverse<(u64, u64, u32, u32)>;
+
+#[derive(Debug)]
+struct Slot {
+    generation: u32,
+    job: Option<Job>,
+}
+
+#[derive(Debug)]
+struct Group {
+    devices: DeviceSet,
+    live: usize,
+    order: BinaryHeap<Entry>,
+    urgent: BinaryHeap<Entry>,
+}
+
+/// Which heap of a group a candidate came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Class {
+    Urgent = 0,
+    Normal = 1,
+}
+
+/// The best job a group offers right now.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Candidate {
+    pub class: Class,
+    pub key: (u64, u64),
+    pub slot: u32,
+    pub devices: DeviceSet,
+}
+
+/// Jobs waiting for a device.
+#[derive(Debug)]
+pub(crate) struct ReadyQueue {
+    policy: Policy,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    index: FxHashMap<JobId, u32>,
+    groups: Vec<Group>,
+    expiry: BinaryHeap<Entry>,
+    seq: u64,
+}
+
+impl ReadyQueue {
+    pub fn new(policy: Policy) -> Self {
+        Self {
+            policy,
+            slots: Vec::new(),
+            free: Vec::new(),
+            index: FxHashMap::default(),
+            groups: Vec::new(),
+            expiry: BinaryHeap::new(),
+            seq: 0,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn contains(&self, id: JobId) -> bool {
+        self.index.contains_key(&id)
+    }
+
+    fn order_key(&self, job: &Job) -> u64 {
+        match self.policy {
+            Policy::Fifo | Policy::Limit(_) => job.arrival,
+            Policy::Edf => job.deadline.unwrap_or(u64::MAX),
+            // Non-negative finite floats order like their bit patterns.
+            Policy::Sjf { alpha, .. } => (job.cost as f64 + alpha * job.arrival as f64).to_bits(),
+        }
+    }
+
+    fn drop_key(&self, job: &Job) -> Option<Nanos> {
+        let deadline = job.deadline?;
+        Some(match self.policy {
+            Policy::Edf => deadline.saturating_sub(job.cost),
+            _ => deadline,
+        })
+    }
+
+    /// Adds a job (the caller has checked its id is new).
+    pub fn push(&mut self, job: Job) {
+        let slot = match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.slots.push(Slot {
+                    generation: 0,
+                    job: None,
+                });
+                (self.slots.len() - 1) as u32
+            }
+        };
+        let generation = self.slots[slot as usize].generation;
+        self.seq += 1;
+        let seq = self.seq;
+        let order = self.order_key(&job);
+        let urgent = match (self.policy, job.target) {
+            (Policy::Sjf { slack: Some(_), .. }, Some(t)) => Some(t.saturating_sub(job.cost)),
+            _ => None,
+        };
+        if let Some(at) = self.drop_key(&job) {
+            self.expiry.push(Reverse((at, seq, slot, generation)));
+        }
+        let g = match self.groups.iter().position(|g| g.devices == job.devices) {
+            Some(g) => g,
+            None => {
+                self.groups.push(Group {
+                    devices: job.devices,
+                    live: 0,
+                    order: BinaryHeap::new(),
+                    urgent: BinaryHeap::new(),
+                });
+                self.groups.len() - 1
+            }
+        };
+        let group = &mut self.groups[g];
+        group.live += 1;
+        group.order.push(Reverse((order, seq, slot, generation)));
+        if let Some(latest_start) = urgent {
+            group
+                .urgent
+                .push(Reverse((latest_start, seq, slot, generation)));
+        }
+        self.index.insert(job.id, slot);
+        self.slots[slot as usize].job = Some(job);
+    }
+
+    /// Removes the job in `slot` and returns it.
+    pub fn take(&mut self, slot: u32) -> Job {
+        let s = &mut self.slots[slot as usize];
+        let job = s.job.take().expect("take: slot holds a live job");
+        s.generation = s.generation.wrapping_add(1);
+        self.free.push(slot);
+        self.index.remove(&job.id);
+        if let Some(g) = self.groups.iter_mut().find(|g| g.devices == job.devices) {
+            g.live -= 1;
+        }
+        job
+    }
+
+    /// Removes a queued job by id.
+    pub fn cancel(&mut self, id: JobId) -> Option<Job> {
+        let slot = *self.index.get(&id)?;
+        Some(self.take(slot))
+    }
+
+    fn is_live(slots: &[Slot], entry: &Entry) -> bool {
+        let Reverse((_, _, slot, generation)) = *entry;
+        let s = &slots[slot as usize];
+        s.generation == generation && s.job.is_some()
+    }
+
+    /// Removes and returns the next job whose drop instant is before `now`.
+    pub fn pop_expired(&mut self, now: Nanos) -> Option<Job> {
+        while let Some(&Reverse((at, _, slot, _))) = self.expiry.peek() {
+            if at >= now {
+                return None;
+            }
+            let entry = self.expiry.pop().expect("peeked");
+            if Self::is_live(&self.slots, &entry) {
+                return Some(self.take(slot));
+            }
+        }
+        None
+    }
+
+    /// The best job eligible for at least one device in `free`, if any.
+    ///
+    /// Urgent jobs (slack at most the margin) beat normal ones; within a class
+    /// the smaller key wins, then the earlier submission.
+    pub fn best(&mut self, free: DeviceSet, now: Nanos) -> Option<Candidate> {
+        let margin = match self.policy {
+            Policy::Sjf { slack: Some(m), .. } => Some(m),
+            _ => None,
+        };
+        let slots = &self.slots;
+        let mut best: Option<Candidate> = None;
+        for group in &mut self.groups {
+            if group.live == 0 || group.devices.intersect(free).is_empty() {
+                continue;
+            }
+            let mut candidate = None;
+            if let Some(margin) = margin {
+                while let Some(top) = group.urgent.peek() {
+                    if Self::is_live(slots, top) {
+                        let Reverse((latest_start, seq, slot, _)) = *top;
+                        if latest_start <= now.saturating_add(margin) {
+                            candidate = Some((Class::Urgent, (latest_start, seq), slot));
+                        }
+                        break;
+                    }
+                    group.urgent.pop();
+                }
+            }
+            if candidate.is_none() {
+                while let Some(top) = group.order.peek() {
+                    if Self::is_live(slots, top) {
+                        let Reverse((key, seq, slot, _)) = *top;
+                        candidate = Some((Class::Normal, (key, seq), slot));
+                        break;
+                    }
+                    group.order.pop();
+                }
+            }
+            let Some((class, key, slot)) = candidate else {
+                continue;
+            };
+            let better = match &best {
+                None => true,
+                Some(b) => (class, key) < (b.class, b.key),
+            };
+            if better {
+                best = Some(Candidate {
+                    class,
+                    key,
+                    slot,
+                    devices: group.devices,
+                });
+            }
+        }
+        best
+    }
+}

@@ -1,0 +1,254 @@
+//! The scheduler: a ready queue, a set of devices, and the dispatch rule.
+//!
+//! **Work conserving.** [`Scheduler::dispatch`] repeats until no device has a
+//! free slot or no queued job is eligible for one: take the best job (policy
+//! order) eligible for any device with a free slot, and start it. So a job never
+//! waits while an eligible device has room, and when a device frees the best
+//! eligible job takes it.
+//!
+//! **Instant balance.** The device for each dispatch is chosen at that moment
+//! among the job's eligible devices with a free slot: fewest running jobs first,
+//! then least accumulated busy time (evening out busy time), then lowest index.
+//!
+//! **Deadlines.** Before choosing, jobs past their drop instant are removed and
+//! reported as [`Decision::Drop`]; they are never dispatched.
+
+use rustc_hash::FxHashMap;
+
+use crate::queue::ReadyQueue;
+use crate::{DeviceId, DeviceSet, Job, JobId, Nanos, Policy, PolicyError};
+
+/// A device as configured: how many jobs it runs at once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeviceSpec {
+    pub capacity: u32,
+}
+
+impl Default for DeviceSpec {
+    fn default() -> Self {
+        Self { capacity: 1 }
+    }
+}
+
+/// Why a job left the queue without running.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    /// Its hard deadline passed while it waited.
+    DeadlineExpired,
+    /// (`edf`) it could no longer finish by its deadline.
+    DeadlineUnreachable,
+}
+
+/// One outcome of [`Scheduler::dispatch`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// Start `job` on `device` now.
+    Run { job: Job, device: DeviceId },
+    /// `job` will never run.
+    Drop { job: Job, reason: DropReason },
+}
+
+/// What [`Scheduler::complete`] reports about a finished job.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Completed {
+    pub device: DeviceId,
+    pub started: Nanos,
+    /// `now − started`: the time the job held its slot.
+    pub held: Nanos,
+}
+
+#[derive(Debug, Clone)]
+struct Device {
+    slots: u32,
+    running: u32,
+    /// Time with at least one job running, up to `busy_since`.
+    busy: Nanos,
+    busy_since: Nanos,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Running {
+    device: DeviceId,
+    started: Nanos,
+}
+
+/// The policy engine's state for one host. See the module docs for the rules.
+#[derive(Debug)]
+pub struct Scheduler {
+    policy: Policy,
+    devices: Vec<Device>,
+    queue: ReadyQueue,
+    running: FxHashMap<JobId, Running>,
+    /// Devices with a free slot.
+    free: DeviceSet,
+}
+
+impl Scheduler {
+    /// A scheduler over `devices` (ids `0..devices.len()`).
+    pub fn new(policy: Policy, devices: &[DeviceSpec]) -> Result<Self, PolicyError> {
+        if devices.is_empty() || devices.len() > DeviceSet::MAX_DEVICES {
+            return Err(PolicyError::BadDeviceCount {
+                count: devices.len(),
+                max: DeviceSet::MAX_DEVICES,
+            });
+        }
+        if let Some(device) = devices.iter().position(|d| d.capacity == 0) {
+            return Err(PolicyError::BadCapacity { device });
+        }
+        let devices: Vec<Device> = devices
+            .iter()
+            .map(|d| Device {
+                slots: policy.slots(d.capacity),
+                running: 0,
+                busy: 0,
+                busy_since: 0,
+            })
+            .collect();
+        Ok(Self {
+            policy,
+            free: DeviceSet::all(devices.len()),
+            devices,
+            queue: ReadyQueue::new(policy),
+            running: FxHashMap::default(),
+        })
+    }
+
+    /// The policy in force.
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// Number of devices.
+    pub fn device_count(&self) -> usize {
+        self.devices.len()
+    }
+
+    /// Every device.
+    pub fn all_devices(&self) -> DeviceSet {
+        DeviceSet::all(self.devices.len())
+    }
+
+    /// Jobs waiting for a device.
+    pub fn queued(&self) -> usize {
+        self.queue.len()
+    }
+
+    /// Jobs running on any device.
+    pub fn running(&self) -> usize {
+        self.running.len()
+    }
+
+    /// Jobs running on `device`.
+    pub fn running_on(&self, device: DeviceId) -> u32 {
+        self.devices[device].running
+    }
+
+    /// Devices with a free slot.
+    pub fn free_devices(&self) -> DeviceSet {
+        self.free
+    }
+
+    /// Time `device` has had at least one job running, as of `now`.
+    pub fn busy_time(&self, device: DeviceId, now: Nanos) -> Nanos {
+        let d = &self.devices[device];
+        d.busy
+            + if d.running > 0 {
+                now.saturating_sub(d.busy_since)
+            } else {
+                0
+            }
+    }
+
+    /// Queues a job. Its eligible set is narrowed to existing devices; a job
+    /// left with none, or whose id is queued or running, is refused.
+    pub fn submit(&mut self, mut job: Job) -> Result<(), PolicyError> {
+        job.devices = job.devices.intersect(self.all_devices());
+        if job.devices.is_empty() {
+            return Err(PolicyError::NoEligibleDevice {
+                job: job.id,
+                devices: self.devices.len(),
+            });
+        }
+        if self.queue.contains(job.id) || self.running.contains_key(&job.id) {
+            return Err(PolicyError::DuplicateJob { job: job.id });
+        }
+        self.queue.push(job);
+        Ok(())
+    }
+
+    /// Removes a queued job; `None` if it is not queued (running jobs finish).
+    pub fn cancel(&mut self, id: JobId) -> Option<Job> {
+        self.queue.cancel(id)
+    }
+
+    /// Every decision that can be taken at `now`, appended to `out`: drops of
+    /// jobs past their deadline, then starts until no eligible device has room.
+    pub fn dispatch(&mut self, now: Nanos, out: &mut Vec<Decision>) {
+        let reason = match self.policy {
+            Policy::Edf => DropReason::DeadlineUnreachable,
+            _ => DropReason::DeadlineExpired,
+        };
+        while let Some(job) = self.queue.pop_expired(now) {
+            out.push(Decision::Drop { job, reason });
+        }
+        while !self.free.is_empty() && self.queue.len() > 0 {
+            let Some(candidate) = self.queue.best(self.free, now) else {
+                break;
+            };
+            let device = self.pick_device(candidate.devices.intersect(self.free), now);
+            let job = self.queue.take(candidate.slot);
+            self.start(job.id, device, now);
+            out.push(Decision::Run { job, device });
+        }
+    }
+
+    /// The dispatch rule's device choice among `choices` (non-empty).
+    fn pick_device(&self, choices: DeviceSet, now: Nanos) -> DeviceId {
+        choices
+            .iter()
+            .min_by_key(|&d| (self.devices[d].running, self.busy_time(d, now), d))
+            .expect("pick_device: at least one free eligible device")
+    }
+
+    fn start(&mut self, id: JobId, device: DeviceId, now: Nanos) {
+        let d = &mut self.devices[device];
+        if d.running == 0 {
+            d.busy_since = now;
+        }
+        d.running += 1;
+        if d.running >= d.slots {
+            self.free.0 &= !(1u64 << device);
+        }
+        self.running.insert(
+            id,
+            Running {
+                device,
+                started: now,
+            },
+        );
+    }
+
+    /// Marks a running job finished at `now`, freeing its slot. Call
+    /// [`Scheduler::dispatch`] afterwards to hand the slot on.
+    pub fn complete(&mut self, id: JobId, now: Nanos) -> Result<Completed, PolicyError> {
+        let r = self
+            .running
+            .remove(&id)
+            .ok_or(PolicyError::NotRunning { job: id })?;
+        let d = &mut self.devices[r.device];
+        d.running -= 1;
+        if d.running == 0 {
+            d.busy += now.saturating_sub(d.busy_since);
+        }
+        self.free.0 |= 1u64 << r.device;
+        Ok(Completed {
+            device: r.device,
+            started: r.started,
+            held: now.saturating_sub(r.started),
+        })
+    }
+}
+
+#[cfg(test)]
+#[path = "scheduler_tests.rs"]
+mod tests;
