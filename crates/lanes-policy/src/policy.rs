@@ -25,10 +25,14 @@
 //! short jobs keep arriving.
 //!
 //! **Slack.** A job with a target (its SLO) becomes *urgent* once its slack
-//! `target − now − cost` is at most `slack`; urgent jobs go before all others,
-//! least latest-start (`target − cost`) first. With `slack=off` only aging
-//! applies. Shortest-first keeps the mean low; slack stops it from pushing a
-//! long job past its SLO when a little priority would have saved it.
+//! `target − now − cost` is at most `slack`, and stays urgent while the slack
+//! is >= 0 — while running it now can still meet the target. Urgent jobs go
+//! before all others, least latest-start (`target − cost`) first. A job whose
+//! slack has gone negative is past saving and returns to the aging order, so
+//! hopeless jobs never crowd out savable ones (the bound above still holds for
+//! them). With `slack=off` only aging applies. Shortest-first keeps the mean
+//! low; slack stops it from pushing a long job past its SLO when a little
+//! priority would have saved it.
 //!
 //! Arguments: `sjf:alpha=A,slack=MS` (`slack` in milliseconds, or `off`).
 
@@ -44,7 +48,7 @@ pub const ALLOWED: &str = "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off], e
 /// waited), chosen by simulation: docs/results/sim.md.
 pub const DEFAULT_SJF_ALPHA: f64 = 0.5;
 /// `sjf`'s default slack margin, chosen by simulation: docs/results/sim.md.
-pub const DEFAULT_SJF_SLACK: Option<Nanos> = Some(20_000_000);
+pub const DEFAULT_SJF_SLACK: Option<Nanos> = Some(40_000_000);
 
 /// A scheduling policy. Parse one from its name with [`str::parse`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -188,7 +192,7 @@ mod tests {
             ("edf", "edf"),
             ("limit:3", "limit:3"),
             ("sjf", "sjf"),
-            ("sjf:alpha=0", "sjf:alpha=0,slack=20"),
+            ("sjf:alpha=0", "sjf:alpha=0,slack=40"),
             ("sjf:alpha=0.25,slack=off", "sjf:alpha=0.25,slack=off"),
             ("sjf:slack=5", "sjf:alpha=0.5,slack=5"),
         ];

@@ -8,7 +8,8 @@
 //!
 //! Keys are static, so every operation is O(log n):
 //! - order key: `fifo`/`limit` arrival; `sjf` `cost + α·arrival`; `edf` deadline;
-//! - urgency key (`sjf` with slack, jobs with a target): latest start `target − cost`;
+//! - urgency key (`sjf` with slack, jobs with a target): latest start `target − cost`
+//!   (an entry leaves for good once `now` passes it);
 //! - drop key (jobs with a deadline): the last instant the job may still be
 //!   dispatched — `deadline`, or `deadline − cost` under `edf`.
 
@@ -205,9 +206,12 @@ impl ReadyQueue {
             }
             let mut candidate = None;
             if let Some(margin) = margin {
+                // Entries past their latest start can no longer make their
+                // target: they leave the urgent heap for good (the job stays
+                // in the order heap, where aging still bounds its wait).
                 while let Some(top) = group.urgent.peek() {
-                    if Self::is_live(slots, top) {
-                        let Reverse((latest_start, seq, slot, _)) = *top;
+                    let Reverse((latest_start, seq, slot, _)) = *top;
+                    if Self::is_live(slots, top) && latest_start >= now {
                         if latest_start <= now.saturating_add(margin) {
                             candidate = Some((Class::Urgent, (latest_start, seq), slot));
                         }

@@ -170,6 +170,25 @@ fn slack_lets_a_job_near_its_target_go_first() {
 }
 
 #[test]
+fn hopeless_jobs_are_not_urgent() {
+    const MS: Nanos = 1_000_000;
+    let mut s = one_device("sjf:alpha=0,slack=10");
+    let all = s.all_devices();
+    let mut out = Vec::new();
+    s.submit(Job::new(0, 0, MS, 0, all)).unwrap();
+    s.dispatch(0, &mut out);
+    // Latest start 50; at 60 it can no longer make its target: shortest first.
+    s.submit(Job::new(1, 1, 50 * MS, 0, all).with_target(100 * MS))
+        .unwrap();
+    s.submit(Job::new(2, 0, 5 * MS, 0, all).with_target(1000 * MS))
+        .unwrap();
+    s.complete(0, 60 * MS).unwrap();
+    out.clear();
+    s.dispatch(60 * MS, &mut out);
+    assert_eq!(run_ids(&out), [2]);
+}
+
+#[test]
 fn deadlines_drop_jobs_before_they_run() {
     for (policy, expect_dropped, reason) in [
         // At t=100: job 2 (deadline 90) expired under every policy; job 3

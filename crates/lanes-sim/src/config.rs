@@ -1,0 +1,304 @@
+//! The scenario: a host and its services, as the Python front end hands it
+//! over (already parsed from TOML and normalised), and its validation.
+//!
+//! Units: milliseconds for costs, SLOs and deadlines; seconds for trace times.
+
+use std::fmt;
+use std::str::FromStr;
+
+use lanes_policy::{Policy, PolicyError};
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Everything the simulator refuses, with a stable [`SimError::code`].
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SimError {
+    /// A scenario value out of range; names the key, the value and the rule.
+    #[error("scenario {scenario}: {key} = {value}: {allowed}")]
+    InvalidScenario {
+        scenario: String,
+        key: String,
+        value: String,
+        allowed: String,
+    },
+    /// A run argument (load, request count) out of range.
+    #[error("{key} = {value}: {allowed}")]
+    BadArgument {
+        key: &'static str,
+        value: String,
+        allowed: &'static str,
+    },
+    /// A mode or policy name that does not parse.
+    #[error(transparent)]
+    Policy(#[from] PolicyError),
+}
+
+impl SimError {
+    /// The stable code of this error.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidScenario { .. } => "scenario_invalid",
+            Self::BadArgument { .. } => "bad_argument",
+            Self::Policy(e) => e.code(),
+        }
+    }
+}
+
+/// A cost distribution's family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dist {
+    Lognormal,
+    Exponential,
+    Constant,
+}
+
+/// A phase's cost: a distribution by mean and coefficient of variation.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Cost {
+    pub dist: Dist,
+    pub mean_ms: f64,
+    #[serde(default)]
+    pub cv: f64,
+}
+
+/// A service's arrival process.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Arrival {
+    /// Exponential gaps.
+    Poisson,
+    /// Gamma-distributed gaps with this coefficient of variation.
+    Bursty { cv: f64 },
+    /// Recorded arrival times in seconds, rescaled to the target rate.
+    Trace { times: Vec<f64> },
+}
+
+/// One service: its traffic and the cost of each phase of a request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Service {
+    pub name: String,
+    pub share: f64,
+    pub workers_per_gpu: u32,
+    pub arrival: Arrival,
+    pub pre: Cost,
+    pub gpu: Cost,
+    pub post: Cost,
+    #[serde(default)]
+    pub slo_ms: Option<f64>,
+    #[serde(default)]
+    pub deadline_ms: Option<f64>,
+}
+
+/// The host's resources.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    pub gpus: usize,
+    pub cpu_cores: usize,
+    #[serde(default = "one")]
+    pub gpu_capacity: u32,
+    #[serde(default = "one")]
+    pub semaphore: u32,
+    /// `eta[k-1]`: total GPU throughput with k jobs overlapping (the last
+    /// value repeats); each of the k jobs progresses at `eta(k)/k`.
+    #[serde(default = "solo_eta")]
+    pub eta: Vec<f64>,
+}
+
+fn one() -> u32 {
+    1
+}
+
+fn solo_eta() -> Vec<f64> {
+    vec![1.0]
+}
+
+/// A simulated host and its services.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    pub name: String,
+    pub slo_ms: f64,
+    pub host: Host,
+    pub services: Vec<Service>,
+}
+
+impl Scenario {
+    fn invalid(&self, key: String, value: impl fmt::Display, allowed: &str) -> SimError {
+        SimError::InvalidScenario {
+            scenario: self.name.clone(),
+            key,
+            value: value.to_string(),
+            allowed: allowed.to_string(),
+        }
+    }
+
+    /// Checks every range the simulator relies on.
+    pub fn validate(&self) -> Result<(), SimError> {
+        let positive = |v: f64| v.is_finite() && v > 0.0;
+        let non_negative = |v: f64| v.is_finite() && v >= 0.0;
+        if !positive(self.slo_ms) {
+            return Err(self.invalid("slo_ms".into(), self.slo_ms, "must be a number > 0"));
+        }
+        let h = &self.host;
+        if h.gpus == 0 || h.gpus > 64 {
+            return Err(self.invalid("host.gpus".into(), h.gpus, "must be an integer in 1..=64"));
+        }
+        if h.cpu_cores == 0 {
+            return Err(self.invalid("host.cpu_cores".into(), h.cpu_cores, "must be >= 1"));
+        }
+        if h.gpu_capacity == 0 {
+            return Err(self.invalid("host.gpu_capacity".into(), 0, "must be >= 1"));
+        }
+        if h.semaphore == 0 {
+            return Err(self.invalid("host.semaphore".into(), 0, "must be >= 1"));
+        }
+        if h.eta.is_empty() || !h.eta.iter().all(|&e| positive(e)) {
+            return Err(self.invalid(
+                "host.eta".into(),
+                format!("{:?}", h.eta),
+                "must be a non-empty list of numbers > 0",
+            ));
+        }
+        if self.services.is_empty() {
+            return Err(self.invalid("services".into(), "[]", "must name at least one service"));
+        }
+        if self.services.len() > 255 {
+            return Err(self.invalid(
+                "services".into(),
+                self.services.len(),
+                "at most 255 services",
+            ));
+        }
+        for (i, s) in self.services.iter().enumerate() {
+            let key = |k: &str| format!("service[{i}].{k}");
+            if !positive(s.share) {
+                return Err(self.invalid(key("share"), s.share, "must be a number > 0"));
+            }
+            if s.workers_per_gpu == 0 {
+                return Err(self.invalid(key("workers_per_gpu"), 0, "must be >= 1"));
+            }
+            for (phase, c) in [("pre", &s.pre), ("gpu", &s.gpu), ("post", &s.post)] {
+                if !non_negative(c.mean_ms) {
+                    return Err(self.invalid(
+                        key(&format!("{phase}.mean_ms")),
+                        c.mean_ms,
+                        "must be a number >= 0",
+                    ));
+                }
+                if !non_negative(c.cv) {
+                    return Err(self.invalid(
+                        key(&format!("{phase}.cv")),
+                        c.cv,
+                        "must be a number >= 0",
+                    ));
+                }
+            }
+            if !positive(s.gpu.mean_ms) {
+                return Err(self.invalid(
+                    key("gpu.mean_ms"),
+                    s.gpu.mean_ms,
+                    "must be a number > 0",
+                ));
+            }
+            match &s.arrival {
+                Arrival::Poisson => {}
+                Arrival::Bursty { cv } if !positive(*cv) => {
+                    return Err(self.invalid(key("arrival.cv"), cv, "must be a number > 0"));
+                }
+                Arrival::Bursty { .. } => {}
+                Arrival::Trace { times } => {
+                    let sorted = times.windows(2).all(|w| w[0] <= w[1]);
+                    let span = times.last().copied().unwrap_or(0.0)
+                        - times.first().copied().unwrap_or(0.0);
+                    if times.len() < 2
+                        || !sorted
+                        || !positive(span)
+                        || !times.iter().all(|t| t.is_finite())
+                    {
+                        return Err(self.invalid(
+                            key("arrival.times"),
+                            format!("{} times", times.len()),
+                            "must be at least 2 sorted finite times spanning > 0 s",
+                        ));
+                    }
+                }
+            }
+            if let Some(slo) = s.slo_ms.filter(|v| !positive(*v)) {
+                return Err(self.invalid(key("slo_ms"), slo, "must be a number > 0"));
+            }
+            if let Some(d) = s.deadline_ms.filter(|v| !positive(*v)) {
+                return Err(self.invalid(key("deadline_ms"), d, "must be a number > 0"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Mean GPU work per request, in milliseconds, over the traffic mix.
+    pub fn mean_gpu_ms(&self) -> f64 {
+        let total: f64 = self.services.iter().map(|s| s.share).sum();
+        self.services
+            .iter()
+            .map(|s| s.share / total * s.gpu.mean_ms)
+            .sum()
+    }
+
+    /// Requests per second that make `load` the offered GPU utilisation if
+    /// GPU work were serialised: `load · G / mean GPU work`.
+    pub fn rate_for_load(&self, load: f64) -> f64 {
+        load * self.host.gpus as f64 * 1000.0 / self.mean_gpu_ms()
+    }
+}
+
+/// How GPU phases reach the GPUs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Mode {
+    /// Status quo: each service has `workers_per_gpu` workers on every GPU; a
+    /// request is bound round-robin to a GPU at arrival and a worker there
+    /// holds it through pre, GPU and post; GPU phases overlap freely.
+    Independent,
+    /// `Independent` plus a per-GPU semaphore (`host.semaphore` permits) held
+    /// for the whole request.
+    Semaphore,
+    /// A `lanes-policy` policy coordinates GPU phases host-wide; CPU phases
+    /// only queue for cores.
+    Engine(Policy),
+}
+
+/// Allowed mode names, for messages.
+pub const MODES: &str =
+    "independent, semaphore, fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off], edf";
+
+impl FromStr for Mode {
+    type Err = SimError;
+
+    fn from_str(name: &str) -> Result<Self, SimError> {
+        match name {
+            "independent" => Ok(Self::Independent),
+            "semaphore" => Ok(Self::Semaphore),
+            _ => match name.parse::<Policy>() {
+                Ok(p) => Ok(Self::Engine(p)),
+                Err(PolicyError::UnknownPolicy { name, .. }) => {
+                    Err(SimError::Policy(PolicyError::UnknownPolicy {
+                        name,
+                        allowed: MODES,
+                    }))
+                }
+                Err(e) => Err(e.into()),
+            },
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Independent => f.write_str("independent"),
+            Self::Semaphore => f.write_str("semaphore"),
+            Self::Engine(p) => p.fmt(f),
+        }
+    }
+}

@@ -1,0 +1,555 @@
+//! The event loop: one simulated run of a scenario at one load and seed.
+//!
+//! Events are arrivals (one pending per service), CPU-phase ends and GPU
+//! completions, processed in time order (ties in the order they were
+//! scheduled). A request's path:
+//!
+//! - engine modes: arrival → CPU pre → job submitted to the policy engine
+//!   (cost from the online estimator, target = arrival + SLO, deadline if the
+//!   service has one) → dispatched to a GPU → CPU post → done. Measured GPU
+//!   times feed the estimator; dropped jobs count as SLO misses.
+//! - `independent`: arrival → bound round-robin to a GPU → waits for one of the
+//!   service's workers on that GPU → pre → GPU (overlapping whatever else runs
+//!   there) → post → the worker takes the next request.
+//! - `semaphore`: as `independent`, but the worker also holds one of the GPU's
+//!   semaphore permits from before pre until after post.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
+
+use lanes_policy::{CostConfig, CostModel, Decision, DeviceSpec, Job, Prior, Scheduler};
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+
+use crate::config::{Mode, Scenario, SimError};
+use crate::host::{CpuPool, Gpu};
+use crate::stats::{GpuTime, PointResult, Recorder};
+use crate::workload::{ArrivalGen, CostSampler};
+
+/// Fraction of arrivals that warm the host up and are not measured.
+pub const WARMUP_FRACTION: f64 = 0.05;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Ev {
+    Arrival(u8),
+    Cpu(u32),
+    Gpu(u16, u32),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Pre,
+    Post,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Req {
+    service: u8,
+    gpu: u16,
+    phase: Phase,
+    measured: bool,
+    arrival: u64,
+    pre: u64,
+    work: u64,
+    post: u64,
+    /// Start of the current wait for GPU access, and the total so far.
+    waiting_since: u64,
+    queued: u64,
+    gpu_start: u64,
+}
+
+#[derive(Debug)]
+struct ServiceRt {
+    arrivals: ArrivalGen,
+    rng: Pcg64Mcg,
+    pre: CostSampler,
+    gpu: CostSampler,
+    post: CostSampler,
+    last: u64,
+    slo: u64,
+    deadline: Option<u64>,
+}
+
+/// Worker pools and semaphores of the status-quo modes, indexed
+/// `service * gpus + gpu` (workers) and `gpu` (semaphores).
+#[derive(Debug)]
+struct Pools {
+    idle_workers: Vec<u32>,
+    worker_queue: Vec<VecDeque<u32>>,
+    permits: Vec<u32>,
+    permit_queue: Vec<VecDeque<u32>>,
+    next_gpu: Vec<usize>,
+}
+
+struct Sim<'a> {
+    sc: &'a Scenario,
+    mode: Mode,
+    now: u64,
+    seq: u64,
+    events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    reqs: Vec<Req>,
+    free: Vec<u32>,
+    cpu: CpuPool<u32>,
+    gpus: Vec<Gpu>,
+    sched: Option<Scheduler>,
+    costs: CostModel,
+    decisions: Vec<Decision>,
+    done: Vec<u32>,
+    pools: Pools,
+    services: Vec<ServiceRt>,
+    generated: u64,
+    total: u64,
+    warmup: u64,
+    all: Recorder,
+    per_service: Vec<Recorder>,
+    window_start: u64,
+    busy_at_start: (Vec<u64>, u64),
+    gpu_time: (u64, u64, u64),
+    last_done: u64,
+}
+
+/// Simulates `requests` arrivals of `scenario` under `mode` at `load`.
+pub fn simulate(
+    scenario: &Scenario,
+    mode: &Mode,
+    load: f64,
+    seed: u64,
+    requests: u64,
+) -> Result<PointResult, SimError> {
+    if !(load.is_finite() && load > 0.0 && load <= 10.0) {
+        return Err(SimError::BadArgument {
+            key: "load",
+            value: load.to_string(),
+            allowed: "must be a number in (0, 10]",
+        });
+    }
+    if !(100..=1_000_000_000).contains(&requests) {
+        return Err(SimError::BadArgument {
+            key: "requests",
+            value: requests.to_string(),
+            allowed: "must be an integer in 100..=1000000000",
+        });
+    }
+    scenario.validate()?;
+    let mut sim = Sim::new(scenario, *mode, load, seed, requests)?;
+    sim.run();
+    Ok(sim.result(load, seed))
+}
+
+impl<'a> Sim<'a> {
+    fn new(
+        sc: &'a Scenario,
+        mode: Mode,
+        load: f64,
+        seed: u64,
+        total: u64,
+    ) -> Result<Self, SimError> {
+        let g = sc.host.gpus;
+        let rate = sc.rate_for_load(load);
+        let share_sum: f64 = sc.services.iter().map(|s| s.share).sum();
+        let services = sc
+            .services
+            .iter()
+            .enumerate()
+            .map(|(i, s)| ServiceRt {
+                arrivals: ArrivalGen::new(&s.arrival, rate * s.share / share_sum),
+                // One stream per (seed, service): arrivals and costs do not
+                // depend on the mode.
+                rng: Pcg64Mcg::seed_from_u64(
+                    seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (i as u64 + 1),
+                ),
+                pre: CostSampler::new(&s.pre),
+                gpu: CostSampler::new(&s.gpu),
+                post: CostSampler::new(&s.post),
+                last: 0,
+                slo: (s.slo_ms.unwrap_or(sc.slo_ms) * 1e6) as u64,
+                deadline: s.deadline_ms.map(|d| (d * 1e6) as u64),
+            })
+            .collect();
+        let sched = match mode {
+            Mode::Engine(policy) => Some(Scheduler::new(
+                policy,
+                &vec![
+                    DeviceSpec {
+                        capacity: sc.host.gpu_capacity
+                    };
+                    g
+                ],
+            )?),
+            _ => None,
+        };
+        let mut costs = CostModel::new(CostConfig::default());
+        for (i, s) in sc.services.iter().enumerate() {
+            costs.set_prior(
+                i as u32,
+                Prior {
+                    fixed: 0.0,
+                    per_item: s.gpu.mean_ms * 1e6,
+                },
+            );
+        }
+        let n = sc.services.len();
+        let pools = Pools {
+            idle_workers: sc
+                .services
+                .iter()
+                .flat_map(|s| vec![s.workers_per_gpu; g])
+                .collect(),
+            worker_queue: vec![VecDeque::new(); n * g],
+            permits: vec![sc.host.semaphore; g],
+            permit_queue: vec![VecDeque::new(); g],
+            next_gpu: vec![0; n],
+        };
+        let mut sim = Self {
+            sc,
+            mode,
+            now: 0,
+            seq: 0,
+            events: BinaryHeap::with_capacity(1024),
+            reqs: Vec::with_capacity(1024),
+            free: Vec::new(),
+            cpu: CpuPool::new(sc.host.cpu_cores),
+            gpus: (0..g).map(|_| Gpu::new()).collect(),
+            sched,
+            costs,
+            decisions: Vec::new(),
+            done: Vec::new(),
+            pools,
+            services,
+            generated: 0,
+            total,
+            warmup: (total as f64 * WARMUP_FRACTION) as u64,
+            all: Recorder::new(),
+            per_service: (0..n).map(|_| Recorder::new()).collect(),
+            window_start: 0,
+            busy_at_start: (vec![0; g], 0),
+            gpu_time: (0, 0, 0),
+            last_done: 0,
+        };
+        for i in 0..n {
+            sim.schedule_arrival(i);
+        }
+        Ok(sim)
+    }
+
+    fn at(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.events.push(Reverse((t, self.seq, ev)));
+    }
+
+    fn schedule_arrival(&mut self, service: usize) {
+        let s = &mut self.services[service];
+        let t = s.arrivals.next(s.last, &mut s.rng);
+        s.last = t;
+        self.at(t, Ev::Arrival(service as u8));
+    }
+
+    fn run(&mut self) {
+        while let Some(Reverse((t, _, ev))) = self.events.pop() {
+            self.now = t;
+            match ev {
+                Ev::Arrival(s) => self.on_arrival(s as usize),
+                Ev::Cpu(r) => self.on_cpu_done(r),
+                Ev::Gpu(g, version) => self.on_gpu_done(g as usize, version),
+            }
+        }
+    }
+
+    fn on_arrival(&mut self, service: usize) {
+        if self.generated == self.total {
+            return;
+        }
+        let index = self.generated;
+        self.generated += 1;
+        if index == self.warmup {
+            self.window_start = self.now;
+            self.busy_at_start = (
+                self.gpus.iter().map(|g| g.busy(self.now)).collect(),
+                self.cpu.busy(),
+            );
+        }
+        let s = &mut self.services[service];
+        let req = Req {
+            service: service as u8,
+            gpu: 0,
+            phase: Phase::Pre,
+            measured: index >= self.warmup,
+            arrival: self.now,
+            pre: s.pre.sample(&mut s.rng),
+            work: s.gpu.sample(&mut s.rng).max(1),
+            post: s.post.sample(&mut s.rng),
+            waiting_since: self.now,
+            queued: 0,
+            gpu_start: 0,
+        };
+        let r = match self.free.pop() {
+            Some(r) => {
+                self.reqs[r as usize] = req;
+                r
+            }
+            None => {
+                self.reqs.push(req);
+                (self.reqs.len() - 1) as u32
+            }
+        };
+        self.schedule_arrival(service);
+        match self.mode {
+            Mode::Engine(_) => self.begin_cpu(r, Phase::Pre),
+            Mode::Independent | Mode::Semaphore => {
+                let g = self.pools.next_gpu[service];
+                self.pools.next_gpu[service] = (g + 1) % self.gpus.len();
+                self.reqs[r as usize].gpu = g as u16;
+                let pool = service * self.gpus.len() + g;
+                if self.pools.idle_workers[pool] > 0 {
+                    self.pools.idle_workers[pool] -= 1;
+                    if !self.worker_takes(r) {
+                        self.pools.idle_workers[pool] += 1;
+                    }
+                } else {
+                    self.pools.worker_queue[pool].push_back(r);
+                }
+            }
+        }
+    }
+
+    fn end_wait(&mut self, r: u32) {
+        let q = &mut self.reqs[r as usize];
+        q.queued += self.now - q.waiting_since;
+        q.waiting_since = self.now;
+    }
+
+    fn expired(&self, r: u32) -> bool {
+        let q = &self.reqs[r as usize];
+        self.services[q.service as usize]
+            .deadline
+            .is_some_and(|d| self.now > q.arrival + d)
+    }
+
+    /// A worker (already counted busy) takes `r`; `false` if `r` had expired
+    /// and was dropped instead, leaving the worker free.
+    fn worker_takes(&mut self, r: u32) -> bool {
+        self.end_wait(r);
+        if self.expired(r) {
+            self.record_drop(r);
+            self.free.push(r);
+            return false;
+        }
+        if self.mode == Mode::Semaphore {
+            let g = self.reqs[r as usize].gpu as usize;
+            if self.pools.permits[g] == 0 {
+                self.pools.permit_queue[g].push_back(r);
+                return true;
+            }
+            self.pools.permits[g] -= 1;
+        }
+        self.begin_cpu(r, Phase::Pre);
+        true
+    }
+
+    /// A worker of `pool` is free: it takes the next live request, or idles.
+    fn worker_released(&mut self, pool: usize) {
+        while let Some(next) = self.pools.worker_queue[pool].pop_front() {
+            if self.worker_takes(next) {
+                return;
+            }
+        }
+        self.pools.idle_workers[pool] += 1;
+    }
+
+    fn begin_cpu(&mut self, r: u32, phase: Phase) {
+        let q = &mut self.reqs[r as usize];
+        q.phase = phase;
+        let cost = if phase == Phase::Pre { q.pre } else { q.post };
+        if self.cpu.request(r, cost).is_some() {
+            self.at(self.now + cost, Ev::Cpu(r));
+        }
+    }
+
+    fn on_cpu_done(&mut self, r: u32) {
+        if let Some((next, cost)) = self.cpu.release() {
+            self.at(self.now + cost, Ev::Cpu(next));
+        }
+        match self.reqs[r as usize].phase {
+            Phase::Pre => self.to_gpu(r),
+            Phase::Post => self.finish(r),
+        }
+    }
+
+    fn to_gpu(&mut self, r: u32) {
+        if self.sched.is_none() {
+            let g = self.reqs[r as usize].gpu as usize;
+            self.start_gpu(r, g);
+            return;
+        }
+        let q = &mut self.reqs[r as usize];
+        q.waiting_since = self.now;
+        let svc = &self.services[q.service as usize];
+        let mut job = Job::new(
+            u64::from(r),
+            u32::from(q.service),
+            self.costs.estimate(u32::from(q.service), 1),
+            self.now,
+            self.sched.as_ref().expect("engine mode").all_devices(),
+        )
+        .with_target(q.arrival + svc.slo);
+        job.deadline = svc.deadline.map(|d| q.arrival + d);
+        self.sched
+            .as_mut()
+            .expect("engine mode")
+            .submit(job)
+            .expect("request slots are unique job ids");
+        self.dispatch();
+    }
+
+    fn dispatch(&mut self) {
+        let Some(sched) = self.sched.as_mut() else {
+            return;
+        };
+        let mut decisions = std::mem::take(&mut self.decisions);
+        sched.dispatch(self.now, &mut decisions);
+        for d in decisions.drain(..) {
+            match d {
+                Decision::Run { job, device } => {
+                    let r = job.id as u32;
+                    self.end_wait(r);
+                    self.start_gpu(r, device);
+                }
+                Decision::Drop { job, .. } => {
+                    let r = job.id as u32;
+                    self.record_drop(r);
+                    self.free.push(r);
+                }
+            }
+        }
+        self.decisions = decisions;
+    }
+
+    fn start_gpu(&mut self, r: u32, g: usize) {
+        let q = &mut self.reqs[r as usize];
+        q.gpu = g as u16;
+        q.gpu_start = self.now;
+        if let Some(t) = self.gpus[g].start(r, q.work, self.now, &self.sc.host.eta) {
+            let v = self.gpus[g].version;
+            self.at(t, Ev::Gpu(g as u16, v));
+        }
+    }
+
+    fn on_gpu_done(&mut self, g: usize, version: u32) {
+        let mut done = std::mem::take(&mut self.done);
+        let next = self.gpus[g].finish(version, self.now, &self.sc.host.eta, &mut done);
+        if let Some(t) = next {
+            let v = self.gpus[g].version;
+            self.at(t, Ev::Gpu(g as u16, v));
+        }
+        for &r in &done {
+            let q = self.reqs[r as usize];
+            if q.measured {
+                self.gpu_time.0 += q.work;
+                self.gpu_time.1 += (self.now - q.gpu_start).saturating_sub(q.work);
+            }
+            if let Some(sched) = self.sched.as_mut() {
+                let c = sched
+                    .complete(u64::from(r), self.now)
+                    .expect("job is running");
+                self.costs.observe(u32::from(q.service), 1, c.held);
+            }
+            self.begin_cpu(r, Phase::Post);
+        }
+        done.clear();
+        self.done = done;
+        self.dispatch();
+    }
+
+    fn finish(&mut self, r: u32) {
+        let q = self.reqs[r as usize];
+        if q.measured {
+            let s = &self.services[q.service as usize];
+            let latency = self.now - q.arrival;
+            let own = q.pre + q.work + q.post;
+            self.all.complete(latency, own, s.slo);
+            self.per_service[q.service as usize].complete(latency, own, s.slo);
+            self.gpu_time.2 += q.queued;
+            self.last_done = self.now;
+        }
+        let pool = q.service as usize * self.gpus.len() + q.gpu as usize;
+        match self.mode {
+            Mode::Engine(_) => {}
+            Mode::Independent => self.worker_released(pool),
+            Mode::Semaphore => {
+                let g = q.gpu as usize;
+                match self.pools.permit_queue[g].pop_front() {
+                    Some(next) => {
+                        self.end_wait(next);
+                        self.begin_cpu(next, Phase::Pre);
+                    }
+                    None => self.pools.permits[g] += 1,
+                }
+                self.worker_released(pool);
+            }
+        }
+        self.free.push(r);
+    }
+
+    fn record_drop(&mut self, r: u32) {
+        let q = self.reqs[r as usize];
+        if q.measured {
+            self.all.drop_one();
+            self.per_service[q.service as usize].drop_one();
+            self.last_done = self.last_done.max(self.now);
+        }
+    }
+
+    fn result(&self, load: f64, seed: u64) -> PointResult {
+        let end = self.last_done.max(self.window_start + 1);
+        let window = end - self.window_start;
+        let window_s = window as f64 / 1e9;
+        let busy: Vec<u64> = self
+            .gpus
+            .iter()
+            .zip(&self.busy_at_start.0)
+            .map(|(g, start)| g.busy(self.now) - start)
+            .collect();
+        let mean_busy = busy.iter().sum::<u64>() as f64 / busy.len() as f64;
+        let (lo, hi) = (
+            busy.iter().min().copied().unwrap_or(0),
+            busy.iter().max().copied().unwrap_or(0),
+        );
+        let cpu_used = (self.cpu.busy() - self.busy_at_start.1) as f64;
+        let services = self
+            .sc
+            .services
+            .iter()
+            .zip(&self.per_service)
+            .map(|(s, rec)| (s.name.clone(), rec.service_result(window_s)))
+            .collect();
+        let all = &self.all;
+        PointResult {
+            policy: self.mode.to_string(),
+            load,
+            seed,
+            requests: all.completed() + all.dropped(),
+            offered_rps: self.sc.rate_for_load(load),
+            throughput_rps: all.completed() as f64 / window_s,
+            goodput_rps: all.within_slo() as f64 / window_s,
+            latency_ms: all.latency(),
+            slo_attainment: all.attainment(),
+            dropped: all.dropped(),
+            max_wait_ms: all.max_wait_ms(),
+            p99_slowdown: all.p99_slowdown(),
+            gpu_busy: (mean_busy / window as f64).min(1.0),
+            gpu_imbalance: if mean_busy > 0.0 {
+                (hi - lo) as f64 / mean_busy
+            } else {
+                0.0
+            },
+            cpu_idle: (1.0 - cpu_used / (self.sc.host.cpu_cores as f64 * window as f64))
+                .clamp(0.0, 1.0),
+            gpu_time_s: GpuTime {
+                effective: self.gpu_time.0 as f64 / 1e9,
+                overlap: self.gpu_time.1 as f64 / 1e9,
+                queue: self.gpu_time.2 as f64 / 1e9,
+            },
+            services,
+        }
+    }
+}
