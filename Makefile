@@ -47,11 +47,12 @@ test: setup lint ## every test and lint: cargo test, pytest, clippy, fmt, ruff, 
 	$(PY) -m pytest -q
 
 .PHONY: lint
-lint: setup ## cargo fmt --check, clippy -D warnings, ruff, mypy stubtest of lanes._core
+lint: setup ## cargo fmt --check, clippy -D warnings, ruff, mypy --strict, stubtest of lanes._core
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
 	$(BIN)/ruff check python tests
 	$(BIN)/ruff format --check python tests
+	$(PY) -m mypy
 	$(PY) -m mypy.stubtest lanes._core
 
 .PHONY: fmt

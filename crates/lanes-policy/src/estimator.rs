@@ -13,8 +13,6 @@
 //!
 //! Estimates are at least 1 ns, so no job is ever free.
 
-use std::collections::BTreeMap;
-
 use rustc_hash::FxHashMap;
 
 use crate::{ModelId, Nanos};
@@ -62,7 +60,15 @@ struct Average {
 #[derive(Debug, Default)]
 struct ModelCosts {
     prior: Option<Prior>,
-    sizes: BTreeMap<u32, Average>,
+    /// Measured batch sizes, sorted (a model sees few distinct sizes, so a
+    /// short vector beats a tree).
+    sizes: Vec<(u32, Average)>,
+}
+
+impl ModelCosts {
+    fn get(&self, batch: u32) -> Option<&Average> {
+        self.sizes.iter().find(|(b, _)| *b == batch).map(|(_, a)| a)
+    }
 }
 
 /// Online run-time estimates. See the module docs for the rule.
@@ -91,13 +97,14 @@ impl CostModel {
         let w = self.config.ewma_weight;
         let sizes = &mut self.models.entry(model).or_default().sizes;
         let x = run as f64;
-        sizes
-            .entry(batch)
-            .and_modify(|a| {
+        match sizes.binary_search_by_key(&batch, |(b, _)| *b) {
+            Ok(i) => {
+                let a = &mut sizes[i].1;
                 a.mean += w * (x - a.mean);
                 a.runs += 1;
-            })
-            .or_insert(Average { mean: x, runs: 1 });
+            }
+            Err(i) => sizes.insert(i, (batch, Average { mean: x, runs: 1 })),
+        }
     }
 
     /// Run-time estimate for a batch of `batch` items of `model`.
@@ -110,7 +117,7 @@ impl CostModel {
     }
 
     fn estimate_in(&self, m: &ModelCosts, batch: u32) -> f64 {
-        if let Some(a) = m.sizes.get(&batch) {
+        if let Some(a) = m.get(batch) {
             return a.mean;
         }
         if m.sizes.len() >= 2 {
@@ -119,7 +126,7 @@ impl CostModel {
             }
         }
         // Nearest measured size, scaled.
-        if let Some((&s, a)) = m.sizes.iter().min_by_key(|(&s, _)| s.abs_diff(batch)) {
+        if let Some(&(s, a)) = m.sizes.iter().min_by_key(|(s, _)| s.abs_diff(batch)) {
             let ratio = match m.prior {
                 Some(p) if p.at(s) > 0.0 => p.at(batch) / p.at(s),
                 _ => f64::from(batch) / f64::from(s),
@@ -136,7 +143,7 @@ impl CostModel {
     /// slope is negative or the sizes are degenerate.
     fn fit(&self, m: &ModelCosts, batch: u32) -> Option<f64> {
         let (mut sw, mut sx, mut sy, mut sxx, mut sxy) = (0.0, 0.0, 0.0, 0.0, 0.0);
-        for (&b, a) in &m.sizes {
+        for &(b, a) in &m.sizes {
             let w = (a.runs as f64).min(self.config.fit_weight_cap);
             let x = f64::from(b);
             sw += w;

@@ -29,11 +29,30 @@ use crate::workload::{ArrivalGen, CostSampler};
 /// Fraction of arrivals that warm the host up and are not measured.
 pub const WARMUP_FRACTION: f64 = 0.05;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Ev {
     Arrival(u8),
     Cpu(u32),
     Gpu(u16, u32),
+}
+
+impl Ev {
+    /// Packed into one word for the event heap: kind in the top byte.
+    fn pack(self) -> u64 {
+        match self {
+            Self::Arrival(s) => u64::from(s),
+            Self::Cpu(r) => 1 << 56 | u64::from(r),
+            Self::Gpu(g, v) => 2 << 56 | u64::from(g) << 32 | u64::from(v),
+        }
+    }
+
+    fn unpack(word: u64) -> Self {
+        match word >> 56 {
+            0 => Self::Arrival(word as u8),
+            1 => Self::Cpu(word as u32),
+            _ => Self::Gpu((word >> 32) as u16, word as u32),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,7 +105,8 @@ struct Sim<'a> {
     mode: Mode,
     now: u64,
     seq: u64,
-    events: BinaryHeap<Reverse<(u64, u64, Ev)>>,
+    /// (time, sequence, packed event): earliest first, ties in schedule order.
+    events: BinaryHeap<Reverse<(u64, u64, u64)>>,
     reqs: Vec<Req>,
     free: Vec<u32>,
     cpu: CpuPool<u32>,
@@ -100,7 +120,6 @@ struct Sim<'a> {
     generated: u64,
     total: u64,
     warmup: u64,
-    all: Recorder,
     per_service: Vec<Recorder>,
     window_start: u64,
     busy_at_start: (Vec<u64>, u64),
@@ -219,7 +238,6 @@ impl<'a> Sim<'a> {
             generated: 0,
             total,
             warmup: (total as f64 * WARMUP_FRACTION) as u64,
-            all: Recorder::new(),
             per_service: (0..n).map(|_| Recorder::new()).collect(),
             window_start: 0,
             busy_at_start: (vec![0; g], 0),
@@ -234,7 +252,7 @@ impl<'a> Sim<'a> {
 
     fn at(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
-        self.events.push(Reverse((t, self.seq, ev)));
+        self.events.push(Reverse((t, self.seq, ev.pack())));
     }
 
     fn schedule_arrival(&mut self, service: usize) {
@@ -247,7 +265,7 @@ impl<'a> Sim<'a> {
     fn run(&mut self) {
         while let Some(Reverse((t, _, ev))) = self.events.pop() {
             self.now = t;
-            match ev {
+            match Ev::unpack(ev) {
                 Ev::Arrival(s) => self.on_arrival(s as usize),
                 Ev::Cpu(r) => self.on_cpu_done(r),
                 Ev::Gpu(g, version) => self.on_gpu_done(g as usize, version),
@@ -370,12 +388,12 @@ impl<'a> Sim<'a> {
             self.at(self.now + cost, Ev::Cpu(next));
         }
         match self.reqs[r as usize].phase {
-            Phase::Pre => self.to_gpu(r),
+            Phase::Pre => self.request_gpu(r),
             Phase::Post => self.finish(r),
         }
     }
 
-    fn to_gpu(&mut self, r: u32) {
+    fn request_gpu(&mut self, r: u32) {
         if self.sched.is_none() {
             let g = self.reqs[r as usize].gpu as usize;
             self.start_gpu(r, g);
@@ -466,7 +484,6 @@ impl<'a> Sim<'a> {
             let s = &self.services[q.service as usize];
             let latency = self.now - q.arrival;
             let own = q.pre + q.work + q.post;
-            self.all.complete(latency, own, s.slo);
             self.per_service[q.service as usize].complete(latency, own, s.slo);
             self.gpu_time.2 += q.queued;
             self.last_done = self.now;
@@ -493,7 +510,6 @@ impl<'a> Sim<'a> {
     fn record_drop(&mut self, r: u32) {
         let q = self.reqs[r as usize];
         if q.measured {
-            self.all.drop_one();
             self.per_service[q.service as usize].drop_one();
             self.last_done = self.last_done.max(self.now);
         }
@@ -522,7 +538,7 @@ impl<'a> Sim<'a> {
             .zip(&self.per_service)
             .map(|(s, rec)| (s.name.clone(), rec.service_result(window_s)))
             .collect();
-        let all = &self.all;
+        let all = &Recorder::merged(&self.per_service);
         PointResult {
             policy: self.mode.to_string(),
             load,

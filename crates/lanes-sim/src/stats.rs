@@ -118,6 +118,23 @@ impl Recorder {
         self.within_slo += u64::from(latency <= slo);
     }
 
+    /// The union of several groups (histograms merge exactly).
+    pub fn merged<'a>(parts: impl IntoIterator<Item = &'a Recorder>) -> Self {
+        let mut all = Self::new();
+        for p in parts {
+            all.latency
+                .add(&p.latency)
+                .expect("auto-resizing histograms merge");
+            all.slowdown
+                .add(&p.slowdown)
+                .expect("auto-resizing histograms merge");
+            all.within_slo += p.within_slo;
+            all.dropped += p.dropped;
+            all.max_wait = all.max_wait.max(p.max_wait);
+        }
+        all
+    }
+
     /// A request dropped before it ran.
     pub fn drop_one(&mut self) {
         self.dropped += 1;

@@ -1,0 +1,7 @@
+"""``python -m lanes``: the same command line as the ``lanes`` script."""
+
+import sys
+
+from lanes.cli import main
+
+sys.exit(main())

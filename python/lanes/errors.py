@@ -1,0 +1,43 @@
+"""The one error type of lanes.
+
+Everything a user can get wrong (a scenario file, a command-line value, a policy name) raises
+:class:`LanesError` with a stable machine-readable ``code`` and a one-line ``message`` that names
+the key, the value and what is allowed. The native module ``lanes._core`` raises this same class,
+so callers catch one type and branch on ``code``, never on message text. The command line prints
+``lanes <command>: error: <message>`` and exits 2.
+"""
+
+from __future__ import annotations
+
+# Codes raised by the Python side. The native module adds its own (``unknown_policy``,
+# ``bad_policy_argument``, ...); a code, once published, never changes meaning.
+SCENARIO_NOT_FOUND = "scenario_not_found"
+"""A scenario that is neither a file nor a built-in name."""
+SCENARIO_INVALID = "scenario_invalid"
+"""A scenario file that is not valid TOML or breaks a rule of the format (docs/sim.md)."""
+TRACE_INVALID = "trace_invalid"
+"""An arrival-trace file that cannot be read or parsed."""
+BAD_ARGUMENT = "bad_argument"
+"""A command-line or API argument out of its allowed range."""
+MISSING_DEPENDENCY = "missing_dependency"
+"""An optional extra (e.g. matplotlib for plots) that is not installed."""
+OUTPUT_FAILED = "output_failed"
+"""An output file that cannot be written."""
+
+
+class LanesError(Exception):
+    """A user-facing error: a stable ``code`` and a one-line ``message``."""
+
+    code: str
+    message: str
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(code, message)
+        self.code = code
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"LanesError({self.code!r}, {self.message!r})"

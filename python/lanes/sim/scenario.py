@@ -1,0 +1,349 @@
+"""Scenarios: the host and services a simulation runs, read from a TOML file.
+
+Parse, don't validate: :meth:`Scenario.load` turns a file (or a built-in name such as ``ocr``)
+into frozen dataclasses whose every field is already checked, and :meth:`Scenario.to_core` gives
+the normalised dict the native simulator takes. Every refusal is a one-line
+``LanesError("scenario_invalid" | "scenario_not_found", ...)`` naming the dotted key
+(``service[1].gpu.cv``, services counted from 0), the value and what is allowed. The format,
+key by key, is in docs/sim.md; examples/scenarios/ holds commented examples.
+
+Rules worth stating here: unknown keys are errors; service names are unique; shares are each
+> 0 and must sum to 1 (within 1e-6; they are then rescaled to sum to exactly 1); a phase with
+``mean_ms = 0`` becomes a constant 0; trace paths are relative to the scenario file.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from lanes.errors import SCENARIO_INVALID, SCENARIO_NOT_FOUND, LanesError
+from lanes.sim.fields import Table
+from lanes.sim.trace import TraceFormatError, parse_trace
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+Dist = Literal["lognormal", "exponential", "constant"]
+DISTS: tuple[Dist, ...] = ("lognormal", "exponential", "constant")
+ARRIVALS = ("poisson", "bursty", "trace")
+PHASES = ("pre", "gpu", "post")
+
+MAX_CV = 10.0
+SHARE_TOLERANCE = 1e-6
+_BUILTIN_DIR = Path(__file__).with_name("scenarios")
+
+_TOP_KEYS = ("name", "description", "slo_ms", "host", "service")
+_HOST_KEYS = ("gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta")
+_SERVICE_KEYS = (
+    "name", "share", "workers_per_gpu", "arrival", "pre", "gpu", "post", "slo_ms", "deadline_ms",
+)  # fmt: skip
+_COST_KEYS = ("dist", "mean_ms", "cv")
+_COST_NEEDS = "must be a table like { mean_ms = 5, cv = 0.3 } (dist, mean_ms, cv)"
+_ARRIVAL_NEEDS = (
+    'must be "poisson" or a table { kind = "poisson" }, { kind = "bursty", cv = 2.0 } '
+    'or { kind = "trace", path = "arrivals.csv" }'
+)
+
+
+@dataclass(frozen=True)
+class Cost:
+    """The cost distribution of one phase of a request, in milliseconds."""
+
+    dist: Dist
+    mean_ms: float
+    cv: float
+    """Coefficient of variation (std / mean): 1 for exponential, 0 for constant."""
+
+    def to_core(self) -> dict[str, Any]:
+        return {"dist": self.dist, "mean_ms": self.mean_ms, "cv": self.cv}
+
+
+@dataclass(frozen=True)
+class Poisson:
+    """Poisson arrivals: exponential gaps, coefficient of variation 1."""
+
+    def to_core(self) -> dict[str, Any]:
+        return {"kind": "poisson"}
+
+
+@dataclass(frozen=True)
+class Bursty:
+    """Gamma-distributed gaps with coefficient of variation ``cv`` (1 is Poisson; above 1,
+    burstier; below 1, more regular)."""
+
+    cv: float
+
+    def to_core(self) -> dict[str, Any]:
+        return {"kind": "bursty", "cv": self.cv}
+
+
+@dataclass(frozen=True)
+class Trace:
+    """Arrivals replayed from a file, rescaled by the simulator to the service's rate."""
+
+    path: Path
+    times: tuple[float, ...] = field(repr=False)
+    """Seconds since the first arrival, sorted; ``times[0] == 0.0``."""
+
+    def to_core(self) -> dict[str, Any]:
+        return {"kind": "trace", "times": list(self.times)}
+
+
+Arrival = Poisson | Bursty | Trace
+
+
+@dataclass(frozen=True)
+class Host:
+    """The shared machine: GPUs, CPU cores and how a GPU behaves under overlap."""
+
+    gpus: int
+    cpu_cores: int
+    gpu_capacity: int = 1
+    """Engine policies: jobs a GPU runs at once."""
+    semaphore: int = 1
+    """``semaphore`` mode: permits per GPU."""
+    eta: tuple[float, ...] = (1.0,)
+    """GPU throughput with k overlapping jobs is ``eta[k-1]`` (last value repeats); each of the
+    k jobs progresses at ``eta(k) / k``."""
+
+    def to_core(self) -> dict[str, Any]:
+        return {
+            "gpus": self.gpus,
+            "cpu_cores": self.cpu_cores,
+            "gpu_capacity": self.gpu_capacity,
+            "semaphore": self.semaphore,
+            "eta": list(self.eta),
+        }
+
+
+@dataclass(frozen=True)
+class Service:
+    """One model served on the host: its traffic and the cost of its requests."""
+
+    name: str
+    share: float
+    """Fraction of all requests (shares of a scenario sum to 1)."""
+    workers_per_gpu: int
+    arrival: Arrival
+    pre: Cost
+    gpu: Cost
+    post: Cost
+    slo_ms: float
+    """This service's latency objective (the scenario's unless overridden)."""
+    deadline_ms: float | None = None
+    """Hard deadline: a request still unfinished this long after arrival is dropped."""
+
+    def to_core(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "share": self.share,
+            "workers_per_gpu": self.workers_per_gpu,
+            "arrival": self.arrival.to_core(),
+            "pre": self.pre.to_core(),
+            "gpu": self.gpu.to_core(),
+            "post": self.post.to_core(),
+            "slo_ms": self.slo_ms,
+            "deadline_ms": self.deadline_ms,
+        }
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A validated scenario. Build one with :meth:`load` or :meth:`from_toml`."""
+
+    name: str
+    description: str
+    slo_ms: float
+    host: Host
+    services: tuple[Service, ...]
+    source: str = ""
+    """Where it came from, as the user named it: a path or a built-in name."""
+
+    @classmethod
+    def load(cls, scenario: str | os.PathLike[str]) -> Scenario:
+        """Load a built-in scenario by name (see :func:`builtin_scenarios`) or a TOML file.
+
+        A string equal to a built-in name means the built-in; anything else is a path (write
+        ``./ocr`` for a file called ``ocr``).
+        """
+        if isinstance(scenario, str) and scenario in builtin_scenarios():
+            path, source = _BUILTIN_DIR / f"{scenario}.toml", scenario
+        else:
+            path, source = Path(scenario), os.fspath(scenario)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            builtins = ", ".join(builtin_scenarios())
+            raise LanesError(
+                SCENARIO_NOT_FOUND,
+                f"scenario {source}: no such file, and not a built-in scenario ({builtins})",
+            ) from None
+        except OSError as err:
+            raise LanesError(
+                SCENARIO_NOT_FOUND, f"scenario {source}: cannot read: {err.strerror or err}"
+            ) from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as err:
+            message = f"scenario {source}: not UTF-8 text: {err}"
+            raise LanesError(SCENARIO_INVALID, message) from None
+        return cls.from_toml(text, source=source, base_dir=path.parent, default_name=path.stem)
+
+    @classmethod
+    def from_toml(
+        cls, text: str, *, source: str, base_dir: Path, default_name: str = "scenario"
+    ) -> Scenario:
+        """Parse scenario TOML ``text``; trace paths are relative to ``base_dir``."""
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as err:
+            detail = " ".join(str(err).split())
+            raise LanesError(
+                SCENARIO_INVALID, f"scenario {source}: TOML syntax error: {detail}"
+            ) from None
+        return _parse(Table(raw, "", source), base_dir, default_name)
+
+    @property
+    def service_names(self) -> list[str]:
+        return [s.name for s in self.services]
+
+    def to_core(self) -> dict[str, Any]:
+        """The normalised dict taken by ``lanes._core.simulate`` (times in ms; traces in s)."""
+        return {
+            "name": self.name,
+            "slo_ms": self.slo_ms,
+            "host": self.host.to_core(),
+            "services": [s.to_core() for s in self.services],
+        }
+
+
+def builtin_scenarios() -> list[str]:
+    """Names of the scenarios shipped inside the package, sorted."""
+    return sorted(p.stem for p in _BUILTIN_DIR.glob("*.toml"))
+
+
+def _parse(top: Table, base_dir: Path, default_name: str) -> Scenario:
+    top.only(_TOP_KEYS)
+    name = top.name("name", default=default_name)
+    description = top.string("description", default="")
+    slo_ms = top.number("slo_ms", low=0, low_open=True)
+    host = _host(top.table("host", needs="must be a table: [host] with gpus and cpu_cores"))
+    tables = top.tables("service", needs="must be one or more [[service]] tables")
+    services = [_service(t, slo_ms, base_dir) for t in tables]
+    _check_names(tables, services)
+    shares = _check_shares(top, services)
+    services = [replace(s, share=share) for s, share in zip(services, shares, strict=True)]
+    return Scenario(name, description, slo_ms, host, tuple(services), top.source)
+
+
+def _host(t: Table) -> Host:
+    t.only(_HOST_KEYS)
+    gpus = t.integer("gpus", low=1, high=64)
+    cpu_cores = t.integer("cpu_cores", low=1, high=4096)
+    gpu_capacity = t.integer("gpu_capacity", low=1, high=64, default=1)
+    semaphore = t.integer("semaphore", low=1, high=64, default=1)
+    eta = t.numbers("eta", low=0, low_open=True, default=(1.0,))
+    for k, value in enumerate(eta, start=1):
+        if value > k:
+            raise t.error(
+                f"eta[{k - 1}]", value, f"must be <= {k}: {k} jobs cannot run {value:g}x as fast"
+            )
+    return Host(gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta))
+
+
+def _service(t: Table, slo_ms: float, base_dir: Path) -> Service:
+    t.only(_SERVICE_KEYS)
+    return Service(
+        name=t.name("name"),
+        share=t.number("share", low=0, low_open=True, high=1),
+        workers_per_gpu=t.integer("workers_per_gpu", low=1, high=1024, default=1),
+        arrival=_arrival(t, base_dir),
+        pre=_cost(t.table("pre", needs=_COST_NEEDS), positive=False),
+        gpu=_cost(t.table("gpu", needs=_COST_NEEDS), positive=True),
+        post=_cost(t.table("post", needs=_COST_NEEDS), positive=False),
+        slo_ms=t.number("slo_ms", low=0, low_open=True, default=slo_ms),
+        deadline_ms=t.optional_number("deadline_ms", low=0, low_open=True),
+    )
+
+
+def _cost(t: Table, *, positive: bool) -> Cost:
+    t.only(_COST_KEYS)
+    dist = t.choice("dist", DISTS, default="lognormal")
+    mean_ms = t.number("mean_ms", low=0, low_open=positive)
+    if dist == "lognormal":
+        cv = t.number("cv", low=0, high=MAX_CV)
+    elif dist == "exponential":
+        cv = t.number("cv", default=1.0)
+        if cv != 1.0:
+            t.fail("cv", "an exponential distribution has cv 1: leave cv out")
+    else:
+        cv = t.number("cv", default=0.0)
+        if cv != 0.0:
+            t.fail("cv", "a constant has cv 0: leave cv out")
+    if mean_ms == 0.0:
+        return Cost("constant", 0.0, 0.0)
+    return Cost(dist, mean_ms, cv)
+
+
+def _arrival(service: Table, base_dir: Path) -> Arrival:
+    if not service.has("arrival"):
+        return Poisson()
+    raw = service.raw["arrival"]
+    if isinstance(raw, str):
+        if raw == "poisson":
+            return Poisson()
+        if raw == "bursty":
+            service.fail("arrival", 'bursty needs a cv: arrival = { kind = "bursty", cv = 2.0 }')
+        if raw == "trace":
+            service.fail(
+                "arrival", 'trace needs a file: arrival = { kind = "trace", path = "..." }'
+            )
+        service.fail("arrival", _ARRIVAL_NEEDS)
+    t = service.table("arrival", needs=_ARRIVAL_NEEDS)
+    kind = t.choice("kind", ARRIVALS)
+    if kind == "poisson":
+        t.only(("kind",))
+        return Poisson()
+    if kind == "bursty":
+        t.only(("kind", "cv"))
+        return Bursty(t.number("cv", low=0, low_open=True, high=MAX_CV))
+    t.only(("kind", "path"))
+    path = base_dir / t.string("path")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        t.fail("path", f"no such file ({path}; paths are relative to the scenario file)")
+    except (OSError, UnicodeDecodeError) as err:
+        t.fail("path", f"cannot read {path}: {getattr(err, 'strerror', None) or err}")
+    try:
+        times = parse_trace(text)
+    except TraceFormatError as err:
+        t.fail("path", f"bad trace: {err}")
+    return Trace(path, times)
+
+
+def _check_names(tables: list[Table], services: list[Service]) -> None:
+    seen: dict[str, int] = {}
+    for i, service in enumerate(services):
+        if service.name in seen:
+            tables[i].fail("name", f"duplicate: service[{seen[service.name]}] has this name")
+        seen[service.name] = i
+
+
+def _check_shares(top: Table, services: list[Service]) -> list[float]:
+    total = math.fsum(s.share for s in services)
+    if abs(total - 1.0) > SHARE_TOLERANCE:
+        terms = " + ".join(f"{s.share:g}" for s in services)
+        raise LanesError(
+            SCENARIO_INVALID,
+            f"scenario {top.source}: service[*].share = {terms} = {total:g}: "
+            "the shares must sum to 1",
+        )
+    return [s.share / total for s in services]

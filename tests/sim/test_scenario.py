@@ -1,0 +1,485 @@
+"""Scenario files: the built-in, the examples, defaults, and every way a file can be wrong."""
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from lanes.errors import LanesError
+from lanes.sim import Bursty, Poisson, Scenario, Trace, builtin_scenarios
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "examples" / "scenarios"
+
+BASE = """\
+name = "t"
+slo_ms = 150
+
+[host]
+gpus = 2
+cpu_cores = 8
+
+[[service]]
+name = "a"
+share = 0.6
+workers_per_gpu = 2
+pre = { mean_ms = 2, cv = 0.3 }
+gpu = { mean_ms = 5, cv = 0.3 }
+post = { mean_ms = 1, cv = 0.3 }
+
+[[service]]
+name = "b"
+share = 0.4
+arrival = "poisson"
+pre = { mean_ms = 3, cv = 0.3 }
+gpu = { mean_ms = 25, cv = 0.5 }
+post = { mean_ms = 2, cv = 0.3 }
+"""
+
+SERVICES = BASE[BASE.index("[[service]]") :]
+A_GPU = "gpu = { mean_ms = 5, cv = 0.3 }"
+B_GPU = "gpu = { mean_ms = 25, cv = 0.5 }"
+B_ARRIVAL = 'arrival = "poisson"'
+
+
+def write(tmp_path: Path, text: str, name: str = "t.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def edit(old: str, new: str) -> str:
+    assert old in BASE, old
+    return BASE.replace(old, new, 1)
+
+
+def test_builtin_ocr_is_listed_and_normalises_to_the_core_dict() -> None:
+    assert "ocr" in builtin_scenarios()
+
+    def phase(mean: float, cv: float) -> dict[str, object]:
+        return {"dist": "lognormal", "mean_ms": mean, "cv": cv}
+
+    def service(name, share, workers, pre, gpu, gpu_cv, post):
+        return {
+            "name": name,
+            "share": share,
+            "workers_per_gpu": workers,
+            "arrival": {"kind": "poisson"},
+            "pre": phase(pre, 0.3),
+            "gpu": phase(gpu, gpu_cv),
+            "post": phase(post, 0.3),
+            "slo_ms": 150.0,
+            "deadline_ms": None,
+        }
+
+    core = Scenario.load("ocr").to_core()
+    assert core == {
+        "name": "ocr",
+        "slo_ms": 150.0,
+        "host": {"gpus": 2, "cpu_cores": 8, "gpu_capacity": 1, "semaphore": 1, "eta": [1.0]},
+        "services": [
+            service("cnn", 0.60, 2, 2.0, 5.0, 0.3, 1.0),
+            service("rnn_zh", 0.25, 1, 3.0, 25.0, 0.5, 2.0),
+            service("rnn_en", 0.15, 1, 2.0, 12.0, 0.5, 1.0),
+        ],
+    }
+    assert math.fsum(s["share"] for s in core["services"]) == pytest.approx(1.0, abs=1e-12)
+    json.dumps(core, allow_nan=False)  # plain data only
+
+
+def test_core_dict_types() -> None:
+    core = Scenario.load("ocr").to_core()
+    assert all(type(v) is int for k, v in core["host"].items() if k != "eta")
+    assert all(type(x) is float for x in core["host"]["eta"])
+    for s in core["services"]:
+        assert type(s["share"]) is float
+        assert type(s["slo_ms"]) is float
+        for phase in ("pre", "gpu", "post"):
+            assert type(s[phase]["mean_ms"]) is float
+            assert type(s[phase]["cv"]) is float
+
+
+def test_the_example_copy_of_ocr_is_the_builtin() -> None:
+    example = Scenario.load(EXAMPLES / "ocr.toml")
+    assert example.to_core() == Scenario.load("ocr").to_core()
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.toml")), ids=lambda p: p.name)
+def test_every_example_loads(path: Path) -> None:
+    scenario = Scenario.load(path)
+    assert scenario.services
+    json.dumps(scenario.to_core(), allow_nan=False)
+
+
+def test_trace_example_reads_its_trace() -> None:
+    scenario = Scenario.load(EXAMPLES / "ocr-trace.toml")
+    arrival = scenario.services[0].arrival
+    assert isinstance(arrival, Trace)
+    assert len(arrival.times) == 1000
+    assert arrival.times[0] == 0.0
+    assert list(arrival.times) == sorted(arrival.times)
+    assert scenario.services[1].arrival == Bursty(2.0)
+    assert scenario.to_core()["services"][0]["arrival"]["kind"] == "trace"
+
+
+def test_defaults(tmp_path: Path) -> None:
+    text = edit('name = "t"\n', "")
+    scenario = Scenario.load(write(tmp_path, text, "my-host.toml"))
+    assert scenario.name == "my-host"  # the file name
+    assert scenario.description == ""
+    host = scenario.host
+    assert (host.gpu_capacity, host.semaphore, host.eta) == (1, 1, (1.0,))
+    b = scenario.services[1]
+    assert b.workers_per_gpu == 1
+    assert scenario.services[0].arrival == Poisson()
+    assert b.gpu.dist == "lognormal"
+    assert b.slo_ms == 150.0
+    assert b.deadline_ms is None
+
+
+def test_all_optional_keys(tmp_path: Path) -> None:
+    text = (
+        edit("cpu_cores = 8", "cpu_cores = 8\ngpu_capacity = 2\nsemaphore = 3\neta = [1, 1.3, 1.5]")
+        .replace("share = 0.4", "share = 0.4\nslo_ms = 400\ndeadline_ms = 800")
+        .replace(A_GPU, 'gpu = { dist = "exponential", mean_ms = 5 }')
+        .replace("pre = { mean_ms = 2, cv = 0.3 }", 'pre = { dist = "constant", mean_ms = 2 }')
+        .replace("post = { mean_ms = 1, cv = 0.3 }", "post = { mean_ms = 0, cv = 0.3 }")
+    )
+    scenario = Scenario.load(write(tmp_path, text))
+    assert scenario.host.to_core() == {
+        "gpus": 2,
+        "cpu_cores": 8,
+        "gpu_capacity": 2,
+        "semaphore": 3,
+        "eta": [1.0, 1.3, 1.5],
+    }
+    a, b = scenario.to_core()["services"]
+    assert a["gpu"] == {"dist": "exponential", "mean_ms": 5.0, "cv": 1.0}
+    assert a["pre"] == {"dist": "constant", "mean_ms": 2.0, "cv": 0.0}
+    assert a["post"] == {"dist": "constant", "mean_ms": 0.0, "cv": 0.0}  # no post phase
+    assert (a["slo_ms"], a["deadline_ms"]) == (150.0, None)
+    assert (b["slo_ms"], b["deadline_ms"]) == (400.0, 800.0)
+
+
+@pytest.mark.parametrize(
+    "arrival",
+    ['arrival = { kind = "poisson" }', 'arrival = "poisson"'],
+)
+def test_poisson_spellings(tmp_path: Path, arrival: str) -> None:
+    scenario = Scenario.load(write(tmp_path, edit(B_ARRIVAL, arrival)))
+    assert scenario.to_core()["services"][1]["arrival"] == {"kind": "poisson"}
+
+
+def test_bursty_arrival(tmp_path: Path) -> None:
+    text = edit(B_ARRIVAL, 'arrival = { kind = "bursty", cv = 3 }')
+    core = Scenario.load(write(tmp_path, text)).to_core()
+    assert core["services"][1]["arrival"] == {"kind": "bursty", "cv": 3.0}
+
+
+def test_trace_path_is_relative_to_the_scenario_file(tmp_path: Path) -> None:
+    (tmp_path / "sub" / "traces").mkdir(parents=True)
+    (tmp_path / "sub" / "traces" / "t.txt").write_text("# seconds\n10.5\n10\n\n12\n")
+    text = edit(B_ARRIVAL, 'arrival = { kind = "trace", path = "traces/t.txt" }')
+    core = Scenario.load(write(tmp_path / "sub", text)).to_core()
+    assert core["services"][1]["arrival"] == {"kind": "trace", "times": [0.0, 0.5, 2.0]}
+
+
+def test_shares_within_tolerance_are_rescaled_to_sum_to_one(tmp_path: Path) -> None:
+    text = edit("share = 0.4", "share = 0.4000005")
+    shares = [s.share for s in Scenario.load(write(tmp_path, text)).services]
+    assert math.fsum(shares) == pytest.approx(1.0, abs=1e-15)
+    assert shares[0] == pytest.approx(0.6, rel=1e-6)
+
+
+def test_scenario_is_frozen() -> None:
+    scenario = Scenario.load("ocr")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        scenario.slo_ms = 1.0  # type: ignore[misc]
+
+
+def test_load_accepts_a_path_object_and_a_string(tmp_path: Path) -> None:
+    path = write(tmp_path, BASE)
+    assert Scenario.load(path) == Scenario.load(str(path))
+
+
+# (id, old text of BASE, new text, what the one-line message must contain)
+MALFORMED = [
+    (
+        "unknown top key",
+        'name = "t"',
+        'name = "t"\ncolour = 1',
+        ["colour = 1", "unknown key", "slo_ms, host, service"],
+    ),
+    (
+        "unknown host key",
+        "gpus = 2",
+        "gpus = 2\ngpu = 1",
+        ["host.gpu = 1", "unknown key", "gpus, cpu_cores"],
+    ),
+    (
+        "unknown service key",
+        "share = 0.4",
+        "share = 0.4\nweight = 3",
+        ["service[1].weight = 3", "unknown key", "workers_per_gpu"],
+    ),
+    (
+        "unknown phase key",
+        B_GPU,
+        "gpu = { mean_ms = 25, cv = 0.5, p99 = 3 }",
+        ["service[1].gpu.p99 = 3", "dist, mean_ms, cv"],
+    ),
+    ("plural services", "[[service]]", "[[services]]", ["services = ", "unknown key"]),
+    (
+        "gpus a string",
+        "gpus = 2",
+        'gpus = "two"',
+        ['host.gpus = "two"', "must be an integer >= 1 and <= 64"],
+    ),
+    ("gpus a bool", "gpus = 2", "gpus = true", ["host.gpus = true", "integer"]),
+    ("gpus a float", "gpus = 2", "gpus = 2.5", ["host.gpus = 2.5", "integer"]),
+    ("gpus zero", "gpus = 2", "gpus = 0", ["host.gpus = 0", ">= 1"]),
+    ("gpus too many", "gpus = 2", "gpus = 65", ["host.gpus = 65", "<= 64"]),
+    ("cpu cores missing", "cpu_cores = 8\n", "", ["host.cpu_cores is missing", "integer"]),
+    ("host missing", "[host]\ngpus = 2\ncpu_cores = 8\n", "", ["host is missing", "[host]"]),
+    ("host not a table", "[host]\ngpus = 2\ncpu_cores = 8\n", "host = 2\n", ["host = 2", "[host]"]),
+    ("eta not a list", "gpus = 2", "gpus = 2\neta = 1.0", ["host.eta = 1.0", "array of numbers"]),
+    ("eta empty", "gpus = 2", "gpus = 2\neta = []", ["host.eta = []", "non-empty"]),
+    ("eta zero", "gpus = 2", "gpus = 2\neta = [1.0, 0]", ["host.eta[1] = 0", "> 0"]),
+    ("eta too high", "gpus = 2", "gpus = 2\neta = [1.0, 2.5]", ["host.eta[1] = 2.5", "<= 2"]),
+    ("semaphore zero", "gpus = 2", "gpus = 2\nsemaphore = 0", ["host.semaphore = 0", ">= 1"]),
+    ("slo missing", "slo_ms = 150\n", "", ["slo_ms is missing", "> 0"]),
+    ("slo negative", "slo_ms = 150", "slo_ms = -5", ["slo_ms = -5", "must be a number > 0"]),
+    ("slo nan", "slo_ms = 150", "slo_ms = nan", ["slo_ms = nan", "number"]),
+    (
+        "service slo zero",
+        "share = 0.4",
+        "share = 0.4\nslo_ms = 0",
+        ["service[1].slo_ms = 0", "> 0"],
+    ),
+    (
+        "deadline negative",
+        "share = 0.4",
+        "share = 0.4\ndeadline_ms = -1",
+        ["service[1].deadline_ms = -1", "> 0"],
+    ),
+    (
+        "negative cv",
+        B_GPU,
+        "gpu = { mean_ms = 25, cv = -0.5 }",
+        ["service[1].gpu.cv = -0.5", "must be a number >= 0 and <= 10"],
+    ),
+    ("cv too big", B_GPU, "gpu = { mean_ms = 25, cv = 30 }", ["service[1].gpu.cv = 30", "<= 10"]),
+    (
+        "cv a string",
+        B_GPU,
+        'gpu = { mean_ms = 25, cv = "0.5" }',
+        ['service[1].gpu.cv = "0.5"', "number"],
+    ),
+    ("cv missing", A_GPU, "gpu = { mean_ms = 5 }", ["service[0].gpu.cv is missing", ">= 0"]),
+    (
+        "gpu mean zero",
+        A_GPU,
+        "gpu = { mean_ms = 0, cv = 0.3 }",
+        ["service[0].gpu.mean_ms = 0", "> 0"],
+    ),
+    (
+        "pre mean negative",
+        "pre = { mean_ms = 2, cv = 0.3 }",
+        "pre = { mean_ms = -2, cv = 0.3 }",
+        ["service[0].pre.mean_ms = -2", ">= 0"],
+    ),
+    ("gpu phase missing", A_GPU + "\n", "", ["service[0].gpu is missing", "mean_ms"]),
+    ("phase a number", A_GPU, "gpu = 5", ["service[0].gpu = 5", "table"]),
+    (
+        "bad dist",
+        A_GPU,
+        'gpu = { dist = "normal", mean_ms = 5, cv = 0.3 }',
+        ['service[0].gpu.dist = "normal"', '"lognormal", "exponential", "constant"'],
+    ),
+    (
+        "exponential with cv",
+        A_GPU,
+        'gpu = { dist = "exponential", mean_ms = 5, cv = 0.5 }',
+        ["service[0].gpu.cv = 0.5", "exponential"],
+    ),
+    (
+        "constant with cv",
+        A_GPU,
+        'gpu = { dist = "constant", mean_ms = 5, cv = 0.5 }',
+        ["service[0].gpu.cv = 0.5", "constant"],
+    ),
+    ("no services", SERVICES, "", ["service is missing", "[[service]]"]),
+    (
+        "service a single table",
+        SERVICES,
+        '[service]\nname = "a"',
+        ['service = { name = "a" }', "[[service]]"],
+    ),
+    ("name missing", 'name = "b"\n', "", ["service[1].name is missing", "letters, digits"]),
+    (
+        "name with a space",
+        'name = "b"',
+        'name = "b c"',
+        ['service[1].name = "b c"', "letters, digits"],
+    ),
+    (
+        "duplicate name",
+        'name = "b"',
+        'name = "a"',
+        ['service[1].name = "a"', "duplicate", "service[0]"],
+    ),
+    ("share missing", "share = 0.4\n", "", ["service[1].share is missing", "> 0"]),
+    (
+        "share negative",
+        "share = 0.4",
+        "share = -0.2",
+        ["service[1].share = -0.2", "must be a number > 0 and <= 1"],
+    ),
+    ("share zero", "share = 0.4", "share = 0", ["service[1].share = 0", "> 0"]),
+    ("share a percentage", "share = 0.4", "share = 40", ["service[1].share = 40", "<= 1"]),
+    ("share a string", "share = 0.4", 'share = "40%"', ['service[1].share = "40%"', "number"]),
+    (
+        "shares sum low",
+        "share = 0.4",
+        "share = 0.3",
+        ["service[*].share = 0.6 + 0.3 = 0.9", "sum to 1"],
+    ),
+    (
+        "shares sum high",
+        "share = 0.4",
+        "share = 0.5",
+        ["service[*].share = 0.6 + 0.5 = 1.1", "sum to 1"],
+    ),
+    (
+        "workers zero",
+        "workers_per_gpu = 2",
+        "workers_per_gpu = 0",
+        ["service[0].workers_per_gpu = 0", ">= 1"],
+    ),
+    (
+        "bad arrival kind",
+        B_ARRIVAL,
+        'arrival = "uniform"',
+        ['service[1].arrival = "uniform"', '"poisson"', "bursty", "trace"],
+    ),
+    (
+        "bad arrival table kind",
+        B_ARRIVAL,
+        'arrival = { kind = "gamma" }',
+        ['service[1].arrival.kind = "gamma"', '"poisson", "bursty", "trace"'],
+    ),
+    (
+        "arrival kind missing",
+        B_ARRIVAL,
+        "arrival = { cv = 2 }",
+        ["service[1].arrival.kind is missing", '"poisson", "bursty", "trace"'],
+    ),
+    ("arrival a number", B_ARRIVAL, "arrival = 3", ["service[1].arrival = 3", "poisson"]),
+    (
+        "bursty as a string",
+        B_ARRIVAL,
+        'arrival = "bursty"',
+        [
+            'service[1].arrival = "bursty"',
+            'bursty needs a cv: arrival = { kind = "bursty", cv = 2.0 }',
+        ],
+    ),
+    (
+        "bursty without cv",
+        B_ARRIVAL,
+        'arrival = { kind = "bursty" }',
+        ["service[1].arrival.cv is missing", "> 0 and <= 10"],
+    ),
+    (
+        "bursty cv zero",
+        B_ARRIVAL,
+        'arrival = { kind = "bursty", cv = 0 }',
+        ["service[1].arrival.cv = 0", "> 0 and <= 10"],
+    ),
+    (
+        "poisson with cv",
+        B_ARRIVAL,
+        'arrival = { kind = "poisson", cv = 2 }',
+        ["service[1].arrival.cv = 2", "unknown key"],
+    ),
+    (
+        "trace without path",
+        B_ARRIVAL,
+        'arrival = { kind = "trace" }',
+        ["service[1].arrival.path is missing"],
+    ),
+    (
+        "trace file missing",
+        B_ARRIVAL,
+        'arrival = { kind = "trace", path = "nope.csv" }',
+        ['service[1].arrival.path = "nope.csv"', "no such file", "relative to the scenario"],
+    ),
+    (
+        "trace as a string",
+        B_ARRIVAL,
+        'arrival = "trace"',
+        ['service[1].arrival = "trace"', "trace needs a file", "path = "],
+    ),
+    ("toml syntax error", "gpus = 2", "gpus = ", ["TOML syntax error", "line 5"]),
+    ("toml duplicate key", "gpus = 2", "gpus = 2\ngpus = 3", ["TOML syntax error"]),
+]
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "needles"), [c[1:] for c in MALFORMED], ids=[c[0] for c in MALFORMED]
+)
+def test_malformed_scenario_is_one_line_naming_key_and_value(tmp_path, old, new, needles) -> None:
+    with pytest.raises(LanesError) as info:
+        Scenario.load(write(tmp_path, edit(old, new)))
+    err = info.value
+    assert err.code == "scenario_invalid"
+    assert "\n" not in err.message
+    assert err.message.startswith(f"scenario {tmp_path / 't.toml'}: ")
+    for needle in needles:
+        assert needle in err.message, err.message
+
+
+def test_service_must_be_tables(tmp_path: Path) -> None:
+    text = BASE.replace(SERVICES, "").replace("slo_ms = 150", "slo_ms = 150\nservice = [1]")
+    with pytest.raises(LanesError) as info:
+        Scenario.load(write(tmp_path, text))
+    assert info.value.message.endswith("service[0] = 1: must be one or more [[service]] tables")
+
+
+def test_bad_trace_content_names_the_line(tmp_path: Path) -> None:
+    (tmp_path / "t.txt").write_text("1.0\n2.0\nsoon\n")
+    text = edit(B_ARRIVAL, 'arrival = { kind = "trace", path = "t.txt" }')
+    with pytest.raises(LanesError) as info:
+        Scenario.load(write(tmp_path, text))
+    assert info.value.code == "scenario_invalid"
+    assert 'service[1].arrival.path = "t.txt"' in info.value.message
+    assert "line 3" in info.value.message
+    assert "'soon'" in info.value.message
+
+
+@pytest.mark.parametrize("name", ["nope", "nope.toml", "dir/nope.toml"])
+def test_missing_scenario_names_the_builtins(name: str) -> None:
+    with pytest.raises(LanesError) as info:
+        Scenario.load(name)
+    assert info.value.code == "scenario_not_found"
+    assert info.value.message == (
+        f"scenario {name}: no such file, and not a built-in scenario (ocr)"
+    )
+
+
+def test_a_directory_is_not_a_scenario(tmp_path: Path) -> None:
+    with pytest.raises(LanesError) as info:
+        Scenario.load(tmp_path)
+    assert info.value.code == "scenario_not_found"
+    assert "\n" not in info.value.message
+
+
+def test_binary_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "t.toml"
+    path.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(LanesError) as info:
+        Scenario.load(path)
+    assert info.value.code == "scenario_invalid"
+    assert "UTF-8" in info.value.message
