@@ -43,6 +43,8 @@ demo: setup ## compare scheduling policies on the built-in OCR host (lanes sim)
 
 .PHONY: test
 test: setup lint ## every test and lint: cargo test, pytest, clippy, fmt, ruff, stubtest
+	@# lanes-py is a cdylib with no Rust tests: pytest exercises it through the built module
+	@# (its test binary would also need libpython to link, absent on a bare Debian).
 	cargo test --workspace --exclude lanes-py --quiet
 	$(PY) -m pytest -q
 
