@@ -144,48 +144,32 @@ fn aging_bounds_a_long_jobs_wait() {
 }
 
 #[test]
-fn slack_lets_a_job_near_its_target_go_first() {
+fn slack_lifts_savable_jobs_only() {
     // Times in milliseconds, as the policy's slack argument.
     const MS: Nanos = 1_000_000;
-    let mut s = one_device("sjf:alpha=0,slack=10");
-    let all = s.all_devices();
-    let mut out = Vec::new();
-    s.submit(Job::new(0, 0, MS, 0, all)).unwrap();
-    s.dispatch(0, &mut out);
-    // Long job: target 100, cost 50 -> latest start 50; urgent from t = 40.
-    s.submit(Job::new(1, 1, 50 * MS, 0, all).with_target(100 * MS))
-        .unwrap();
-    s.submit(Job::new(2, 0, 5 * MS, 0, all).with_target(1000 * MS))
-        .unwrap();
-    s.submit(Job::new(3, 0, 5 * MS, 0, all).with_target(1000 * MS))
-        .unwrap();
-    s.complete(0, 30 * MS).unwrap();
-    out.clear();
-    s.dispatch(30 * MS, &mut out);
-    assert_eq!(run_ids(&out), [2], "not urgent yet at 30: shortest first");
-    s.complete(2, 41 * MS).unwrap();
-    out.clear();
-    s.dispatch(41 * MS, &mut out);
-    assert_eq!(run_ids(&out), [1], "slack 9 <= 10 at 41: the long job goes");
-}
-
-#[test]
-fn hopeless_jobs_are_not_urgent() {
-    const MS: Nanos = 1_000_000;
-    let mut s = one_device("sjf:alpha=0,slack=10");
-    let all = s.all_devices();
-    let mut out = Vec::new();
-    s.submit(Job::new(0, 0, MS, 0, all)).unwrap();
-    s.dispatch(0, &mut out);
-    // Latest start 50; at 60 it can no longer make its target: shortest first.
-    s.submit(Job::new(1, 1, 50 * MS, 0, all).with_target(100 * MS))
-        .unwrap();
-    s.submit(Job::new(2, 0, 5 * MS, 0, all).with_target(1000 * MS))
-        .unwrap();
-    s.complete(0, 60 * MS).unwrap();
-    out.clear();
-    s.dispatch(60 * MS, &mut out);
-    assert_eq!(run_ids(&out), [2]);
+    // A long job (cost 50, target 100: latest start 50) and a short one
+    // (cost 5, target 1000) queue behind job 0; the device frees at `at`.
+    let cases = [
+        (30, 2, "slack 20 > 10: shortest first"),
+        (41, 1, "slack 9 <= 10: the long job is urgent"),
+        (50, 1, "slack 0: still savable"),
+        (60, 2, "slack -10: past saving, back to shortest first"),
+    ];
+    for (at, expect, why) in cases {
+        let mut s = one_device("sjf:alpha=0,slack=10");
+        let all = s.all_devices();
+        let mut out = Vec::new();
+        s.submit(Job::new(0, 0, MS, 0, all)).unwrap();
+        s.dispatch(0, &mut out);
+        s.submit(Job::new(1, 1, 50 * MS, 0, all).with_target(100 * MS))
+            .unwrap();
+        s.submit(Job::new(2, 0, 5 * MS, 0, all).with_target(1000 * MS))
+            .unwrap();
+        s.complete(0, at * MS).unwrap();
+        out.clear();
+        s.dispatch(at * MS, &mut out);
+        assert_eq!(run_ids(&out), [expect], "at {at}: {why}");
+    }
 }
 
 #[test]
