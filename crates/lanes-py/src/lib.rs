@@ -132,7 +132,6 @@ fn capacity<'py>(
     let scenario = scenario_from(py, scenario)?;
     let result = enter(py, threads, || {
         let mode: Mode = policy.parse()?;
-        scenario.validate()?;
         Ok(lanes_sim::capacity(&scenario, &mode, &seeds, requests)?)
     })?;
     Ok(pythonize(py, &result)?)

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::config::{Mode, Scenario, SimError};
-use crate::engine::simulate;
+use crate::engine::simulate_valid;
 use crate::stats::PointResult;
 
 /// The attainment a load must reach.
@@ -78,6 +78,7 @@ pub fn capacity(
     seeds: &[u64],
     requests: u64,
 ) -> Result<Capacity, SimError> {
+    scenario.validate()?;
     if seeds.is_empty() {
         return Err(SimError::BadArgument {
             key: "seeds",
@@ -93,7 +94,7 @@ pub fn capacity(
         let load = f64::from(step) / 100.0;
         let runs = seeds
             .par_iter()
-            .map(|&seed| simulate(scenario, mode, load, seed, requests))
+            .map(|&seed| simulate_valid(scenario, mode, load, seed, requests))
             .collect::<Result<Vec<_>, _>>()?;
         let a = attainment(&runs);
         cache[step as usize] = Some(a);

@@ -100,6 +100,21 @@ struct Pools {
     next_gpu: Vec<usize>,
 }
 
+/// Busy counters when the measurement window opens.
+#[derive(Debug, Default)]
+struct Snapshot {
+    gpu_busy: Vec<u64>,
+    cpu_busy: u64,
+}
+
+/// GPU time of measured requests, nanoseconds (see [`GpuTime`]).
+#[derive(Debug, Default)]
+struct GpuTimeNs {
+    effective: u64,
+    overlap: u64,
+    queue: u64,
+}
+
 struct Sim<'a> {
     sc: &'a Scenario,
     mode: Mode,
@@ -122,13 +137,25 @@ struct Sim<'a> {
     warmup: u64,
     per_service: Vec<Recorder>,
     window_start: u64,
-    busy_at_start: (Vec<u64>, u64),
-    gpu_time: (u64, u64, u64),
+    at_window_start: Snapshot,
+    gpu_time: GpuTimeNs,
     last_done: u64,
 }
 
 /// Simulates `requests` arrivals of `scenario` under `mode` at `load`.
 pub fn simulate(
+    scenario: &Scenario,
+    mode: &Mode,
+    load: f64,
+    seed: u64,
+    requests: u64,
+) -> Result<PointResult, SimError> {
+    scenario.validate()?;
+    simulate_valid(scenario, mode, load, seed, requests)
+}
+
+/// [`simulate`] for a scenario the caller has validated once for many runs.
+pub(crate) fn simulate_valid(
     scenario: &Scenario,
     mode: &Mode,
     load: f64,
@@ -149,7 +176,6 @@ pub fn simulate(
             allowed: "must be an integer in 100..=1000000000",
         });
     }
-    scenario.validate()?;
     let mut sim = Sim::new(scenario, *mode, load, seed, requests)?;
     sim.run();
     Ok(sim.result(load, seed))
@@ -240,8 +266,8 @@ impl<'a> Sim<'a> {
             warmup: (total as f64 * WARMUP_FRACTION) as u64,
             per_service: (0..n).map(|_| Recorder::new()).collect(),
             window_start: 0,
-            busy_at_start: (vec![0; g], 0),
-            gpu_time: (0, 0, 0),
+            at_window_start: Snapshot::default(),
+            gpu_time: GpuTimeNs::default(),
             last_done: 0,
         };
         for i in 0..n {
@@ -281,10 +307,10 @@ impl<'a> Sim<'a> {
         self.generated += 1;
         if index == self.warmup {
             self.window_start = self.now;
-            self.busy_at_start = (
-                self.gpus.iter().map(|g| g.busy(self.now)).collect(),
-                self.cpu.busy(),
-            );
+            self.at_window_start = Snapshot {
+                gpu_busy: self.gpus.iter().map(|g| g.busy(self.now)).collect(),
+                cpu_busy: self.cpu.busy(),
+            };
         }
         let s = &mut self.services[service];
         let req = Req {
@@ -462,8 +488,8 @@ impl<'a> Sim<'a> {
         for &r in &done {
             let q = self.reqs[r as usize];
             if q.measured {
-                self.gpu_time.0 += q.work;
-                self.gpu_time.1 += (self.now - q.gpu_start).saturating_sub(q.work);
+                self.gpu_time.effective += q.work;
+                self.gpu_time.overlap += (self.now - q.gpu_start).saturating_sub(q.work);
             }
             if let Some(sched) = self.sched.as_mut() {
                 let c = sched
@@ -485,7 +511,7 @@ impl<'a> Sim<'a> {
             let latency = self.now - q.arrival;
             let own = q.pre + q.work + q.post;
             self.per_service[q.service as usize].complete(latency, own, s.slo);
-            self.gpu_time.2 += q.queued;
+            self.gpu_time.queue += q.queued;
             self.last_done = self.now;
         }
         let pool = q.service as usize * self.gpus.len() + q.gpu as usize;
@@ -522,7 +548,7 @@ impl<'a> Sim<'a> {
         let busy: Vec<u64> = self
             .gpus
             .iter()
-            .zip(&self.busy_at_start.0)
+            .zip(&self.at_window_start.gpu_busy)
             .map(|(g, start)| g.busy(self.now) - start)
             .collect();
         let mean_busy = busy.iter().sum::<u64>() as f64 / busy.len() as f64;
@@ -530,7 +556,7 @@ impl<'a> Sim<'a> {
             busy.iter().min().copied().unwrap_or(0),
             busy.iter().max().copied().unwrap_or(0),
         );
-        let cpu_used = (self.cpu.busy() - self.busy_at_start.1) as f64;
+        let cpu_used = (self.cpu.busy() - self.at_window_start.cpu_busy) as f64;
         let services = self
             .sc
             .services
@@ -561,9 +587,9 @@ impl<'a> Sim<'a> {
             cpu_idle: (1.0 - cpu_used / (self.sc.host.cpu_cores as f64 * window as f64))
                 .clamp(0.0, 1.0),
             gpu_time_s: GpuTime {
-                effective: self.gpu_time.0 as f64 / 1e9,
-                overlap: self.gpu_time.1 as f64 / 1e9,
-                queue: self.gpu_time.2 as f64 / 1e9,
+                effective: self.gpu_time.effective as f64 / 1e9,
+                overlap: self.gpu_time.overlap as f64 / 1e9,
+                queue: self.gpu_time.queue as f64 / 1e9,
             },
             services,
         }

@@ -28,6 +28,8 @@ pub mod workload;
 pub use capacity::{capacity, Capacity};
 pub use config::{Mode, Scenario, SimError};
 pub use engine::simulate;
+
+use engine::simulate_valid;
 pub use stats::PointResult;
 
 use rayon::prelude::*;
@@ -41,7 +43,7 @@ pub struct Point {
 }
 
 /// Runs `points` in parallel on the current rayon pool; results in order.
-/// Every mode name is parsed before anything runs.
+/// The scenario is validated and every mode name parsed before anything runs.
 pub fn simulate_points(
     scenario: &Scenario,
     points: &[Point],
@@ -55,6 +57,6 @@ pub fn simulate_points(
     points
         .par_iter()
         .zip(modes.par_iter())
-        .map(|(p, mode)| simulate(scenario, mode, p.load, p.seed, requests))
+        .map(|(p, mode)| simulate_valid(scenario, mode, p.load, p.seed, requests))
         .collect()
 }
