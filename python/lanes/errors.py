@@ -10,7 +10,8 @@ so callers catch one type and branch on ``code``, never on message text. The com
 from __future__ import annotations
 
 # Codes raised by the Python side. The native module adds its own (``unknown_policy``,
-# ``bad_policy_argument``, ...); a code, once published, never changes meaning.
+# ``bad_policy_argument``, ``bad_url``, ``connect_failed``, ``result_invalid``, ...); a code,
+# once published, never changes meaning.
 SCENARIO_NOT_FOUND = "scenario_not_found"
 """A scenario that is neither a file nor a built-in name."""
 SCENARIO_INVALID = "scenario_invalid"
@@ -23,6 +24,8 @@ MISSING_DEPENDENCY = "missing_dependency"
 """An optional extra (e.g. matplotlib for plots) that is not installed."""
 OUTPUT_FAILED = "output_failed"
 """An output file that cannot be written."""
+CORPUS_INVALID = "corpus_invalid"
+"""A load-test corpus (folder, JSONL line, image or array) that cannot be used."""
 
 
 class LanesError(Exception):

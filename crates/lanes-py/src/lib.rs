@@ -1,6 +1,9 @@
 //! `lanes._core`: the native module. Every binding is a few lines through
 //! [`enter`], which releases the GIL, catches panics and maps errors to
 //! `lanes.errors.LanesError(code, message)` — the only error map.
+//! The load engine's bindings live in [`load`].
+
+mod load;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -18,6 +21,15 @@ struct CoreError {
 
 impl From<SimError> for CoreError {
     fn from(e: SimError) -> Self {
+        Self {
+            code: e.code(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<lanes_load::LoadError> for CoreError {
+    fn from(e: lanes_load::LoadError) -> Self {
         Self {
             code: e.code(),
             message: e.to_string(),
@@ -52,19 +64,33 @@ fn enter<T: Send>(
                 code: "internal_error",
                 message: format!("thread pool: {e}"),
             })?;
-        catch_unwind(AssertUnwindSafe(|| pool.install(f))).unwrap_or_else(|panic| {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_default();
-            Err(CoreError {
-                code: "internal_error",
-                message: format!("lanes._core panicked: {what}"),
-            })
-        })
+        guarded(|| pool.install(f))
     });
     result.map_err(|e| e.into_py(py))
+}
+
+/// Runs `f` without the GIL on the calling thread, turning panics and errors
+/// into `LanesError`.
+fn detached<T: Send>(
+    py: Python<'_>,
+    f: impl FnOnce() -> Result<T, CoreError> + Send,
+) -> PyResult<T> {
+    py.detach(|| guarded(f)).map_err(|e| e.into_py(py))
+}
+
+/// Calls `f`, turning a panic into an `internal_error`.
+fn guarded<T>(f: impl FnOnce() -> Result<T, CoreError>) -> Result<T, CoreError> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(CoreError {
+            code: "internal_error",
+            message: format!("lanes._core panicked: {what}"),
+        })
+    })
 }
 
 fn scenario_from(py: Python<'_>, scenario: &Bound<'_, PyAny>) -> PyResult<Scenario> {
@@ -144,5 +170,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_policy, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(capacity, m)?)?;
+    load::register(m)?;
     Ok(())
 }

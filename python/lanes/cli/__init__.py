@@ -20,8 +20,12 @@ from collections.abc import Sequence
 
 from lanes.errors import LanesError
 
-COMMANDS = ("sim",)
+COMMANDS = ("sim", "bench", "bench_corpus")
 """Subcommand modules under ``lanes.cli``, in the order ``lanes --help`` lists them."""
+
+NESTED = {("bench", "corpus"): "bench-corpus"}
+"""Two-word commands and the parser each is routed to: ``lanes bench corpus`` shares its first
+word with ``lanes bench URL``, which argparse cannot tell apart on its own."""
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -47,12 +51,23 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMANDS:
         module = importlib.import_module(f"lanes.cli.{name}")
         module.register(subparsers)
+    # Routed commands are listed under their first word's help, not as commands of their own.
+    hidden = set(NESTED.values())
+    subparsers._choices_actions = [a for a in subparsers._choices_actions if a.dest not in hidden]
     return parser
+
+
+def _name(args: argparse.Namespace) -> str:
+    """The command as the user typed it, e.g. ``lanes sim`` or ``lanes bench corpus``."""
+    return str(getattr(args, "display", f"lanes {args.command}"))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``lanes`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
     args_list = list(sys.argv[1:] if argv is None else argv)
+    routed = NESTED.get(tuple(args_list[:2]))  # type: ignore[arg-type]
+    if routed is not None:
+        args_list = [routed, *args_list[2:]]
     parser = build_parser()
     try:
         args = parser.parse_args(args_list)
@@ -63,13 +78,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         status: int = args.handler(args)
     except LanesError as err:
-        print(f"lanes {args.command}: error: {err.message}", file=sys.stderr)
+        print(f"{_name(args)}: error: {err.message}", file=sys.stderr)
         return EXIT_ERROR
     except BrokenPipeError:  # stdout closed early, e.g. `lanes sim | head`: not an error
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except KeyboardInterrupt:
-        print(f"lanes {args.command}: interrupted", file=sys.stderr)
+        print(f"{_name(args)}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     return status

@@ -1,0 +1,310 @@
+//! Senders: how a request reaches the target and its reply comes back, one
+//! connection at a time. Pluggable: the engine is generic over [`Connect`],
+//! and each protocol is one implementation.
+//!
+//! - [`HttpConnector`]: HTTP/1.1 keep-alive over TCP or a Unix socket, with
+//!   hyper's client connection (one connection, one request in flight). A
+//!   connection the server closed between requests (keep-alive limit, idle
+//!   close) is reopened without counting an error; one that fails while a
+//!   request is out is an error of that request.
+//! - [`FrameConnector`]: length-prefixed frames over a Unix socket (a `u32`
+//!   big-endian length, then the payload), the arbiter protocol's framing.
+//!
+//! Errors are classified as `write` when the failing I/O was a write, else
+//! `read` (resets, early closes, malformed replies); a wrapper around the
+//! socket notes which side failed first.
+
+use std::cell::Cell;
+use std::future::Future;
+use std::io;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use http::header::{HeaderValue, HOST};
+use http::{Request, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http1;
+use hyper_util::rt::TokioIo;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use tokio::net::{TcpStream, UnixStream};
+
+use crate::corpus::Entry;
+use crate::recorder::Failure;
+use crate::target::{Endpoint, Protocol, Target};
+
+/// Largest reply frame accepted (64 MiB).
+pub const MAX_FRAME: usize = 64 << 20;
+
+/// A reply's outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Reply {
+    /// HTTP status (0 for frames).
+    pub status: u16,
+    /// Body or payload bytes read.
+    pub bytes: u64,
+}
+
+/// Opens connections to one target.
+pub trait Connect: Clone + Send + 'static {
+    /// A connection, used by one task on one thread.
+    type Conn: Exchange;
+    /// Opens a connection.
+    fn connect(&self) -> impl Future<Output = io::Result<Self::Conn>>;
+}
+
+/// A connection that exchanges one request for one reply at a time.
+pub trait Exchange: 'static {
+    /// False when the connection can take no more requests (closed by the
+    /// peer between requests); the engine then reconnects, counting nothing.
+    fn usable(&mut self) -> impl Future<Output = bool>;
+    /// Sends `entry` and reads its whole reply.
+    fn exchange(&mut self, entry: &Entry) -> impl Future<Output = Result<Reply, Failure>>;
+}
+
+/// Which side of a socket failed first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    None,
+    Read,
+    Write,
+}
+
+/// A stream that notes the first failing side (an error, or EOF on read).
+#[derive(Debug)]
+struct Tracked<S> {
+    inner: S,
+    side: Rc<Cell<Side>>,
+}
+
+impl<S> Tracked<S> {
+    fn note(&self, side: Side) {
+        if self.side.get() == Side::None {
+            self.side.set(side);
+        }
+    }
+}
+
+impl<S: AsyncRead + Unpin> AsyncRead for Tracked<S> {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
+        match &poll {
+            Poll::Ready(Err(_)) => self.note(Side::Read),
+            Poll::Ready(Ok(())) if buf.filled().len() == before && buf.remaining() > 0 => {
+                self.note(Side::Read)
+            }
+            _ => {}
+        }
+        poll
+    }
+}
+
+impl<S: AsyncWrite + Unpin> AsyncWrite for Tracked<S> {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Err(_)) = &poll {
+            self.note(Side::Write);
+        }
+        poll
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Err(_)) = &poll {
+            self.note(Side::Write);
+        }
+        poll
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// HTTP/1.1 keep-alive connections over TCP or a Unix socket.
+#[derive(Debug, Clone)]
+pub struct HttpConnector {
+    endpoint: Endpoint,
+    host: HeaderValue,
+}
+
+impl HttpConnector {
+    /// A connector for an HTTP target.
+    pub fn new(target: &Target) -> Self {
+        debug_assert_eq!(target.protocol, Protocol::Http1);
+        Self {
+            endpoint: target.endpoint.clone(),
+            host: HeaderValue::from_str(&target.host)
+                .unwrap_or_else(|_| HeaderValue::from_static("localhost")),
+        }
+    }
+}
+
+/// One HTTP/1.1 connection; its I/O is driven by a task of its own.
+#[derive(Debug)]
+pub struct HttpConn {
+    tx: http1::SendRequest<Full<Bytes>>,
+    host: HeaderValue,
+    side: Rc<Cell<Side>>,
+}
+
+async fn handshake<S>(stream: S, host: HeaderValue) -> io::Result<HttpConn>
+where
+    S: AsyncRead + AsyncWrite + Unpin + 'static,
+{
+    let side = Rc::new(Cell::new(Side::None));
+    let io = TokioIo::new(Tracked {
+        inner: stream,
+        side: side.clone(),
+    });
+    let (tx, conn) = http1::handshake(io).await.map_err(io::Error::other)?;
+    tokio::task::spawn_local(async move {
+        let _ = conn.await;
+    });
+    Ok(HttpConn { tx, host, side })
+}
+
+impl Connect for HttpConnector {
+    type Conn = HttpConn;
+
+    async fn connect(&self) -> io::Result<HttpConn> {
+        match &self.endpoint {
+            Endpoint::Tcp(addr) => {
+                let stream = TcpStream::connect(addr).await?;
+                stream.set_nodelay(true)?;
+                handshake(stream, self.host.clone()).await
+            }
+            Endpoint::Unix(path) => {
+                handshake(UnixStream::connect(path).await?, self.host.clone()).await
+            }
+        }
+    }
+}
+
+impl Exchange for HttpConn {
+    async fn usable(&mut self) -> bool {
+        !self.tx.is_closed() && self.tx.ready().await.is_ok()
+    }
+
+    async fn exchange(&mut self, entry: &Entry) -> Result<Reply, Failure> {
+        let mut req = Request::new(Full::new(entry.body.clone()));
+        *req.method_mut() = entry.method.clone();
+        *req.uri_mut() = Uri::from(entry.path.clone());
+        *req.headers_mut() = entry.headers.clone();
+        if !req.headers().contains_key(HOST) {
+            req.headers_mut().insert(HOST, self.host.clone());
+        }
+        let failed = |side: &Rc<Cell<Side>>| match side.get() {
+            Side::Write => Failure::Write,
+            _ => Failure::Read,
+        };
+        let resp = self
+            .tx
+            .send_request(req)
+            .await
+            .map_err(|_| failed(&self.side))?;
+        let status = resp.status().as_u16();
+        let mut body = resp.into_body();
+        let mut bytes = 0u64;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|_| failed(&self.side))?;
+            if let Some(data) = frame.data_ref() {
+                bytes += data.len() as u64;
+            }
+        }
+        Ok(Reply { status, bytes })
+    }
+}
+
+/// Length-prefixed frame connections over a Unix socket.
+#[derive(Debug, Clone)]
+pub struct FrameConnector {
+    path: PathBuf,
+}
+
+impl FrameConnector {
+    /// A connector for a `frame+unix:` target.
+    pub fn new(target: &Target) -> Self {
+        let path = match &target.endpoint {
+            Endpoint::Unix(p) => p.clone(),
+            Endpoint::Tcp(a) => PathBuf::from(a.to_string()),
+        };
+        Self { path }
+    }
+}
+
+/// One frame connection.
+#[derive(Debug)]
+pub struct FrameConn {
+    stream: UnixStream,
+    buf: Vec<u8>,
+}
+
+impl Connect for FrameConnector {
+    type Conn = FrameConn;
+
+    async fn connect(&self) -> io::Result<FrameConn> {
+        Ok(FrameConn {
+            stream: UnixStream::connect(&self.path).await?,
+            buf: Vec::new(),
+        })
+    }
+}
+
+impl Exchange for FrameConn {
+    async fn usable(&mut self) -> bool {
+        true
+    }
+
+    async fn exchange(&mut self, entry: &Entry) -> Result<Reply, Failure> {
+        let len = u32::try_from(entry.body.len()).map_err(|_| Failure::Write)?;
+        self.buf.clear();
+        self.buf.extend_from_slice(&len.to_be_bytes());
+        self.buf.extend_from_slice(&entry.body);
+        self.stream
+            .write_all(&self.buf)
+            .await
+            .map_err(|_| Failure::Write)?;
+        let mut head = [0u8; 4];
+        self.stream
+            .read_exact(&mut head)
+            .await
+            .map_err(|_| Failure::Read)?;
+        let len = u32::from_be_bytes(head) as usize;
+        if len > MAX_FRAME {
+            return Err(Failure::Read);
+        }
+        self.buf.resize(len, 0);
+        self.stream
+            .read_exact(&mut self.buf)
+            .await
+            .map_err(|_| Failure::Read)?;
+        Ok(Reply {
+            status: 0,
+            bytes: len as u64,
+        })
+    }
+}

@@ -1,0 +1,133 @@
+"""Runs the native load engine from Python: :func:`start` and :func:`run`.
+
+The engine (crates/lanes-load) runs on threads of its own; Python only starts it, polls its
+progress and collects its result, and every blocking call releases the GIL. :func:`run` stops
+the engine on Ctrl-C (``KeyboardInterrupt``) and still returns what was measured, marked
+``interrupted``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from lanes import _core
+from lanes.bench.result import Result
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Live counts of a run."""
+
+    elapsed_s: float
+    sent: int
+    replies: int
+    errors: int
+    finished: bool
+
+
+def _path(p: str | os.PathLike[str] | None) -> str | None:
+    return None if p is None else str(Path(p))
+
+
+def spec(
+    url: str,
+    *,
+    rate: float | None = None,
+    arrival: str = "poisson",
+    connections: int | None = None,
+    threads: int | None = None,
+    duration: float | None = None,
+    requests: int | None = None,
+    timeout: float = 10.0,
+    method: str | None = None,
+    headers: Sequence[str] | Mapping[str, str] = (),
+    body: str | None = None,
+    body_file: str | os.PathLike[str] | None = None,
+    corpus: str | os.PathLike[str] | None = None,
+    corpus_order: str = "random",
+    seed: int = 1,
+    late_after: float = 0.001,
+    send_log: str | os.PathLike[str] | None = None,
+) -> dict[str, Any]:
+    """The engine's run spec (docs/bench.md); times in seconds. ``rate`` selects open loop."""
+    header_lines = (
+        [f"{k}: {v}" for k, v in headers.items()] if isinstance(headers, Mapping) else list(headers)
+    )
+    out: dict[str, Any] = {
+        "url": url,
+        "rate": rate,
+        "arrival": arrival,
+        "connections": connections,
+        "threads": threads,
+        "duration_s": duration,
+        "requests": requests,
+        "timeout_s": timeout,
+        "method": method,
+        "headers": header_lines,
+        "body": body,
+        "body_file": _path(body_file),
+        "corpus": _path(corpus),
+        "corpus_order": corpus_order,
+        "seed": seed,
+        "late_after_s": late_after,
+        "send_log": _path(send_log),
+    }
+    return {k: v for k, v in out.items() if v is not None}
+
+
+class Handle:
+    """A run in progress (from :func:`start`)."""
+
+    def __init__(self, native: _core.LoadRun) -> None:
+        self._native = native
+
+    def progress(self) -> Progress:
+        """Live counts."""
+        return Progress(**self._native.progress())
+
+    def stop(self) -> None:
+        """Ends the run now; requests in flight are abandoned (counted as unfinished)."""
+        self._native.stop()
+
+    def wait(self, timeout: float) -> bool:
+        """Waits up to ``timeout`` seconds; true once the run has ended."""
+        return self._native.wait(timeout)
+
+    def result(self) -> Result:
+        """Waits for the end and returns the result."""
+        return Result.from_json(self._native.result())
+
+
+def start(url: str, **options: Any) -> Handle:
+    """Checks the options, opens the connections and starts a run; see :func:`spec`.
+
+    Raises :class:`~lanes.errors.LanesError` (``bad_url``, ``bad_argument``,
+    ``corpus_invalid``, ``connect_failed``) before any request is sent.
+    """
+    return Handle(_core.load_start(spec(url, **options)))
+
+
+def run(
+    url: str,
+    *,
+    on_progress: Callable[[Progress], None] | None = None,
+    interval: float = 1.0,
+    **options: Any,
+) -> Result:
+    """Runs a load test to its bound and returns its result; see :func:`spec` for options.
+
+    ``on_progress`` is called about every ``interval`` seconds. Ctrl-C stops the run; the
+    partial result is returned with ``interrupted`` set.
+    """
+    handle = start(url, **options)
+    try:
+        while not handle.wait(interval):
+            if on_progress is not None:
+                on_progress(handle.progress())
+    except KeyboardInterrupt:
+        handle.stop()
+    return handle.result()
