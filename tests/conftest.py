@@ -1,4 +1,5 @@
-"""Shared fixtures: paths, the native module, and synthetic simulator results.
+"""Shared fixtures: paths, the native module, synthetic simulator results, and real loopback
+HTTP servers for the load engine (``tests/loopback.py``).
 
 Tests that need the native module take the ``core`` fixture (or import ``lanes._core``): they
 fail, not skip, when the extension is not built — ``make test`` always builds it first.
@@ -7,12 +8,14 @@ fail, not skip, when the extension is not built — ``make test`` always builds 
 from __future__ import annotations
 
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from typing import Any
 
 import pytest
 
 from lanes.sim import Scenario, SimResults
+from loopback import Server, free_port, serve
 
 
 @pytest.fixture
@@ -105,3 +108,27 @@ def fake_results() -> Callable[..., SimResults]:
         )
 
     return build
+
+
+@pytest.fixture
+def http_server() -> Iterator[Server]:
+    """A real HTTP/1.1 server on 127.0.0.1 answering 200; it records what it saw."""
+    with serve(200) as server:
+        yield server
+
+
+@pytest.fixture
+def status_server() -> Iterator[Callable[[int], Server]]:
+    """A factory: ``status_server(503)`` starts a server answering 503; all stop at teardown."""
+    with ExitStack() as stack:
+
+        def start(code: int) -> Server:
+            return stack.enter_context(serve(code))
+
+        yield start
+
+
+@pytest.fixture
+def closed_port() -> int:
+    """A loopback port that was bound and released: nothing listens there."""
+    return free_port()

@@ -73,7 +73,7 @@ pub struct RunSpec {
     pub seed: u64,
     /// Sends leaving later than this after their intended time count as late, seconds.
     pub late_after_s: Option<f64>,
-    /// Write `index intended_us sent_us` per send to this file.
+    /// Write `index intended_ns sent_ns` per send to this file.
     pub send_log: Option<PathBuf>,
 }
 

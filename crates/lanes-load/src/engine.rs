@@ -5,8 +5,10 @@
 //! - `threads` OS threads, each a single-threaded tokio runtime that owns
 //!   `connections / threads` connections, one task per connection, and a
 //!   [`Recorder`] of its own (no locks on the hot path; merged at the end);
-//! - open loop: one pacer thread releases the global schedule (see
-//!   [`crate::pacer`]); a free connection takes the next released slot;
+//! - open loop: a pacer task on each thread claims the next slot of the one
+//!   global schedule whenever the thread has a free connection, waits for its
+//!   time on a precise timer, and hands it to that connection (see
+//!   [`crate::pacer`]);
 //! - closed loop: each connection sends its next request as soon as the
 //!   previous reply ends; slot indices come from one shared counter.
 //!
@@ -29,13 +31,11 @@ use tokio::task::LocalSet;
 
 use crate::config::{Load, RunConfig};
 use crate::error::LoadError;
-use crate::pacer::{self, PacerReport, Schedule, Slot};
+use crate::pacer::{Claims, Schedule, Slot, Timer};
 use crate::recorder::{Failure, Recorder};
 use crate::sender::{Connect, Exchange, FrameConnector, HttpConnector};
 use crate::target::Protocol;
 
-/// Capacity of the released-but-not-yet-sent backlog (slots).
-const BACKLOG: usize = 1 << 16;
 /// Pause after a failed connect in closed loop, so a dead target is not spun on.
 const RECONNECT_PAUSE: Duration = Duration::from_millis(10);
 
@@ -66,12 +66,15 @@ struct Counters {
 struct Shared {
     start: OnceLock<Instant>,
     stop: AtomicBool,
+    /// Stop was asked for while threads were still running.
+    interrupted: AtomicBool,
     stop_tx: watch::Sender<bool>,
     next_slot: AtomicU64,
     counters: Vec<Counters>,
     running: AtomicUsize,
     done: (Mutex<bool>, Condvar),
     ended_ns: AtomicU64,
+    claims: Option<Claims>,
 }
 
 impl Shared {
@@ -82,6 +85,9 @@ impl Shared {
     }
 
     fn request_stop(&self) {
+        if self.running.load(Ordering::Acquire) > 0 {
+            self.interrupted.store(true, Ordering::Relaxed);
+        }
         self.stop.store(true, Ordering::Relaxed);
         self.stop_tx.send_replace(true);
     }
@@ -114,7 +120,6 @@ pub struct Outcome {
 pub struct Run {
     shared: Arc<Shared>,
     workers: Vec<JoinHandle<Recorder>>,
-    pacer: Option<JoinHandle<PacerReport>>,
 }
 
 impl Run {
@@ -133,14 +138,22 @@ impl Run {
         let shared = Arc::new(Shared {
             start: OnceLock::new(),
             stop: AtomicBool::new(false),
+            interrupted: AtomicBool::new(false),
             stop_tx,
             next_slot: AtomicU64::new(0),
             counters: (0..config.threads).map(|_| Counters::default()).collect(),
             running: AtomicUsize::new(config.threads),
             done: (Mutex::new(false), Condvar::new()),
             ended_ns: AtomicU64::new(0),
+            claims: match config.load {
+                Load::Open { rate, arrival } => Some(Claims::new(
+                    Schedule::new(rate, arrival, config.seed)?,
+                    config.duration.map(|d| d.as_nanos() as u64),
+                    config.requests,
+                )),
+                Load::Closed => None,
+            },
         });
-        let (tx, rx) = flume::bounded::<Slot>(BACKLOG);
         let barrier = Arc::new(Barrier::new(config.threads + 1));
         let mut workers = Vec::with_capacity(config.threads);
         for t in 0..config.threads {
@@ -151,7 +164,6 @@ impl Run {
                 connections: share,
                 config: config.clone(),
                 shared: shared.clone(),
-                slots: rx.clone(),
                 barrier: barrier.clone(),
             };
             let connector = connector.clone();
@@ -161,38 +173,26 @@ impl Run {
                 .map_err(|e| LoadError::Io(format!("cannot start a sender thread: {e}")))?;
             workers.push(handle);
         }
-        drop(rx);
         barrier.wait(); // every connection is open (or failed)
-        let start = Instant::now();
-        shared.start.set(start).expect("the clock starts once");
+        shared
+            .start
+            .set(Instant::now())
+            .expect("the clock starts once");
         barrier.wait();
-        let pacer = match config.load {
-            Load::Open { rate, arrival } => {
-                let schedule = Schedule::new(rate, arrival, config.seed)?;
-                let end_ns = config.duration.map(|d| d.as_nanos() as u64);
-                let max = config.requests;
-                let shared = shared.clone();
-                Some(
-                    thread::Builder::new()
-                        .name("lanes-load-pacer".into())
-                        .spawn(move || pacer::run(schedule, start, end_ns, max, tx, &shared.stop))
-                        .map_err(|e| LoadError::Io(format!("cannot start the pacer: {e}")))?,
-                )
-            }
-            Load::Closed => None,
-        };
-        Ok(Self {
-            shared,
-            workers,
-            pacer,
-        })
+        Ok(Self { shared, workers })
     }
 
     /// Live counts.
     pub fn progress(&self) -> Progress {
+        let finished = self.is_finished();
+        let elapsed_ns = if finished {
+            self.shared.ended_ns.load(Ordering::Relaxed)
+        } else {
+            self.shared.now_ns()
+        };
         let mut p = Progress {
-            elapsed_s: self.shared.now_ns() as f64 / 1e9,
-            finished: self.is_finished(),
+            elapsed_s: elapsed_ns as f64 / 1e9,
+            finished,
             ..Progress::default()
         };
         for c in &self.shared.counters {
@@ -204,6 +204,7 @@ impl Run {
     }
 
     /// Ends the run now: nothing more is sent, requests in flight are abandoned.
+    /// The result is marked interrupted unless the run had already ended.
     pub fn stop(&self) {
         self.shared.request_stop();
     }
@@ -225,9 +226,6 @@ impl Run {
 
     /// Waits for the end and merges what every thread recorded.
     pub fn join(self) -> Outcome {
-        let scheduled = self
-            .pacer
-            .map(|p| p.join().expect("the pacer does not panic").scheduled);
         let mut recorder: Option<Recorder> = None;
         for w in self.workers {
             let r = w.join().expect("sender threads do not panic");
@@ -236,7 +234,8 @@ impl Run {
                 Some(m) => m.merge(&r),
             }
         }
-        let interrupted = self.shared.stop.load(Ordering::Relaxed);
+        let interrupted = self.shared.interrupted.load(Ordering::Relaxed);
+        let scheduled = self.shared.claims.as_ref().map(Claims::claimed);
         Outcome {
             recorder: recorder.expect("at least one thread"),
             scheduled,
@@ -278,7 +277,6 @@ struct Worker {
     connections: usize,
     config: Arc<RunConfig>,
     shared: Arc<Shared>,
-    slots: flume::Receiver<Slot>,
     barrier: Arc<Barrier>,
 }
 
@@ -289,7 +287,10 @@ struct Context<C> {
     shared: Arc<Shared>,
     recorder: Rc<RefCell<Recorder>>,
     thread: usize,
+    /// Open loop: slots this thread's pacer released, for its connections.
     slots: flume::Receiver<Slot>,
+    /// Open loop: this thread's free connections.
+    idle: tokio::sync::Semaphore,
 }
 
 impl Worker {
@@ -305,13 +306,15 @@ impl Worker {
             return Rc::try_unwrap(recorder).expect("sole owner").into_inner();
         };
         let local = LocalSet::new();
+        let (slots_tx, slots_rx) = flume::bounded::<Slot>(self.connections.max(1));
         let ctx = Rc::new(Context {
             connector,
             config: self.config.clone(),
             shared: self.shared.clone(),
             recorder: recorder.clone(),
             thread: self.index,
-            slots: self.slots,
+            slots: slots_rx,
+            idle: tokio::sync::Semaphore::new(self.connections),
         });
         // Open every connection before the clock starts.
         let conns: Vec<Option<C::Conn>> = local.block_on(&rt, async {
@@ -336,7 +339,20 @@ impl Worker {
         self.barrier.wait();
         let hard_end = hard_end(&self.config);
         local.block_on(&rt, async {
-            let mut tasks = Vec::with_capacity(conns.len());
+            let mut tasks = Vec::with_capacity(conns.len() + 1);
+            if self.shared.claims.is_some() {
+                let ctx = ctx.clone();
+                tasks.push(tokio::task::spawn_local(async move {
+                    let mut stop = ctx.shared.stop_tx.subscribe();
+                    tokio::select! {
+                        biased;
+                        _ = stop.wait_for(|s| *s) => {}
+                        _ = pace(&ctx, slots_tx) => {}
+                    }
+                }));
+            } else {
+                drop(slots_tx);
+            }
             for conn in conns {
                 let ctx = ctx.clone();
                 tasks.push(tokio::task::spawn_local(async move {
@@ -389,6 +405,48 @@ fn hard_end(config: &RunConfig) -> Option<Duration> {
     window.map(|w| w + config.timeout)
 }
 
+/// Open loop: claims a slot of the global schedule for each free connection
+/// of this thread, waits for its time, and hands it over; ends with the
+/// schedule (dropping `slots` then lets the connections finish).
+async fn pace<C: Connect>(ctx: &Context<C>, slots: flume::Sender<Slot>) {
+    let claims = ctx.shared.claims.as_ref().expect("open loop");
+    let start = *ctx.shared.start.get().expect("started");
+    // Without a timerfd, fall back to tokio's millisecond timer.
+    let timer = Timer::new(start).ok();
+    loop {
+        let Ok(permit) = ctx.idle.acquire().await else {
+            return;
+        };
+        permit.forget(); // given back by the connection when its request ends
+        let Some(slot) = claims.claim() else {
+            return;
+        };
+        let waited = match &timer {
+            Some(t) => t.until(slot.at).await.is_ok(),
+            None => false,
+        };
+        if !waited {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(
+                start + Duration::from_nanos(slot.at),
+            ))
+            .await;
+        }
+        if slots.send_async(slot).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// Gives a connection back to its thread's pacer when dropped (also when a
+/// request ends by an error or a `continue`).
+struct FreeAgain<'a>(&'a tokio::sync::Semaphore);
+
+impl Drop for FreeAgain<'_> {
+    fn drop(&mut self) {
+        self.0.add_permits(1);
+    }
+}
+
 /// One connection's loop until the run's bound.
 async fn connection<C: Connect>(ctx: &Context<C>, mut conn: Option<C::Conn>) {
     let counters = &ctx.shared.counters[ctx.thread];
@@ -408,9 +466,10 @@ async fn connection<C: Connect>(ctx: &Context<C>, mut conn: Option<C::Conn>) {
         } else {
             match ctx.slots.recv_async().await {
                 Ok(slot) => slot,
-                Err(_) => return, // the schedule has ended and the backlog is empty
+                Err(_) => return, // the schedule has ended
             }
         };
+        let _free_again = (!closed).then_some(FreeAgain(&ctx.idle));
         let entry = ctx.config.corpus.pick(slot.index);
         // Reopen a connection the server closed between requests.
         let usable = match &mut conn {

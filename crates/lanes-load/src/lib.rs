@@ -56,12 +56,12 @@ pub fn write_atomic(path: &std::path::Path, contents: &[u8]) -> Result<(), LoadE
     })
 }
 
-/// The send log's text: a header, then `index intended_us sent_us` per send in index order.
+/// The send log's text: a header, then `index intended_ns sent_ns` per send in index order.
 pub fn send_log_text(log: &mut [[u64; 3]]) -> String {
     use std::fmt::Write as _;
     log.sort_unstable();
     let mut out = String::with_capacity(log.len() * 24 + 64);
-    out.push_str("# index intended_us sent_us (microseconds from the run's start)\n");
+    out.push_str("# index intended_ns sent_ns (nanoseconds from the run's start)\n");
     for [i, a, b] in log.iter() {
         let _ = writeln!(out, "{i} {a} {b}");
     }

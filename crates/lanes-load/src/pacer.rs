@@ -1,24 +1,31 @@
-//! The pacer: one global, seeded send schedule for an open-loop run, released
-//! on time from a single thread.
+//! The pacer: one global, seeded send schedule for an open-loop run, and the
+//! precise timer that releases it.
 //!
 //! The schedule is the sequence of intended send offsets `t_0 < t_1 < ...`
 //! from the run's start: `constant` sends every `1/rate`; `poisson` draws
 //! independent exponential gaps of mean `1/rate` from a PCG generator seeded by
 //! the run's seed, so the same seed gives the same schedule on any machine.
-//! There is one schedule for the whole run — never a ticker per worker, whose
-//! phases would line up into synchronized waves.
+//! There is one schedule for the whole run ([`Claims`]) — never a ticker per
+//! worker, whose phases would line up into synchronized waves.
 //!
-//! Release rule: the pacer thread sleeps until `t_i` (with its timer slack cut
-//! to 1 µs, so the kernel wakes it within microseconds), then hands slot `i`
-//! to whichever connection is free (a bounded multi-consumer channel). When no
-//! connection is free the slot waits in the channel and leaves late; latency
-//! is still measured from `t_i`. When the backlog fills the channel the pacer
-//! blocks — the schedule's times are already fixed, so nothing is lost and
-//! memory stays bounded.
+//! Release rule: a sender thread that has a free connection claims the next
+//! slot of the global schedule, sleeps until `t_i` on a [`Timer`] (a timerfd
+//! with absolute expiry, on the thread's own event loop, timer slack cut to
+//! 1 µs: no hand-off between threads), then gives the slot to that
+//! connection. A thread with no free connection claims nothing, so when every
+//! connection is busy the next slot waits and leaves late; latency is still
+//! measured from `t_i`. Claims hold at most one slot per free connection, so
+//! memory stays bounded however far the target falls behind.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::thread;
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, RawFd};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
+
+use nix::sys::time::TimeSpec;
+use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFlags};
+use nix::time::{clock_gettime, ClockId as Clock};
+use tokio::io::unix::AsyncFd;
 
 use rand::SeedableRng;
 use rand_distr::{Distribution, Exp};
@@ -114,64 +121,115 @@ impl Iterator for Schedule {
     }
 }
 
-/// What the pacer did.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PacerReport {
-    /// Slots released (the schedule inside the run's bounds).
-    pub scheduled: u64,
-}
-
-/// Releases `schedule`'s slots on time into `tx` until `end_ns` (exclusive),
-/// `max` slots, or `stop`; returns how many it released.
-pub fn run(
-    schedule: Schedule,
-    start: Instant,
+/// The run's schedule, shared by every sender thread, cut at the run's bounds.
+#[derive(Debug)]
+pub struct Claims {
+    /// The schedule, its next slot, and how many were claimed.
+    inner: Mutex<(Schedule, Slot, u64)>,
     end_ns: Option<u64>,
     max: Option<u64>,
-    tx: flume::Sender<Slot>,
-    stop: &AtomicBool,
-) -> PacerReport {
-    // Best effort: without it the kernel may wake us up to 50 µs late.
-    let _ = nix::sys::prctl::set_timerslack(1_000);
-    let mut report = PacerReport::default();
-    for slot in schedule {
-        if end_ns.is_some_and(|end| slot.at >= end) || max.is_some_and(|m| slot.index >= m) {
-            break;
-        }
-        let due = start + Duration::from_nanos(slot.at);
-        if !sleep_until(due, stop) {
-            break;
-        }
-        let mut pending = slot;
-        loop {
-            match tx.send_timeout(pending, Duration::from_millis(20)) {
-                Ok(()) => break,
-                Err(flume::SendTimeoutError::Timeout(s)) => {
-                    if stop.load(Ordering::Relaxed) {
-                        return report;
-                    }
-                    pending = s;
-                }
-                Err(flume::SendTimeoutError::Disconnected(_)) => return report,
-            }
-        }
-        report.scheduled += 1;
-    }
-    report
 }
 
-/// Sleeps until `due` in slices of at most 20 ms so that `stop` is seen;
-/// false when stopped.
-fn sleep_until(due: Instant, stop: &AtomicBool) -> bool {
-    loop {
-        if stop.load(Ordering::Relaxed) {
-            return false;
+impl Claims {
+    /// The schedule, ending before `end_ns` or after `max` slots.
+    pub fn new(mut schedule: Schedule, end_ns: Option<u64>, max: Option<u64>) -> Self {
+        let first = schedule.next().expect("schedules are endless");
+        Self {
+            inner: Mutex::new((schedule, first, 0)),
+            end_ns,
+            max,
         }
-        let now = Instant::now();
-        if now >= due {
-            return true;
+    }
+
+    /// The next slot, or `None` once the schedule has reached a bound.
+    pub fn claim(&self) -> Option<Slot> {
+        let mut guard = self.inner.lock().expect("schedule lock");
+        let (schedule, next, claimed) = &mut *guard;
+        if self.max.is_some_and(|m| *claimed >= m) || self.end_ns.is_some_and(|e| next.at >= e) {
+            return None;
         }
-        thread::sleep((due - now).min(Duration::from_millis(20)));
+        let slot = *next;
+        *next = schedule.next().expect("schedules are endless");
+        *claimed += 1;
+        Some(slot)
+    }
+
+    /// Slots claimed so far: the schedule inside the bounds once the run has ended.
+    pub fn claimed(&self) -> u64 {
+        self.inner.lock().expect("schedule lock").2
+    }
+}
+
+/// A timerfd that wakes its thread's event loop at absolute offsets from the
+/// run's start, to the microsecond.
+#[derive(Debug)]
+pub struct Timer {
+    fd: AsyncFd<Fd>,
+    /// `CLOCK_MONOTONIC` at the run's start, ns.
+    base_ns: u64,
+}
+
+#[derive(Debug)]
+struct Fd(TimerFd);
+
+impl AsRawFd for Fd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0.as_fd().as_raw_fd()
+    }
+}
+
+fn monotonic_ns() -> io::Result<u64> {
+    let t = clock_gettime(Clock::CLOCK_MONOTONIC)?;
+    Ok(t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64)
+}
+
+impl Timer {
+    /// A timer for offsets from `start`; must be made inside a tokio runtime.
+    /// Also cuts the calling thread's timer slack to 1 µs.
+    pub fn new(start: Instant) -> io::Result<Self> {
+        // Best effort: without it the kernel may wake the thread up to 50 µs late.
+        let _ = nix::sys::prctl::set_timerslack(1_000);
+        let fd = TimerFd::new(
+            ClockId::CLOCK_MONOTONIC,
+            TimerFlags::TFD_NONBLOCK | TimerFlags::TFD_CLOEXEC,
+        )?;
+        // `Instant` reads CLOCK_MONOTONIC too; pair the two readings closely
+        // (retrying if preempted between them) so the timer never fires early.
+        let mut base_ns = 0;
+        for _ in 0..10 {
+            let before = monotonic_ns()?;
+            let elapsed = start.elapsed().as_nanos() as u64;
+            let after = monotonic_ns()?;
+            base_ns = after.saturating_sub(elapsed);
+            if after - before < 20_000 {
+                break;
+            }
+        }
+        // `AsyncFd::new` is deprecated because a borrowed descriptor could close
+        // under it; ours is owned by the `AsyncFd` and open for its whole life.
+        #[allow(deprecated)]
+        let fd = AsyncFd::new(Fd(fd))?;
+        Ok(Self { fd, base_ns })
+    }
+
+    /// Returns at `offset_ns` after the start (at once when that has passed).
+    pub async fn until(&self, offset_ns: u64) -> io::Result<()> {
+        let due = self.base_ns + offset_ns;
+        if monotonic_ns()? >= due {
+            return Ok(());
+        }
+        let at = TimeSpec::from_duration(Duration::from_nanos(due));
+        self.fd.get_ref().0.set(
+            Expiration::OneShot(at),
+            TimerSetTimeFlags::TFD_TIMER_ABSTIME,
+        )?;
+        loop {
+            let mut guard = self.fd.readable().await?;
+            match guard.try_io(|fd| fd.get_ref().0.wait().map_err(io::Error::from)) {
+                Ok(result) => return result,
+                Err(_would_block) => continue,
+            }
+        }
     }
 }
 
@@ -246,37 +304,59 @@ mod tests {
     }
 
     #[test]
-    fn the_pacer_releases_the_schedule_on_time_and_stops_at_the_end() {
-        let (tx, rx) = flume::bounded(1 << 16);
-        let stop = AtomicBool::new(false);
-        let start = Instant::now();
+    fn claims_stop_at_the_end_time_or_the_count() {
         let schedule = Schedule::new(2000.0, Arrival::Constant, 0).unwrap();
-        let report = run(schedule, start, Some(50_000_000), None, tx, &stop);
-        let elapsed = start.elapsed();
-        // Slots at 0, 0.5, ..., 49.5 ms: 100 of them, the last due at 49.5 ms.
-        assert_eq!(report.scheduled, 100);
-        assert!(elapsed >= Duration::from_micros(49_500), "{elapsed:?}");
-        let got: Vec<Slot> = rx.drain().collect();
+        let claims = Claims::new(schedule.clone(), Some(50_000_000), None);
+        let got: Vec<Slot> = std::iter::from_fn(|| claims.claim()).collect();
+        // Slots at 0, 0.5, ..., 49.5 ms: 100 of them.
         assert_eq!(got.len(), 100);
         assert_eq!(got[99].at, 49_500_000);
+        assert_eq!(claims.claimed(), 100);
+        assert_eq!(claims.claim(), None);
+        let claims = Claims::new(schedule, None, Some(7));
+        assert_eq!(std::iter::from_fn(|| claims.claim()).count(), 7);
     }
 
     #[test]
-    fn the_pacer_blocks_on_a_full_backlog_without_losing_slots_and_sees_stop() {
-        let (tx, rx) = flume::bounded(4);
-        let stop = AtomicBool::new(false);
-        let start = Instant::now();
-        let schedule = Schedule::new(1e6, Arrival::Constant, 0).unwrap();
-        let report = thread::scope(|s| {
-            let h = s.spawn(|| run(schedule, start, None, Some(10), tx, &stop));
-            let got: Vec<u64> = rx.iter().map(|s| s.index).collect();
-            assert_eq!(got, (0..10).collect::<Vec<_>>());
-            h.join().unwrap()
+    fn claims_from_many_threads_take_each_slot_once_in_order() {
+        let schedule = Schedule::new(1e6, Arrival::Poisson, 9).unwrap();
+        let expected: Vec<Slot> = schedule.clone().take(40_000).collect();
+        let claims = Claims::new(schedule, None, Some(40_000));
+        let mut got: Vec<Slot> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| std::iter::from_fn(|| claims.claim()).collect::<Vec<_>>()))
+                .collect();
+            hs.into_iter().flat_map(|h| h.join().unwrap()).collect()
         });
-        assert_eq!(report.scheduled, 10);
-        let (tx, _rx) = flume::bounded(1);
-        stop.store(true, Ordering::Relaxed);
-        let schedule = Schedule::new(1.0, Arrival::Constant, 0).unwrap();
-        assert_eq!(run(schedule, start, None, None, tx, &stop).scheduled, 0);
+        got.sort_by_key(|s| s.index);
+        assert_eq!(got, expected);
+    }
+
+    #[test]
+    fn the_timer_never_fires_early() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let start = Instant::now();
+        rt.block_on(async {
+            let timer = Timer::new(start).unwrap();
+            for ms in [5u64, 10, 12, 30] {
+                timer.until(ms * 1_000_000).await.unwrap();
+                assert!(start.elapsed() >= Duration::from_millis(ms));
+            }
+            // Sub-millisecond offsets are honoured (tokio's own timer rounds to 1 ms).
+            let base = start.elapsed().as_nanos() as u64 + 1_000_000;
+            for i in 0..200u64 {
+                let due = base + i * 100_000;
+                timer.until(due).await.unwrap();
+                let now = start.elapsed().as_nanos() as u64;
+                assert!(now >= due, "step {i}: woke at {now} ns for {due} ns");
+            }
+            // A time already past returns at once.
+            let t0 = Instant::now();
+            timer.until(0).await.unwrap();
+            assert!(t0.elapsed() < Duration::from_millis(5));
+        });
     }
 }

@@ -127,7 +127,7 @@ pub struct Recorder {
     pub bytes_sent: u64,
     /// Reply bytes read (bodies and frames; not HTTP headers).
     pub bytes_received: u64,
-    /// `(index, intended, sent)` per send, in µs, when asked for.
+    /// `(index, intended, sent)` per send, in ns, when asked for.
     pub send_log: Option<Vec<[u64; 3]>>,
     late_after_ns: u64,
 }
@@ -167,7 +167,7 @@ impl Recorder {
         }
         put(&mut self.send_delay, delay / 1_000);
         if let Some(log) = &mut self.send_log {
-            log.push([index, intended / 1_000, sent / 1_000]);
+            log.push([index, intended, sent]);
         }
     }
 

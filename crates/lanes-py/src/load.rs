@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use lanes_load::report::{self, Report, Which};
-use lanes_load::{Run, RunConfig, RunSpec};
+use lanes_load::{Progress, Run, RunConfig, RunSpec};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pythonize::depythonize;
@@ -28,6 +28,8 @@ struct LoadRun {
     config: RunConfig,
     run: Mutex<Option<Run>>,
     result: Mutex<Option<String>>,
+    /// The counts when the result was taken (the run is gone then).
+    last: Mutex<Progress>,
 }
 
 /// Checks `spec`, opens the connections and starts the run (without the GIL).
@@ -42,6 +44,7 @@ fn load_start(py: Python<'_>, spec: &Bound<'_, PyDict>) -> PyResult<LoadRun> {
             config,
             run: Mutex::new(Some(run)),
             result: Mutex::new(None),
+            last: Mutex::new(Progress::default()),
         })
     })
 }
@@ -52,7 +55,10 @@ impl LoadRun {
     fn progress<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
         let guard = self.run.lock().expect("run lock");
-        let p = guard.as_ref().map(Run::progress).unwrap_or_default();
+        let p = match guard.as_ref() {
+            Some(run) => run.progress(),
+            None => *self.last.lock().expect("progress lock"),
+        };
         d.set_item("elapsed_s", p.elapsed_s)?;
         d.set_item("sent", p.sent)?;
         d.set_item("replies", p.replies)?;
@@ -91,6 +97,11 @@ impl LoadRun {
                     code: "internal_error",
                     message: "the run's result was already taken".into(),
                 });
+            };
+            while !run.wait(Duration::from_secs(1)) {}
+            *self.last.lock().expect("progress lock") = Progress {
+                finished: true,
+                ..run.progress()
             };
             let mut outcome = run.join();
             if let (Some(path), Some(log)) =

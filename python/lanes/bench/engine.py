@@ -9,6 +9,7 @@ the engine on Ctrl-C (``KeyboardInterrupt``) and still returns what was measured
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,9 @@ from typing import Any
 
 from lanes import _core
 from lanes.bench.result import Result
+
+_POLL_S = 0.1
+"""Longest wait between two looks for Ctrl-C while a run goes on."""
 
 
 @dataclass(frozen=True)
@@ -54,9 +58,12 @@ def spec(
     send_log: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
     """The engine's run spec (docs/bench.md); times in seconds. ``rate`` selects open loop."""
-    header_lines = (
-        [f"{k}: {v}" for k, v in headers.items()] if isinstance(headers, Mapping) else list(headers)
-    )
+    if isinstance(headers, Mapping):
+        header_lines = [f"{k}: {v}" for k, v in headers.items()]
+    elif isinstance(headers, str):  # one "Name: value" line, not a sequence of characters
+        header_lines = [headers]
+    else:
+        header_lines = list(headers)
     out: dict[str, Any] = {
         "url": url,
         "rate": rate,
@@ -124,10 +131,13 @@ def run(
     partial result is returned with ``interrupted`` set.
     """
     handle = start(url, **options)
+    poll = min(interval, _POLL_S)  # short waits, so Ctrl-C is seen at once
+    next_report = time.monotonic() + interval
     try:
-        while not handle.wait(interval):
-            if on_progress is not None:
+        while not handle.wait(poll):
+            if on_progress is not None and time.monotonic() >= next_report:
                 on_progress(handle.progress())
+                next_report += interval
     except KeyboardInterrupt:
         handle.stop()
     return handle.result()

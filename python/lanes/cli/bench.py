@@ -141,7 +141,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--send-log",
         type=Path,
         metavar="FILE",
-        help="write 'index intended_us sent_us' per send (diagnostics; grows with the run)",
+        help="write 'index intended_ns sent_ns' per send (diagnostics; grows with the run)",
     )
     out.add_argument(
         "-q", "--quiet", action="store_true", help="no progress line and no text report"
