@@ -68,6 +68,10 @@ bench: setup ## benchmarks: policy dispatch latency and simulator speed (figures
 	cargo bench -p lanes-policy --bench dispatch
 	cargo bench -p lanes-sim --bench speed
 
+.PHONY: bench-load
+bench-load: setup ## load-engine benchmarks vs wrk and nginx on loopback (bench/load; installs nginx and wrk)
+	$(PY) bench/load/run.py all
+
 .PHONY: clean
 clean: ## remove build outputs and the virtual environment
 	cargo clean
