@@ -3,10 +3,12 @@
 //! and each protocol is one implementation.
 //!
 //! - [`HttpConnector`]: HTTP/1.1 keep-alive over TCP or a Unix socket, with
-//!   hyper's client connection (one connection, one request in flight). A
-//!   connection the server closed between requests (keep-alive limit, idle
-//!   close) is reopened without counting an error; one that fails while a
-//!   request is out is an error of that request.
+//!   hyper's client connection (one connection, one request in flight). The
+//!   connection's I/O is driven inside the task that sends, not by a task of
+//!   its own, so a request costs no extra task wake-ups. A connection the
+//!   server closed between requests (keep-alive limit, idle close) is reopened
+//!   without counting an error; one that fails while a request is out is an
+//!   error of that request.
 //! - [`FrameConnector`]: length-prefixed frames over a Unix socket (a `u32`
 //!   big-endian length, then the payload), the arbiter protocol's framing.
 //!
@@ -163,12 +165,42 @@ impl HttpConnector {
     }
 }
 
-/// One HTTP/1.1 connection; its I/O is driven by a task of its own.
-#[derive(Debug)]
+/// hyper's connection future: drives the socket; ends when the connection does.
+type Driver = Pin<Box<dyn Future<Output = hyper::Result<()>>>>;
+
+/// One HTTP/1.1 connection, driven by whichever call is using it.
 pub struct HttpConn {
     tx: http1::SendRequest<Full<Bytes>>,
+    /// `None` once the connection has closed.
+    driver: Option<Driver>,
     host: HeaderValue,
     side: Rc<Cell<Side>>,
+}
+
+impl std::fmt::Debug for HttpConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpConn")
+            .field("closed", &self.driver.is_none())
+            .field("host", &self.host)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Runs `work` while driving the connection. When the driver ends (the
+/// connection closed) it is dropped at once, which fails anything still
+/// waiting on the connection (`ready`, a pending response) instead of leaving
+/// it waiting forever; `work` then finishes on its own.
+async fn driven<T>(driver: &mut Option<Driver>, work: impl Future<Output = T>) -> T {
+    tokio::pin!(work);
+    std::future::poll_fn(|cx| {
+        if let Some(d) = driver.as_mut() {
+            if d.as_mut().poll(cx).is_ready() {
+                *driver = None;
+            }
+        }
+        work.as_mut().poll(cx)
+    })
+    .await
 }
 
 async fn handshake<S>(stream: S, host: HeaderValue) -> io::Result<HttpConn>
@@ -181,10 +213,12 @@ where
         side: side.clone(),
     });
     let (tx, conn) = http1::handshake(io).await.map_err(io::Error::other)?;
-    tokio::task::spawn_local(async move {
-        let _ = conn.await;
-    });
-    Ok(HttpConn { tx, host, side })
+    Ok(HttpConn {
+        tx,
+        driver: Some(Box::pin(conn)),
+        host,
+        side,
+    })
 }
 
 impl Connect for HttpConnector {
@@ -206,7 +240,13 @@ impl Connect for HttpConnector {
 
 impl Exchange for HttpConn {
     async fn usable(&mut self) -> bool {
-        !self.tx.is_closed() && self.tx.ready().await.is_ok()
+        let Self { tx, driver, .. } = self;
+        if driver.is_none() {
+            return false;
+        }
+        // Driving first lets a close that arrived while idle be seen now.
+        let ready = driven(driver, tx.ready()).await.is_ok();
+        ready && driver.is_some() && !tx.is_closed()
     }
 
     async fn exchange(&mut self, entry: &Entry) -> Result<Reply, Failure> {
@@ -221,21 +261,23 @@ impl Exchange for HttpConn {
             Side::Write => Failure::Write,
             _ => Failure::Read,
         };
-        let resp = self
-            .tx
-            .send_request(req)
-            .await
-            .map_err(|_| failed(&self.side))?;
-        let status = resp.status().as_u16();
-        let mut body = resp.into_body();
-        let mut bytes = 0u64;
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|_| failed(&self.side))?;
-            if let Some(data) = frame.data_ref() {
-                bytes += data.len() as u64;
+        let Self {
+            tx, driver, side, ..
+        } = self;
+        let work = async {
+            let resp = tx.send_request(req).await.map_err(|_| failed(side))?;
+            let status = resp.status().as_u16();
+            let mut body = resp.into_body();
+            let mut bytes = 0u64;
+            while let Some(frame) = body.frame().await {
+                let frame = frame.map_err(|_| failed(side))?;
+                if let Some(data) = frame.data_ref() {
+                    bytes += data.len() as u64;
+                }
             }
-        }
-        Ok(Reply { status, bytes })
+            Ok(Reply { status, bytes })
+        };
+        driven(driver, work).await
     }
 }
 
