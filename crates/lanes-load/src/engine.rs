@@ -342,26 +342,16 @@ impl Worker {
             let mut tasks = Vec::with_capacity(conns.len() + 1);
             if self.shared.claims.is_some() {
                 let ctx = ctx.clone();
-                tasks.push(tokio::task::spawn_local(async move {
-                    let mut stop = ctx.shared.stop_tx.subscribe();
-                    tokio::select! {
-                        biased;
-                        _ = stop.wait_for(|s| *s) => {}
-                        _ = pace(&ctx, slots_tx) => {}
-                    }
+                tasks.push(spawn_until_stopped(ctx.clone(), async move {
+                    pace(&ctx, slots_tx).await
                 }));
             } else {
                 drop(slots_tx);
             }
             for conn in conns {
                 let ctx = ctx.clone();
-                tasks.push(tokio::task::spawn_local(async move {
-                    let mut stop = ctx.shared.stop_tx.subscribe();
-                    tokio::select! {
-                        biased;
-                        _ = stop.wait_for(|s| *s) => {}
-                        _ = connection(&ctx, conn) => {}
-                    }
+                tasks.push(spawn_until_stopped(ctx.clone(), async move {
+                    connection(&ctx, conn).await
                 }));
             }
             let all = async {
@@ -389,6 +379,22 @@ impl Worker {
             .expect("every task has ended")
             .into_inner()
     }
+}
+
+/// Spawns `work` on this thread's task set; it is dropped (abandoning what it
+/// was doing) as soon as the run is asked to stop.
+fn spawn_until_stopped<C: Connect>(
+    ctx: Rc<Context<C>>,
+    work: impl std::future::Future<Output = ()> + 'static,
+) -> tokio::task::JoinHandle<()> {
+    tokio::task::spawn_local(async move {
+        let mut stop = ctx.shared.stop_tx.subscribe();
+        tokio::select! {
+            biased;
+            _ = stop.wait_for(|s| *s) => {}
+            _ = work => {}
+        }
+    })
 }
 
 /// When a thread abandons requests still in flight: the issuing window plus

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Load, RunConfig};
 use crate::engine::Outcome;
 use crate::error::LoadError;
-use crate::recorder::{new_histogram, Errors, Recorder, Second, SIGFIG};
+use crate::recorder::{Errors, Recorder, Second};
 
 /// Latency percentiles in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -448,19 +448,19 @@ fn format_distribution(h: &Histogram<u64>, scale: f64) -> String {
     out
 }
 
-/// A histogram's percentile-distribution text from raw microseconds (tests).
-pub fn distribution_of(values_us: &[u64]) -> String {
-    let mut h = new_histogram(SIGFIG);
-    for v in values_us {
-        crate::recorder::put(&mut h, *v);
-    }
-    format_distribution(&h, 1e3)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::recorder::Failure;
+
+    /// A histogram's percentile-distribution text from raw microseconds.
+    fn distribution_of(values_us: &[u64]) -> String {
+        let mut h = crate::recorder::new_histogram(crate::recorder::SIGFIG);
+        for v in values_us {
+            crate::recorder::put(&mut h, *v);
+        }
+        format_distribution(&h, 1e3)
+    }
 
     fn report_of(rec: &Recorder, processes: usize) -> Report {
         build(
