@@ -10,6 +10,7 @@ from typing import Any, final
 
 __all__ = [
     "LoadRun",
+    "Scheduler",
     "capacity",
     "load_merge",
     "load_percentiles",
@@ -75,3 +76,75 @@ def load_merge(results: list[str]) -> str:
 
 def load_percentiles(result: str, which: str) -> str:
     """HdrHistogram percentile-distribution text of ``latency`` or ``service_time`` (ms)."""
+
+@final
+class Scheduler:
+    """The policy engine of one host with its online cost estimates (crates/lanes-policy).
+
+    Time is passed in (``now_ns``, e.g. ``time.monotonic_ns()``); the engine never reads a clock.
+    A job is one batch of one model; model ids, job ids and device ids are the caller's integers.
+    """
+
+    def __new__(
+        cls,
+        policy: str,
+        capacities: list[int],
+        default_cost_ns: int = 1_000_000,
+        ewma_weight: float = 0.1,
+    ) -> Scheduler:
+        """``policy``: ``fifo``, ``limit:K``, ``sjf[:alpha=A,slack=MS|off]`` or ``edf``;
+        ``capacities``: jobs each device runs at once (device ids are the indices).
+        Raises ``LanesError`` (``unknown_policy``, ``bad_policy_argument``, ``bad_device_count``,
+        ``bad_capacity``, ``bad_argument``)."""
+
+    @property
+    def policy(self) -> str:
+        """The canonical policy name."""
+
+    @property
+    def device_count(self) -> int: ...
+    @property
+    def queued(self) -> int:
+        """Jobs waiting for a device."""
+
+    @property
+    def running(self) -> int:
+        """Jobs running on any device."""
+
+    def running_on(self, device: int) -> int:
+        """Jobs running on ``device``."""
+
+    def busy_ns(self, device: int, now_ns: int) -> int:
+        """Time ``device`` has had at least one job running, as of ``now_ns``."""
+
+    def set_prior(self, model: int, fixed_ns: float, per_item_ns: float) -> None:
+        """The configured cost curve of ``model``: ``fixed_ns + per_item_ns * batch``."""
+
+    def observe(self, model: int, batch: int, run_ns: int) -> None:
+        """Record a measured run time of a batch of ``batch`` items."""
+
+    def estimate(self, model: int, batch: int) -> int:
+        """The current run-time estimate (ns) of a batch of ``batch`` items."""
+
+    def submit(
+        self,
+        job: int,
+        model: int,
+        batch: int,
+        arrival_ns: int,
+        devices: list[int] | None = None,
+        deadline_ns: int | None = None,
+        target_ns: int | None = None,
+        cost_ns: int | None = None,
+    ) -> int:
+        """Queue a job; returns the cost it was queued with (``cost_ns`` or the estimate).
+        Raises ``LanesError`` (``duplicate_job``, ``no_eligible_device``, ``bad_argument``)."""
+
+    def cancel(self, job: int) -> bool:
+        """Remove a queued job; false if it is not queued."""
+
+    def dispatch(self, now_ns: int) -> list[tuple[str, int, int | str]]:
+        """Decisions at ``now_ns``: ``("drop", job, reason)`` then ``("run", job, device)``."""
+
+    def complete(self, job: int, now_ns: int) -> tuple[int, int]:
+        """Mark a running job finished; returns ``(device, held_ns)``. Raises ``not_running``."""

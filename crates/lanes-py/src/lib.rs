@@ -1,9 +1,11 @@
 //! `lanes._core`: the native module. Every binding is a few lines through
 //! [`enter`], which releases the GIL, catches panics and maps errors to
 //! `lanes.errors.LanesError(code, message)` — the only error map.
-//! The load engine's bindings live in [`load`].
+//! The load engine's bindings live in [`load`], the policy engine's in
+//! [`scheduler`].
 
 mod load;
+mod scheduler;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -171,5 +173,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(capacity, m)?)?;
     load::register(m)?;
+    scheduler::register(m)?;
     Ok(())
 }
