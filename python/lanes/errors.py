@@ -26,6 +26,15 @@ OUTPUT_FAILED = "output_failed"
 """An output file that cannot be written."""
 CORPUS_INVALID = "corpus_invalid"
 """A load-test corpus (folder, JSONL line, image or array) that cannot be used."""
+REPOSITORY_INVALID = "model_repository_invalid"
+"""A model repository (its folder or a ``model.toml``) that cannot be read or breaks a rule of
+its format (docs: :mod:`lanes.models.repository`)."""
+DEVICE_UNAVAILABLE = "device_unavailable"
+"""A device a model replica was placed on that its runtime cannot use (no CUDA provider, no
+such GPU)."""
+BAD_INPUT = "bad_input"
+"""A request input a model cannot use (an image that does not decode, a tensor of the wrong
+datatype or shape); the server answers 400."""
 
 
 class LanesError(Exception):
