@@ -1,0 +1,93 @@
+"""``lanes serve``: the inference server (KServe v2 REST) on this host's devices.
+
+With no arguments it serves the built-in demo zoo on ``auto`` devices. Configuration is one typed
+object (:class:`lanes.serving.ServeConfig`): command line over environment (``LANES_SERVE_*``)
+over ``--config FILE`` over defaults, all checked before anything loads. User guide:
+docs/serve.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from lanes.errors import BAD_ARGUMENT, LanesError
+
+_EPILOG = """\
+examples:
+  lanes serve                                   the demo zoo on auto devices, port 8000
+  lanes serve --devices sim:4 --policy sjf      four simulated GPUs (no GPU needed)
+  lanes serve --models ./repo --devices cpu:2 --policy fifo --port 9000
+  lanes zoo export ./repo                       write the demo zoo as a model repository
+
+devices:  auto, cpu, cpu:N (N CPU executors), cuda:0,cuda:1, sim:N (N simulated GPUs)
+policies: independent (each model its own workers, overlapping), fifo, limit:K,
+          sjf[:alpha=A,slack=MS|off] (default), edf
+environment: LANES_SERVE_DEVICES, LANES_SERVE_POLICY, LANES_SERVE_PORT, ... (any option)
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "serve",
+        help="serve models over KServe v2 with a host-wide scheduler",
+        description="Serve models over the KServe v2 / Open Inference Protocol (REST). Several\n"
+        "models share the devices; one scheduler picks which model's batch runs next.\n"
+        "User guide: docs/serve.md.",
+        epilog=_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--demo", action="store_true", help="serve the built-in demo zoo (default)")
+    source.add_argument("--models", metavar="DIR", help="a model repository folder")
+    parser.add_argument("--devices", metavar="SPEC", help="devices (default: auto)")
+    parser.add_argument("--policy", metavar="NAME", help="scheduling policy (default: sjf)")
+    parser.add_argument("--host", metavar="ADDR", help="bind address (default: 127.0.0.1)")
+    parser.add_argument("--port", metavar="N", help="HTTP port (default: 8000; 0: any free)")
+    parser.add_argument(
+        "--cpu-threads", metavar="N", help="intra-op threads per CPU executor (default: auto)"
+    )
+    parser.add_argument(
+        "--workers", metavar="N", help="CPU pool threads for pre/post-processing (default: 2-4)"
+    )
+    parser.add_argument("--max-body-mb", metavar="MB", help="request body limit (default: 64)")
+    parser.add_argument("--config", metavar="FILE", help="a TOML file of these options")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from lanes.serving import serve
+    from lanes.serving.config import resolve
+
+    config_file = Path(args.config) if args.config else None
+    if config_file is not None and not config_file.is_file():
+        raise LanesError(BAD_ARGUMENT, f"--config {config_file}: no such file")
+    cli = {
+        "models": args.models if args.models else ("demo" if args.demo else None),
+        "devices": args.devices,
+        "policy": args.policy,
+        "host": args.host,
+        "port": args.port,
+        "cpu_threads": args.cpu_threads,
+        "workers": args.workers,
+        "max_body_mb": args.max_body_mb,
+    }
+    config = resolve(cli, config_file)
+
+    def announce(server: Any) -> None:
+        devices = ", ".join(
+            r.device.name + (" (simulated)" if r.device.simulated else "")
+            for r in server.dispatcher.runners
+        )
+        models = ", ".join(server.dispatcher.models)
+        print(
+            f"lanes serve: {server.url} · policy {config.policy} · devices {devices} · "
+            f"models {models}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    serve(config, announce=announce)
+    return 0

@@ -1,0 +1,305 @@
+"""The HTTP API: KServe v2 / Open Inference Protocol over REST (aiohttp).
+
+Routes (each also under ``/v2/models/{m}/versions/{v}/...``):
+
+- ``GET /v2/health/live`` — 200 while the process serves; ``GET /v2/health/ready`` — 200 once
+  every model is loaded on every device, 503 before and while draining.
+- ``GET /v2`` — server metadata; ``GET /v2/models/{m}`` — model metadata;
+  ``GET /v2/models/{m}/ready``; ``GET /v2/models/{m}/stats`` and ``GET /v2/models/stats`` —
+  Triton-style statistics.
+- ``POST /v2/models/{m}/infer`` — JSON tensors or the binary tensor data extension.
+
+Status codes (design.md §3): 400 malformed or invalid input · 404 unknown model or version ·
+413 body over the limit · 429 queue full · 503 not ready or draining · 504 deadline exceeded ·
+500 model failure. Every error body is ``{"error": "..."}``. A request's deadline is its
+``timeout`` parameter (µs, KServe) or the ``lanes-timeout-ms`` header, else the model's default;
+it applies until the request's batch starts on a device. A client that disconnects while its
+request is queued takes the request out of the queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from lanes.errors import BAD_INPUT, LanesError
+from lanes.serving.batcher import Pending, Refusal
+from lanes.serving.codec import (
+    HEADER_LENGTH,
+    WireError,
+    check_inputs,
+    check_outputs,
+    decode_request,
+    encode_response,
+    parse_header_length,
+)
+from lanes.serving.dispatcher import Served, now_ns
+
+if TYPE_CHECKING:
+    from lanes.serving.server import Server
+
+TIMEOUT_HEADER = "lanes-timeout-ms"
+SERVER_KEY: web.AppKey[Server] = web.AppKey("server")
+
+
+def error(status: int, message: str) -> web.Response:
+    return web.json_response({"error": message}, status=status)
+
+
+@web.middleware
+async def errors_as_json(request: web.Request, handler: Any) -> web.StreamResponse:
+    """Every refusal, including aiohttp's own (404 route, 405, 413), as ``{"error": ...}``."""
+    try:
+        response: web.StreamResponse = await handler(request)
+        return response
+    except (WireError, Refusal) as err:
+        return error(err.status, err.message)
+    except web.HTTPRequestEntityTooLarge as err:
+        return error(413, f"request body over the limit: {err.text}")
+    except web.HTTPException as err:
+        if err.status < 400:
+            raise
+        return error(err.status, err.reason if err.status != 404 else f"no route {request.path}")
+
+
+def build_app(server: Server) -> web.Application:
+    app = web.Application(
+        middlewares=[errors_as_json], client_max_size=server.config.max_body_bytes
+    )
+    app[SERVER_KEY] = server
+    r = app.router
+    r.add_get("/v2/health/live", live)
+    r.add_get("/v2/health/ready", ready)
+    r.add_get("/v2", metadata)
+    r.add_get("/v2/models/stats", all_stats)
+    for base in ("/v2/models/{model}", "/v2/models/{model}/versions/{version}"):
+        r.add_get(base, model_metadata)
+        r.add_get(base + "/ready", model_ready)
+        r.add_get(base + "/stats", model_stats)
+        r.add_post(base + "/infer", infer)
+    return app
+
+
+def _server(request: web.Request) -> Server:
+    return request.app[SERVER_KEY]
+
+
+def _served(request: web.Request) -> Served:
+    server = _server(request)
+    name = request.match_info["model"]
+    s = server.dispatcher.models.get(name)
+    if s is None:
+        known = ", ".join(server.dispatcher.models) or "none"
+        raise Refusal(404, f"unknown model '{name}'; this server has: {known}")
+    version = request.match_info.get("version")
+    if version is not None and version != s.model.version:
+        raise Refusal(404, f"model '{name}' has no version '{version}' (it has {s.model.version})")
+    return s
+
+
+async def live(request: web.Request) -> web.Response:
+    return web.json_response({"live": True})
+
+
+async def ready(request: web.Request) -> web.Response:
+    server = _server(request)
+    if not server.ready:
+        return error(503, f"not ready: {server.state}")
+    return web.json_response({"ready": True})
+
+
+async def metadata(request: web.Request) -> web.Response:
+    server = _server(request)
+    return web.json_response(
+        {
+            "name": "lanes",
+            "version": server.version,
+            "extensions": ["binary_tensor_data", "statistics", "model_repository"],
+            "policy": server.dispatcher.policy,
+            "devices": [
+                {"name": r.device.name, "simulated": r.device.simulated}
+                for r in server.dispatcher.runners
+            ],
+        }
+    )
+
+
+async def model_metadata(request: web.Request) -> web.Response:
+    s = _served(request)
+    m = s.model
+    server = _server(request)
+    return web.json_response(
+        {
+            "name": m.name,
+            "versions": [m.version],
+            "platform": m.platform,
+            "inputs": [t.metadata() for t in m.inputs],
+            "outputs": [t.metadata() for t in m.outputs],
+            "parameters": {
+                "max_batch_size": m.batching.max_batch_size,
+                "batch_timeout_micros": m.batching.batch_timeout_micros,
+                "num_batch_threads": m.batching.num_batch_threads,
+                "max_enqueued_batches": m.batching.max_enqueued_batches,
+                "timeout_ms": m.timeout_ms,
+                "devices": [server.dispatcher.runners[d].device.name for d in s.devices],
+            },
+        }
+    )
+
+
+async def model_ready(request: web.Request) -> web.Response:
+    s = _served(request)
+    if not _server(request).ready:
+        return error(503, f"model '{s.model.name}' not ready")
+    return web.json_response({"name": s.model.name, "ready": True})
+
+
+async def model_stats(request: web.Request) -> web.Response:
+    s = _served(request)
+    return web.json_response({"model_stats": [s.stats.json()]})
+
+
+async def all_stats(request: web.Request) -> web.Response:
+    server = _server(request)
+    return web.json_response(
+        {"model_stats": [s.stats.json() for s in server.dispatcher.models.values()]}
+    )
+
+
+def _deadline(request: web.Request, s: Served, timeout_us: Any, arrival: int) -> int | None:
+    """The request's deadline (ns on the monotonic clock), or None."""
+    header = request.headers.get(TIMEOUT_HEADER)
+    if timeout_us is not None:
+        if isinstance(timeout_us, bool) or not isinstance(timeout_us, int) or timeout_us <= 0:
+            raise WireError(400, f"parameter timeout = {timeout_us!r}: must be microseconds > 0")
+        return arrival + timeout_us * 1000
+    if header is not None:
+        try:
+            ms = float(header)
+        except ValueError:
+            ms = -1.0
+        if not ms > 0:
+            raise WireError(400, f"header {TIMEOUT_HEADER}: {header!r}: must be milliseconds > 0")
+        return arrival + int(ms * 1e6)
+    if s.model.timeout_ms is not None:
+        return arrival + int(s.model.timeout_ms * 1e6)
+    return None
+
+
+def _check(request_inputs: Any, s: Served) -> None:
+    batching = s.model.batching.max_batch_size > 0
+    try:
+        check_inputs(request_inputs, s.model.inputs, batching=batching)
+    except WireError:
+        for form in s.model.input_forms:
+            try:
+                check_inputs(request_inputs, form, batching=batching)
+                return
+            except WireError:
+                continue
+        raise
+
+
+async def infer(request: web.Request) -> web.Response:
+    """One inference: decode → admit → pre-process → queue → device → post-process → encode."""
+    arrival = now_ns()
+    server = _server(request)
+    s = _served(request)
+    if not server.ready:
+        raise Refusal(503, f"not ready: {server.state}")
+    body = await request.read()
+    req = decode_request(
+        body,
+        parse_header_length(request.headers.get(HEADER_LENGTH)),
+        max_bytes=server.config.max_body_bytes,
+    )
+    _check(req, s)
+    check_outputs(req, s.model.outputs)
+    deadline = _deadline(request, s, req.parameters.get("timeout"), arrival)
+    rows = s.model.rows(req.inputs)
+    dispatcher = server.dispatcher
+    if (
+        dispatcher.policy == "edf"
+        and deadline is not None
+        and dispatcher.predicted_finish(s, rows, now_ns()) > deadline
+    ):
+        s.stats.expired += 1
+        raise Refusal(
+            504, f"model '{s.model.name}': predicted to miss its deadline (edf); not queued"
+        )
+    try:
+        s.queue.admit(rows)
+    except Refusal:
+        s.stats.rejected += 1
+        raise
+    loop = asyncio.get_running_loop()
+    queued = False
+    try:
+        t0 = now_ns()
+        try:
+            item = await loop.run_in_executor(server.cpu, s.model.preprocess, req.inputs)
+        except LanesError as err:
+            raise Refusal(400 if err.code == BAD_INPUT else 500, err.message) from None
+        except Exception as err:
+            raise Refusal(
+                500, f"model '{s.model.name}' preprocess failed: {type(err).__name__}: {err}"
+            ) from None
+        s.stats.compute_input.add(now_ns() - t0)
+        if deadline is not None and now_ns() >= deadline:
+            s.stats.expired += 1
+            raise Refusal(504, f"model '{s.model.name}': deadline exceeded before queueing")
+        p = Pending(item, rows, arrival, deadline, loop.create_future())
+        dispatcher.enqueue(s, p)
+        queued = True
+    finally:
+        if not queued:
+            s.queue.release(rows)
+    part = await _wait(s, p, dispatcher)
+    t1 = now_ns()
+    try:
+        outputs = await loop.run_in_executor(server.cpu, s.model.postprocess, part)
+    except Exception as err:
+        s.stats.fail.add(now_ns() - arrival)
+        raise Refusal(
+            500, f"model '{s.model.name}' postprocess failed: {type(err).__name__}: {err}"
+        ) from None
+    payload, headers = encode_response(
+        s.model.name, s.model.version, req.id, outputs, req.outputs, req.binary_output_default
+    )
+    s.stats.compute_output.add(now_ns() - t1)
+    s.stats.success.add(now_ns() - arrival)
+    return web.Response(body=payload, headers=headers)
+
+
+async def _wait(s: Served, p: Pending, dispatcher: Any) -> Any:
+    """Wait for the request's batch; enforce the deadline while it is queued; a cancelled
+    handler (the client went away) takes a queued request out."""
+    timeout = None if p.deadline_ns is None else max(0.0, (p.deadline_ns - now_ns()) / 1e9)
+    try:
+        try:
+            return await asyncio.wait_for(asyncio.shield(p.future), timeout)
+        except asyncio.TimeoutError:
+            if dispatcher.withdraw(s, p):
+                s.stats.expired += 1
+                waited = (now_ns() - p.arrival_ns) / 1e6
+                raise Refusal(
+                    504,
+                    f"model '{s.model.name}': deadline exceeded after {waited:.1f} ms "
+                    "in the queue; not run",
+                ) from None
+            return await p.future  # already running: it completes
+    except asyncio.CancelledError:
+        if dispatcher.withdraw(s, p):
+            s.stats.cancelled += 1
+        raise
+    except Refusal as err:
+        if err.status == 500:
+            s.stats.fail.add(now_ns() - p.arrival_ns)
+        raise
+
+
+def dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))

@@ -1,0 +1,142 @@
+"""The one typed configuration of ``lanes serve``.
+
+Sources, highest first: command line, environment (``LANES_SERVE_<KEY>``, e.g.
+``LANES_SERVE_POLICY=fifo``), a TOML file (``--config FILE``, keys as below, at the top level or
+under ``[serve]``), defaults. :func:`resolve` merges them and checks every value before anything
+starts; a bad value is one ``LanesError`` line naming the key, the value and what is allowed.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from lanes.errors import BAD_ARGUMENT, LanesError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+CONFIG_INVALID = "config_invalid"
+"""A ``--config`` file that cannot be read, is not TOML, or has an unknown key."""
+
+POLICIES = "independent, fifo, limit:K, sjf[:alpha=A,slack=MS|off], edf"
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """Everything ``lanes serve`` needs to start.
+
+    - ``models``: a model repository folder; None serves the built-in demo zoo.
+    - ``devices``: ``auto``, ``cpu``, ``cpu:N``, ``cuda:0,cuda:1``, ``sim:N``
+      (see lanes.serving.devices).
+    - ``policy``: ``independent``, ``fifo``, ``limit:K``, ``sjf``, ``edf``.
+    - ``cpu_threads``: intra-op threads per CPU executor (None: the cores divided among them).
+    - ``workers``: threads of the CPU pool for pre/post-processing.
+    - ``max_body_mb``: the request body limit (413 past it).
+    """
+
+    models: Path | None = None
+    devices: str = "auto"
+    policy: str = "sjf"
+    host: str = "127.0.0.1"
+    port: int = 8000
+    cpu_threads: int | None = None
+    workers: int = max(1, min(4, os.cpu_count() or 1))
+    max_body_mb: float = 64.0
+
+    @property
+    def max_body_bytes(self) -> int:
+        return int(self.max_body_mb * 1024 * 1024)
+
+
+_KEYS = {f.name for f in fields(ServeConfig)}
+
+
+def _convert(key: str, value: Any, where: str) -> Any:
+    """A raw value (str from env/CLI, or TOML-typed) as the field's type, checked."""
+    try:
+        if key == "models":
+            return None if value in (None, "", "demo") else Path(str(value))
+        v: int | float | str | None
+        if key in ("port", "workers"):
+            v = int(value)
+        elif key == "cpu_threads":
+            v = None if value in (None, "", "auto") else int(value)
+        elif key == "max_body_mb":
+            v = float(value)
+        else:
+            v = str(value)
+    except (TypeError, ValueError):
+        raise LanesError(BAD_ARGUMENT, f"{where}{key} = {value!r}: not a valid value") from None
+    return v
+
+
+def check(cfg: ServeConfig) -> ServeConfig:
+    """Refuse out-of-range values with a message naming the key and what is allowed."""
+    if not 0 <= cfg.port <= 65535:
+        raise LanesError(BAD_ARGUMENT, f"port = {cfg.port}: must be 0..65535 (0: any free port)")
+    if cfg.workers < 1:
+        raise LanesError(BAD_ARGUMENT, f"workers = {cfg.workers}: must be >= 1")
+    if cfg.cpu_threads is not None and cfg.cpu_threads < 1:
+        raise LanesError(BAD_ARGUMENT, f"cpu_threads = {cfg.cpu_threads}: must be >= 1 or auto")
+    if not 0 < cfg.max_body_mb <= 4096:
+        raise LanesError(BAD_ARGUMENT, f"max_body_mb = {cfg.max_body_mb}: must be in (0, 4096]")
+    if cfg.policy != "independent":
+        from lanes._core import Scheduler
+
+        try:
+            Scheduler(cfg.policy, [1])
+        except LanesError as err:
+            raise LanesError(
+                err.code, f"policy = {cfg.policy!r}: {err.message} (serve allows {POLICIES})"
+            ) from None
+    from lanes.serving.devices import parse_devices
+
+    parse_devices(cfg.devices, threads=cfg.cpu_threads)
+    if cfg.models is not None and not cfg.models.is_dir():
+        raise LanesError(
+            BAD_ARGUMENT, f"models = '{cfg.models}': not a folder (a model repository is a folder)"
+        )
+    return cfg
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    try:
+        data = tomllib.loads(path.read_text())
+    except OSError as err:
+        raise LanesError(CONFIG_INVALID, f"--config {path}: {err.strerror}") from None
+    except tomllib.TOMLDecodeError as err:
+        raise LanesError(CONFIG_INVALID, f"--config {path}: not valid TOML: {err}") from None
+    table = data.get("serve", data)
+    if not isinstance(table, dict):
+        raise LanesError(CONFIG_INVALID, f"--config {path}: [serve] must be a table")
+    unknown = sorted(set(table) - _KEYS)
+    if unknown:
+        raise LanesError(
+            CONFIG_INVALID,
+            f"--config {path}: unknown key '{unknown[0]}'; allowed: {', '.join(sorted(_KEYS))}",
+        )
+    return {k: _convert(k, v, f"{path}: ") for k, v in table.items()}
+
+
+def resolve(
+    cli: dict[str, Any], file: Path | None = None, env: dict[str, str] | None = None
+) -> ServeConfig:
+    """CLI values (None: not given) over environment over file over defaults, checked."""
+    env = dict(os.environ) if env is None else env
+    cfg = ServeConfig()
+    if file is not None:
+        cfg = replace(cfg, **read_file(file))
+    from_env = {
+        k: _convert(k, env[f"LANES_SERVE_{k.upper()}"], f"LANES_SERVE_{k.upper()}: ")
+        for k in _KEYS
+        if f"LANES_SERVE_{k.upper()}" in env
+    }
+    cfg = replace(cfg, **from_env)
+    given = {k: _convert(k, v, "--") for k, v in cli.items() if v is not None and k in _KEYS}
+    return check(replace(cfg, **given))

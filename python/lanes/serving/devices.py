@@ -1,0 +1,220 @@
+"""Devices of ``lanes serve``: parsing ``--devices``, executors, and simulated GPUs.
+
+Spec grammar (``--devices``), comma-separated, one kind per spec:
+
+- ``cpu`` — one CPU executor; ``cpu:N`` — N CPU executors. Each runtime on a CPU executor gets
+  ``threads`` intra-op threads (default: the cores divided among the executors, at least 1).
+- ``cuda:0,cuda:1`` — those CUDA devices (by index); refused when CUDA is not present.
+- ``sim:N`` — N simulated GPUs. A simulated GPU holds each batch for the model's modelled run time
+  (its cost curve), stretched by the simulator's contention model when batches overlap on it:
+  with k batches on one device each progresses at 1/k of its solo speed (processor sharing, as
+  ``lanes sim`` with ``eta = 1``). Outputs are computed on the CPU meanwhile; the slot is held
+  until both the modelled time and the computation are over. Simulated devices are labelled
+  ``sim:N`` in every listing, metric and result.
+- ``auto`` — every CUDA device when ONNX Runtime's CUDA provider and a GPU are present, else
+  ``cpu``.
+
+Each device owns a thread pool (:class:`DeviceRunner`) with as many threads as jobs it may run at
+once, so device work never runs on the event loop and never on the CPU pool of pre/post work.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import TypeVar
+
+from lanes.errors import LanesError
+from lanes.models.base import Device
+
+T = TypeVar("T")
+
+BAD_DEVICES = "bad_devices"
+"""A ``--devices`` value that is malformed or names devices this host does not have."""
+
+ALLOWED = "auto, cpu, cpu:N, cuda:I[,cuda:J...], sim:N (N from 1 to 64)"
+MAX_DEVICES = 64
+
+
+def cuda_count() -> int:
+    """CUDA devices usable through ONNX Runtime: 0 without the CUDA provider or a GPU."""
+    try:
+        import onnxruntime as ort  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - onnxruntime is a dependency
+        return 0
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        return 0
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return 0
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return 0
+    return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
+
+
+def _count(spec: str, value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_DEVICES:
+        raise LanesError(
+            BAD_DEVICES, f"--devices '{spec}': count must be 1..64; allowed: {ALLOWED}"
+        )
+    return n
+
+
+def parse_devices(
+    text: str, *, threads: int | None = None, cuda_available: Callable[[], int] = cuda_count
+) -> list[Device]:
+    """The devices a ``--devices`` value names (see the module docs for the grammar)."""
+    text = text.strip()
+    cores = os.cpu_count() or 1
+    if text == "auto":
+        n = cuda_available()
+        text = ",".join(f"cuda:{i}" for i in range(n)) if n else "cpu"
+    if not text:
+        raise LanesError(BAD_DEVICES, f"--devices is empty; allowed: {ALLOWED}")
+    specs = [s.strip() for s in text.split(",")]
+    kinds = {s.split(":", 1)[0] for s in specs}
+    if len(kinds) > 1:
+        raise LanesError(
+            BAD_DEVICES, f"--devices '{text}': mixes kinds {sorted(kinds)}; use one kind"
+        )
+    kind = kinds.pop()
+    if kind == "cpu":
+        if len(specs) != 1:
+            raise LanesError(BAD_DEVICES, f"--devices '{text}': use cpu or cpu:N; {ALLOWED}")
+        n = 1 if specs[0] == "cpu" else _count(text, specs[0].split(":", 1)[1])
+        per = threads if threads is not None else max(1, cores // n)
+        if per < 1:
+            raise LanesError(BAD_DEVICES, f"--cpu-threads {per}: must be >= 1")
+        return [Device("cpu", i, per) for i in range(n)]
+    if kind == "sim":
+        if len(specs) != 1 or ":" not in specs[0]:
+            raise LanesError(BAD_DEVICES, f"--devices '{text}': use sim:N; allowed: {ALLOWED}")
+        return [Device("sim", i, 1) for i in range(_count(text, specs[0].split(":", 1)[1]))]
+    if kind == "cuda":
+        indices: list[int] = []
+        for s in specs:
+            _, _, idx = s.partition(":")
+            if not idx.isdigit():
+                raise LanesError(BAD_DEVICES, f"--devices '{s}': use cuda:I; allowed: {ALLOWED}")
+            indices.append(int(idx))
+        if len(set(indices)) != len(indices):
+            raise LanesError(BAD_DEVICES, f"--devices '{text}': a device is listed twice")
+        have = cuda_available()
+        missing = [i for i in indices if i >= have]
+        if missing:
+            raise LanesError(
+                BAD_DEVICES,
+                f"--devices '{text}': cuda:{missing[0]} is not present "
+                f"(this host has {have} CUDA device(s) usable by ONNX Runtime); allowed: {ALLOWED}",
+            )
+        return [Device("cuda", i, 1) for i in indices]
+    raise LanesError(BAD_DEVICES, f"--devices '{text}': unknown kind '{kind}'; allowed: {ALLOWED}")
+
+
+class SimClock:
+    """Processor sharing on one simulated GPU: k held batches each progress at 1/k speed.
+
+    :meth:`hold` returns once ``work_ns`` of solo work has been done for the caller. The rule:
+    whenever a batch starts or ends, every remaining work is reduced by the time elapsed divided
+    by the number of batches that shared it, and the next completion is rescheduled.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: dict[int, list[float]] = {}  # id → [remaining_ns]
+        self._waiters: dict[int, asyncio.Future[None]] = {}
+        self._last = 0
+        self._next_id = 0
+        self._timer: asyncio.TimerHandle | None = None
+
+    def _advance(self, now: int) -> None:
+        k = len(self._jobs)
+        if k:
+            done = (now - self._last) / k
+            for rem in self._jobs.values():
+                rem[0] -= done
+        self._last = now
+
+    def _reschedule(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        finished = [j for j, rem in self._jobs.items() if rem[0] <= 0]
+        for j in finished:
+            del self._jobs[j]
+            fut = self._waiters.pop(j)
+            if not fut.done():
+                fut.set_result(None)
+        if self._jobs:
+            k = len(self._jobs)
+            soonest = min(rem[0] for rem in self._jobs.values())
+            delay_s = soonest * k / 1e9
+            self._timer = loop.call_later(delay_s, self._tick, loop)
+
+    def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._advance(_now_ns())
+        # Float rounding: treat work within 1 µs of done as done.
+        for rem in self._jobs.values():
+            if rem[0] < 1_000:
+                rem[0] = 0
+        self._reschedule(loop)
+
+    @property
+    def holding(self) -> int:
+        """Batches on the device now."""
+        return len(self._jobs)
+
+    async def hold(self, work_ns: float) -> None:
+        loop = asyncio.get_running_loop()
+        self._advance(_now_ns())
+        job = self._next_id
+        self._next_id += 1
+        self._jobs[job] = [max(0.0, work_ns)]
+        fut: asyncio.Future[None] = loop.create_future()
+        self._waiters[job] = fut
+        self._reschedule(loop)
+        try:
+            await asyncio.shield(fut)
+        finally:
+            if job in self._jobs:  # cancelled: leave the device
+                self._advance(_now_ns())
+                del self._jobs[job]
+                self._waiters.pop(job, None)
+                self._reschedule(loop)
+
+
+def _now_ns() -> int:
+    import time
+
+    return time.monotonic_ns()
+
+
+@dataclass
+class DeviceRunner:
+    """One device and the threads that run its jobs (``slots`` at once)."""
+
+    device: Device
+    slots: int
+
+    def __post_init__(self) -> None:
+        self.pool = ThreadPoolExecutor(
+            max_workers=max(1, self.slots), thread_name_prefix=f"lanes-{self.device.name}"
+        )
+        self.sim = SimClock() if self.device.simulated else None
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on one of this device's threads."""
+        return await asyncio.get_running_loop().run_in_executor(self.pool, fn)
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)

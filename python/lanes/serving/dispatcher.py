@@ -1,0 +1,304 @@
+"""Scheduler glue: model queues, the policy engine, and the devices.
+
+Each served model has a :class:`~lanes.serving.batcher.ModelQueue`. While a model is *ready* (see
+batcher) and has fewer than ``num_batch_threads`` batches in flight, it has exactly one job in the
+policy engine (``lanes._core.Scheduler``) standing for "this model's next batch", costed by the
+engine's online estimate for the rows it would take now (resubmitted when that changes), arriving
+when its oldest request did, with the oldest request's deadline as its target (``sjf``'s slack
+rule) and, under ``edf``, the earliest deadline as its hard deadline.
+
+When the engine starts a job on a device, the batch is cut from the queue at that moment (late
+formation), run on the device's threads, and its measured device time is fed back to the
+estimates. Then the engine is asked again — so a device never idles while a ready model waits.
+
+Policies: ``fifo``, ``limit:K``, ``sjf``, ``edf`` run one engine for the whole host, one job per
+device at a time (K under ``limit:K``). ``independent`` is the status quo the field reports
+measured: every model has its own engine over all devices with ``num_batch_threads`` workers per
+device and launches whenever it has work, overlapping the other models.
+
+Everything here runs on the event loop; device work runs on the devices' threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from lanes._core import Scheduler
+from lanes.models.base import Model
+from lanes.serving.batcher import DONE, ModelQueue, Pending, Refusal
+from lanes.serving.devices import DeviceRunner
+from lanes.serving.stats import ModelStats
+
+INDEPENDENT = "independent"
+
+
+def now_ns() -> int:
+    return time.monotonic_ns()
+
+
+class ModelFailed(Exception):
+    """A model raised while running a batch; every request of the batch answers 500."""
+
+
+@dataclass(eq=False)
+class Served:
+    """A model as the server runs it: its queue, replicas, engine and counters."""
+
+    id: int
+    model: Model
+    replicas: dict[int, Model]  # device index → replica loaded there
+    engine: Scheduler
+    engine_model: int
+    queue: ModelQueue
+    stats: ModelStats
+    job: int | None = None  # the engine job standing for the next batch
+    job_rows: int = 0
+    inflight: int = 0
+    timer: asyncio.TimerHandle | None = None
+    executions: dict[int, int] = field(default_factory=dict)  # device → batches run
+
+    @property
+    def devices(self) -> list[int]:
+        return sorted(self.replicas)
+
+
+class Dispatcher:
+    """Drives the engine(s) for a set of served models on a set of devices."""
+
+    def __init__(self, policy: str, runners: Sequence[DeviceRunner]) -> None:
+        self.policy = policy
+        self.runners = list(runners)
+        self.models: dict[str, Served] = {}
+        self._jobs: dict[int, Served] = {}
+        self._ids = itertools.count(1)
+        self._shared: Scheduler | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        if policy != INDEPENDENT:
+            self._shared = Scheduler(policy, [1] * len(self.runners))
+
+    @staticmethod
+    def device_slots(policy: str, models: Sequence[Model], devices: int) -> int:
+        """Threads a device needs: the jobs it may run at once under ``policy``."""
+        if policy == INDEPENDENT:
+            return max(1, sum(m.batching.num_batch_threads for m in models))
+        if policy.startswith("limit:"):
+            return max(1, int(policy.split(":", 1)[1]))
+        return 1
+
+    def add(self, model: Model, replicas: dict[int, Model]) -> Served:
+        mid = len(self.models)
+        if self._shared is not None:
+            engine, engine_model = self._shared, mid
+        else:
+            slots = model.batching.num_batch_threads
+            engine, engine_model = Scheduler("fifo", [slots] * len(self.runners)), 0
+        engine.set_prior(engine_model, model.cost.fixed_ms * 1e6, model.cost.per_item_ms * 1e6)
+        served = Served(
+            id=mid,
+            model=model,
+            replicas=replicas,
+            engine=engine,
+            engine_model=engine_model,
+            queue=ModelQueue(model.name, model.batching),
+            stats=ModelStats(model.name, model.version),
+        )
+        self.models[model.name] = served
+        return served
+
+    def engines(self) -> list[Scheduler]:
+        if self._shared is not None:
+            return [self._shared]
+        return [s.engine for s in self.models.values()]
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def predicted_finish(self, s: Served, rows: int, now: int) -> int:
+        """(``edf`` admission) when a request of ``rows`` rows would finish if queued now: the
+        estimated work queued for every model, spread over the devices, plus its own batch."""
+        backlog = 0
+        for other in self.models.values():
+            if other.queue.rows:
+                cap = max(1, other.model.batching.max_batch_size)
+                batches = -(-other.queue.rows // cap)
+                backlog += batches * other.engine.estimate(
+                    other.engine_model, min(cap, other.queue.rows)
+                )
+        own = s.engine.estimate(s.engine_model, max(1, rows))
+        return now + backlog // max(1, len(self.runners)) + own
+
+    def enqueue(self, s: Served, p: Pending) -> None:
+        """Queue an admitted, pre-processed request and let the engine see the model."""
+        s.queue.push(p, now_ns())
+        self._refresh(s)
+        self._pump()
+
+    def withdraw(self, s: Served, p: Pending) -> bool:
+        """Take a still-queued request out (deadline passed or client gone)."""
+        if not s.queue.remove(p):
+            return False
+        self._refresh(s)
+        self._pump()
+        return True
+
+    # -- the engine -----------------------------------------------------------------------------
+
+    def _limit(self, s: Served) -> int:
+        b = s.model.batching.num_batch_threads
+        return b * len(s.replicas) if self._shared is None else b
+
+    def _refresh(self, s: Served) -> None:
+        """Keep exactly one engine job for a ready model, costed for the rows it would take."""
+        now = now_ns()
+        if s.timer is not None:
+            s.timer.cancel()
+            s.timer = None
+        ready = s.queue.ready_at(now)
+        if ready is None or s.inflight >= self._limit(s):
+            self._cancel_job(s)
+            return
+        if ready > now:
+            self._cancel_job(s)
+            loop = self._loop or asyncio.get_running_loop()
+            s.timer = loop.call_later((ready - now) / 1e9, self._on_timer, s)
+            return
+        rows = s.queue.next_batch_rows()
+        if s.job is not None and rows == s.job_rows:
+            return
+        self._cancel_job(s)
+        job = next(self._ids)
+        first = s.queue.items[0]
+        deadline = s.queue.earliest_deadline() if self.policy == "edf" else None
+        s.engine.submit(
+            job,
+            s.engine_model,
+            rows,
+            first.enqueued_ns,
+            devices=s.devices,
+            deadline_ns=deadline,
+            target_ns=first.deadline_ns,
+        )
+        s.job, s.job_rows = job, rows
+        self._jobs[job] = s
+
+    def _cancel_job(self, s: Served) -> None:
+        if s.job is not None:
+            s.engine.cancel(s.job)
+            self._jobs.pop(s.job, None)
+            s.job = None
+
+    def _on_timer(self, s: Served) -> None:
+        s.timer = None
+        self._refresh(s)
+        self._pump()
+
+    def _pump(self) -> None:
+        """Apply every engine decision until none is left (work conserving)."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        progress = True
+        while progress:
+            progress = False
+            for engine in self.engines():
+                now = now_ns()
+                for kind, job, arg in engine.dispatch(now):
+                    progress = True
+                    s = self._jobs.pop(job)
+                    s.job = None
+                    if kind == "drop":
+                        # edf: the earliest deadline cannot be met; drop what cannot make it.
+                        cost = s.engine.estimate(s.engine_model, max(1, s.job_rows))
+                        for p in s.queue.drop_unreachable(now, cost):
+                            s.stats.expired += 1
+                            _fail(p, Refusal(504, _expired_message(s.model.name, p, now)))
+                        self._refresh(s)
+                        continue
+                    assert isinstance(arg, int)
+                    self._start(s, engine, job, arg, now)
+
+    def _start(self, s: Served, engine: Scheduler, job: int, device: int, now: int) -> None:
+        batch, expired = s.queue.take(now)
+        for p in expired:
+            s.stats.expired += 1
+            _fail(p, Refusal(504, _expired_message(s.model.name, p, now)))
+        if not batch:
+            engine.complete(job, now)
+            self._refresh(s)
+            return
+        s.inflight += 1
+        task = asyncio.get_running_loop().create_task(self._run(s, engine, job, device, batch))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self._refresh(s)
+
+    async def _run(
+        self, s: Served, engine: Scheduler, job: int, device: int, batch: list[Pending]
+    ) -> None:
+        runner = self.runners[device]
+        replica = s.replicas[device]
+        rows = [p.rows for p in batch]
+        total = sum(rows)
+
+        def work() -> list[Any]:
+            joined = replica.collate([p.item for p in batch])
+            outputs = replica.predict(joined)
+            return replica.split(outputs, rows)
+
+        started = now_ns()
+        error: BaseException | None = None
+        parts: list[Any] = []
+        try:
+            if runner.sim is not None:
+                modelled = s.model.cost.ms(total) * 1e6
+                parts, _ = await asyncio.gather(runner.run(work), runner.sim.hold(modelled))
+            else:
+                parts = await runner.run(work)
+            if len(parts) != len(batch):
+                raise ModelFailed(f"split returned {len(parts)} parts for {len(batch)} requests")
+        except Exception as exc:  # a model failure answers 500 for this batch only
+            error = exc
+        ended = now_ns()
+        held = ended - started
+        engine.complete(job, ended)
+        s.inflight -= 1
+        s.executions[device] = s.executions.get(device, 0) + 1
+        if error is None:
+            engine.observe(s.engine_model, total, held)
+            s.stats.batch(total, len(batch), held)
+            for p, part in zip(batch, parts, strict=True):
+                s.stats.queue.add(started - p.enqueued_ns)
+                s.stats.compute_infer.add(held)
+                p.state = DONE
+                if not p.future.done():
+                    p.future.set_result(part)
+        else:
+            message = f"model '{s.model.name}' failed: {type(error).__name__}: {error}"
+            for p in batch:
+                p.state = DONE
+                if not p.future.done():
+                    p.future.set_exception(Refusal(500, message))
+        self._refresh(s)
+        self._pump()
+
+    def close(self) -> None:
+        for s in self.models.values():
+            if s.timer is not None:
+                s.timer.cancel()
+        for t in list(self._tasks):
+            t.cancel()
+
+
+def _expired_message(model: str, p: Pending, now: int) -> str:
+    waited = (now - p.arrival_ns) / 1e6
+    return f"model '{model}': deadline exceeded after {waited:.1f} ms in the queue; not run"
+
+
+def _fail(p: Pending, exc: Exception) -> None:
+    p.state = DONE
+    if not p.future.done():
+        p.future.set_exception(exc)
