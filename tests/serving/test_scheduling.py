@@ -156,7 +156,7 @@ def test_no_device_idles_while_work_waits():
                 per_device[device] = per_device.get(device, 0) + n
     # 4 jobs of 60 ms on 2 devices: both devices busy from the start, 2 jobs each, ~120 ms.
     assert per_device == {0: 2, 1: 2}
-    assert wall < 230, f"4 × 60 ms on 2 devices took {wall:.0f} ms"
+    assert wall < 230, f"4 x 60 ms on 2 devices took {wall:.0f} ms"
 
 
 def test_independent_overlaps_on_a_device_and_each_job_waits_for_the_other():
