@@ -181,3 +181,38 @@ def test_batches_grow_while_the_device_is_busy():
     with serve("sjf", "sim:1", models) as h:
         asyncio.run(blocked_then(h.url, "m", ["m"] * 5))
     assert [rows for _, _, rows in log.calls] == [1, 5]
+
+
+async def post_status(session: aiohttp.ClientSession, url: str, model: str, timeout_ms: float):
+    t0 = time.monotonic()
+    headers = {"lanes-timeout-ms": str(timeout_ms)}
+    async with session.post(f"{url}/v2/models/{model}/infer", data=BODY, headers=headers) as r:
+        body = await r.json()
+        return r.status, (time.monotonic() - t0) * 1000, body
+
+
+async def edf_sequence(url: str):
+    async with aiohttp.ClientSession() as session:
+        first = asyncio.ensure_future(post_status(session, url, "m", 10_000))
+        await asyncio.sleep(0.02)
+        second = asyncio.ensure_future(post_status(session, url, "m", 150))
+        await asyncio.sleep(0.02)
+        third = await post_status(session, url, "m", 150)
+        return await first, await second, third
+
+
+def test_edf_refuses_at_once_what_is_predicted_to_miss_and_drops_what_can_no_longer_make_it():
+    # 100 ms batches on one simulated GPU. The first request holds the device; the second
+    # (deadline 150 ms) is queued, and when the device frees at ~100 ms it can no longer
+    # finish by 150 ms: dropped, 504, never run. The third arrives with 100 ms of queued work
+    # ahead: predicted to miss, refused at once.
+    log = Log()
+    with serve("edf", "sim:1", [sim_model("m", 100, log)]) as h:
+        first, second, third = asyncio.run(edf_sequence(h.url))
+        expired = h.server.dispatcher.models["m"].stats.expired
+    assert first[0] == 200
+    assert second[0] == 504 and "deadline" in second[2]["error"]
+    assert third[0] == 504 and "predicted to miss" in third[2]["error"]
+    assert third[1] < second[1]
+    assert sum(rows for _, _, rows in log.calls) == 1
+    assert expired == 2

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -42,7 +43,14 @@ if TYPE_CHECKING:
     from lanes.serving.server import Server
 
 TIMEOUT_HEADER = "lanes-timeout-ms"
+OFFLOAD_BYTES = 256 * 1024
+"""Bodies larger than this are decoded on the CPU pool rather than the event loop."""
+MAX_TIMEOUT_NS = 10**18
+"""The longest deadline a request can ask for (~31 years): a longer ``timeout`` (µs) or
+``lanes-timeout-ms`` (``inf`` included) is cut to it, so a deadline always fits the engine's u64
+nanoseconds and asyncio's float seconds."""
 SERVER_KEY: web.AppKey[Server] = web.AppKey("server")
+log = logging.getLogger("lanes.serve")
 
 
 def error(status: int, message: str) -> web.Response:
@@ -63,6 +71,9 @@ async def errors_as_json(request: web.Request, handler: Any) -> web.StreamRespon
         if err.status < 400:
             raise
         return error(err.status, err.reason if err.status != 404 else f"no route {request.path}")
+    except Exception as err:  # a bug: still a JSON 500, and the traceback in the log
+        log.exception("%s %s failed", request.method, request.path)
+        return error(500, f"internal error: {type(err).__name__}: {err}")
 
 
 def build_app(server: Server) -> web.Application:
@@ -175,7 +186,7 @@ def _deadline(request: web.Request, s: Served, timeout_us: Any, arrival: int) ->
     if timeout_us is not None:
         if isinstance(timeout_us, bool) or not isinstance(timeout_us, int) or timeout_us <= 0:
             raise WireError(400, f"parameter timeout = {timeout_us!r}: must be microseconds > 0")
-        return arrival + timeout_us * 1000
+        return arrival + min(timeout_us * 1000, MAX_TIMEOUT_NS)
     if header is not None:
         try:
             ms = float(header)
@@ -183,7 +194,7 @@ def _deadline(request: web.Request, s: Served, timeout_us: Any, arrival: int) ->
             ms = -1.0
         if not ms > 0:
             raise WireError(400, f"header {TIMEOUT_HEADER}: {header!r}: must be milliseconds > 0")
-        return arrival + int(ms * 1e6)
+        return arrival + int(min(ms * 1e6, MAX_TIMEOUT_NS))
     if s.model.timeout_ms is not None:
         return arrival + int(s.model.timeout_ms * 1e6)
     return None
@@ -211,11 +222,15 @@ async def infer(request: web.Request) -> web.Response:
     if not server.ready:
         raise Refusal(503, f"not ready: {server.state}")
     body = await request.read()
-    req = decode_request(
-        body,
-        parse_header_length(request.headers.get(HEADER_LENGTH)),
-        max_bytes=server.config.max_body_bytes,
-    )
+    header_length = parse_header_length(request.headers.get(HEADER_LENGTH))
+    limit = server.config.max_body_bytes
+    loop = asyncio.get_running_loop()
+    if len(body) > OFFLOAD_BYTES:  # a big body is parsed off the event loop
+        req = await loop.run_in_executor(
+            server.cpu, lambda: decode_request(body, header_length, max_bytes=limit)
+        )
+    else:
+        req = decode_request(body, header_length, max_bytes=limit)
     _check(req, s)
     check_outputs(req, s.model.outputs)
     deadline = _deadline(request, s, req.parameters.get("timeout"), arrival)
@@ -235,7 +250,6 @@ async def infer(request: web.Request) -> web.Response:
     except Refusal:
         s.stats.rejected += 1
         raise
-    loop = asyncio.get_running_loop()
     queued = False
     try:
         t0 = now_ns()
@@ -259,16 +273,24 @@ async def infer(request: web.Request) -> web.Response:
             s.queue.release(rows)
     part = await _wait(s, p, dispatcher)
     t1 = now_ns()
+
+    def finish() -> tuple[bytes, dict[str, str]]:
+        """Post-process and encode on the CPU pool (never on the event loop)."""
+        try:
+            outputs = s.model.postprocess(part)
+        except Exception as err:
+            raise Refusal(
+                500, f"model '{s.model.name}' postprocess failed: {type(err).__name__}: {err}"
+            ) from None
+        return encode_response(
+            s.model.name, s.model.version, req.id, outputs, req.outputs, req.binary_output_default
+        )
+
     try:
-        outputs = await loop.run_in_executor(server.cpu, s.model.postprocess, part)
-    except Exception as err:
+        payload, headers = await loop.run_in_executor(server.cpu, finish)
+    except (Refusal, WireError):
         s.stats.fail.add(now_ns() - arrival)
-        raise Refusal(
-            500, f"model '{s.model.name}' postprocess failed: {type(err).__name__}: {err}"
-        ) from None
-    payload, headers = encode_response(
-        s.model.name, s.model.version, req.id, outputs, req.outputs, req.binary_output_default
-    )
+        raise
     s.stats.compute_output.add(now_ns() - t1)
     s.stats.success.add(now_ns() - arrival)
     return web.Response(body=payload, headers=headers)

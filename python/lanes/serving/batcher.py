@@ -4,7 +4,9 @@ A :class:`ModelQueue` holds one model's admitted requests in arrival order. The 
 
 - **Bound.** At most ``max_enqueued_batches * max(1, max_batch_size)`` rows are admitted at once
   (queued or still in pre-processing); past it :meth:`admit` refuses with 429 naming the model
-  and the bound. So memory stays bounded under any overload.
+  and the bound. So memory stays bounded under any overload. One request larger than the bound
+  (a full client-side batch) is admitted when nothing else is, so it is never refused as "queue
+  full" by an idle model.
 - **Readiness.** The model is *ready* when its queue holds ``max_batch_size`` rows, or its oldest
   request has waited ``batch_timeout_micros``, or that timeout is 0 (eager: an idle device takes
   whatever is queued, so a lone request pays no batching delay and batches grow by themselves
@@ -71,7 +73,8 @@ class ModelQueue:
 
     def admit(self, rows: int) -> None:
         """Reserve room for a request of ``rows`` rows, or refuse it with 429."""
-        if self.rows + self.reserved + rows > self.bound:
+        held = self.rows + self.reserved
+        if held + rows > self.bound and held > 0:
             raise Refusal(
                 429,
                 f"model '{self.model}': queue full ({self.bound} rows = max_enqueued_batches "

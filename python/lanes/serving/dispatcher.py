@@ -135,7 +135,13 @@ class Dispatcher:
     def enqueue(self, s: Served, p: Pending) -> None:
         """Queue an admitted, pre-processed request and let the engine see the model."""
         s.queue.push(p, now_ns())
-        self._refresh(s)
+        try:
+            self._refresh(s)
+        except BaseException:
+            # Leave the queue as it was: the request out, its reservation back for the caller.
+            s.queue.remove(p)
+            s.queue.reserved += p.rows
+            raise
         self._pump()
 
     def withdraw(self, s: Served, p: Pending) -> bool:

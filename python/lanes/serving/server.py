@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import signal
+import socket
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -22,7 +24,7 @@ from typing import Any
 
 from aiohttp import web
 
-from lanes.errors import LanesError
+from lanes.errors import BAD_ARGUMENT, LanesError
 from lanes.models.base import MODEL_INVALID, Model
 from lanes.serving.app import build_app
 from lanes.serving.config import ServeConfig
@@ -92,7 +94,20 @@ class Server:
         self.runner = web.AppRunner(app, handler_cancellation=True, access_log=None)
         await self.runner.setup()
         site = web.TCPSite(self.runner, self.config.host, self.config.port, backlog=1024)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as err:  # port in use, address not on this host, name not found
+            await self.runner.cleanup()
+            reason = (
+                os.strerror(err.errno)
+                if err.errno and not isinstance(err, socket.gaierror)
+                else (err.strerror or str(err))
+            )
+            raise LanesError(
+                BAD_ARGUMENT,
+                f"cannot listen on {self.config.host}:{self.config.port}: {reason} "
+                "(see --host, --port)",
+            ) from None
         server = getattr(site, "_server", None)
         if server is not None and server.sockets:
             self.port = server.sockets[0].getsockname()[1]
