@@ -64,9 +64,10 @@ fmt: setup ## format Rust and Python sources in place
 	$(BIN)/ruff check --fix python tests
 
 .PHONY: bench
-bench: setup ## benchmarks: policy dispatch latency and simulator speed (figures for docs/results)
+bench: setup ## benchmarks: policy dispatch latency, simulator speed, zoo model costs (figures for docs/results)
 	cargo bench -p lanes-policy --bench dispatch
 	cargo bench -p lanes-sim --bench speed
+	$(PY) bench/serve/zoo_cost.py
 
 .PHONY: bench-load
 bench-load: setup ## load-engine benchmarks vs wrk and nginx on loopback (bench/load; installs nginx and wrk)

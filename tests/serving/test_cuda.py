@@ -1,0 +1,38 @@
+"""The demo zoo on CUDA devices. Skipped, with the reason, where no CUDA device is usable by ONNX
+Runtime (it needs the ``onnxruntime-gpu`` build and a GPU); run on a GPU host to check it."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import tritonclient.http as http
+
+from lanes.models.base import Device
+from lanes.models.zoo import zoo_models
+from lanes.serving import ServeConfig, start_in_thread
+from lanes.serving.devices import cuda_count
+
+pytestmark = pytest.mark.skipif(
+    cuda_count() == 0,
+    reason="no CUDA device usable by ONNX Runtime (needs onnxruntime-gpu and an NVIDIA GPU)",
+)
+
+
+def test_zoo_on_cuda_matches_cpu():
+    rng = np.random.default_rng(0)
+    for model in zoo_models():
+        wide = 96 if "line" in model.name else 32
+        raw = (rng.random((4, 32, wide)) * 255).astype(np.uint8)
+        item = model.preprocess({"image": raw})
+        cpu = model.replica(Device("cpu", 0, 1)).predict(item)
+        gpu = model.replica(Device("cuda", 0)).predict(item)
+        np.testing.assert_allclose(gpu["logits"], cpu["logits"], rtol=1e-3, atol=1e-4)
+
+
+def test_serving_the_zoo_on_every_cuda_device():
+    devices = ",".join(f"cuda:{i}" for i in range(cuda_count()))
+    with start_in_thread(ServeConfig(port=0, devices=devices)) as h:
+        client = http.InferenceServerClient(h.url.removeprefix("http://"))
+        x = http.InferInput("image", [2, 32, 32], "UINT8")
+        x.set_data_from_numpy(np.zeros((2, 32, 32), np.uint8))
+        assert client.infer("char_cnn", [x]).as_numpy("label").shape == (2,)
