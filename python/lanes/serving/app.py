@@ -128,7 +128,7 @@ async def metadata(request: web.Request) -> web.Response:
         {
             "name": "lanes",
             "version": server.version,
-            "extensions": ["binary_tensor_data", "statistics", "model_repository"],
+            "extensions": ["binary_tensor_data", "statistics"],
             "policy": server.dispatcher.policy,
             "devices": [
                 {"name": r.device.name, "simulated": r.device.simulated}
