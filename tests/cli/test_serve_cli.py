@@ -69,6 +69,7 @@ def refused(capsys: pytest.CaptureFixture[str], args: list[str]) -> str:
         (["--port", "-1"], "port = -1: must be 0..65535"),
         (["--workers", "0"], "workers = 0: must be >= 1"),
         (["--max-body-mb", "0"], "max_body_mb = 0.0: must be in (0, 4096]"),
+        (["--zoo-backend", "tf"], "zoo_backend = 'tf': allowed are onnx, torch"),
     ],
 )
 def test_a_bad_setting_is_one_line_and_exit_2(

@@ -53,6 +53,11 @@ def register(subparsers: Any) -> None:
         "--workers", metavar="N", help="CPU pool threads for pre/post-processing (default: 2-4)"
     )
     parser.add_argument("--max-body-mb", metavar="MB", help="request body limit (default: 64)")
+    parser.add_argument(
+        "--zoo-backend",
+        metavar="NAME",
+        help="the demo zoo's runtime: onnx (default) or torch (same weights; needs PyTorch)",
+    )
     parser.add_argument("--config", metavar="FILE", help="a TOML file of these options")
     parser.set_defaults(handler=run)
 
@@ -73,6 +78,7 @@ def run(args: argparse.Namespace) -> int:
         "cpu_threads": args.cpu_threads,
         "workers": args.workers,
         "max_body_mb": args.max_body_mb,
+        "zoo_backend": args.zoo_backend,
     }
     config = resolve(cli, config_file)
 

@@ -28,6 +28,9 @@ Serving
     name. Outputs: ``label`` / ``class`` / ``score`` for the classifiers, ``text`` for the line
     models. :func:`export` writes the raw ONNX models (``x`` → ``logits``, no pre- or
     post-processing) as a model repository for the generic ``onnx`` adapter.
+    ``zoo_models(backend="torch")`` gives the same models rebuilt in PyTorch with the same weights
+    (:mod:`lanes.models.zoo_torch`, the optional ``torch`` extra), for hosts whose GPUs PyTorch
+    can drive but onnxruntime cannot.
 """
 
 from __future__ import annotations
@@ -411,34 +414,40 @@ def onnx_session(path: Path, device: Device) -> Any:
     return session
 
 
+BACKENDS: tuple[str, ...] = ("onnx", "torch")
+"""The runtimes that can serve the zoo: ``onnx`` (onnxruntime, :class:`OnnxZooModel`) and
+``torch`` (PyTorch, :class:`lanes.models.zoo_torch.TorchZooModel`, the optional extra)."""
+
+
 @dataclass
-class OnnxZooModel(Model):
-    """A zoo model: wire images in, labels or text out, an ONNX graph in between.
+class ZooModel(Model):
+    """A zoo model: wire images in, labels or text out, a network in between. Subclasses
+    (:class:`OnnxZooModel`, :class:`lanes.models.zoo_torch.TorchZooModel`) supply ``load`` and
+    ``predict``; the wire form is theirs in common.
 
     - ``preprocess``: the ``image`` input — encoded images (``BYTES [n]``) or raw grayscale arrays
       (``UINT8`` 0-255 or ``FP32`` 0-1, ``[n, H, W]`` or ``[n, 1, H, W]``) — becomes
       ``{"x": float32 [n, 1, 32, W]}`` (:func:`~lanes.models.imaging.resize_char` or
       :func:`~lanes.models.imaging.resize_line`). Bad input raises ``LanesError("bad_input")``.
-    - ``predict``: ``{"x"}`` → ``{"logits"}`` with the onnxruntime session of :meth:`load`.
+    - ``predict``: ``{"x"}`` → ``{"logits"}``.
     - ``postprocess``: ``char`` models give ``label`` (``BYTES [n]``), ``class`` (``INT64 [n]``)
       and ``score`` (``FP32 [n]``, the softmax probability of the class); ``line`` models give
       ``text`` (``BYTES [n]``), CTC greedy decoding.
+
+    ``path`` is the model's generated ONNX file: the graph that onnxruntime runs, and the source
+    of the weights for the other backends.
     """
 
     path: Path = Path("model.onnx")
     task: str = "char"
     labels: tuple[str, ...] = field(default=(), repr=False)
     _symbols: npt.NDArray[np.object_] = field(init=False, repr=False, compare=False)
-    _session: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.task not in ("char", "line"):
             raise LanesError(MODEL_INVALID, f"model '{self.name}': task '{self.task}'")
         self._symbols = np.asarray(self.labels, dtype=object)
-
-    def load(self, device: Device) -> None:
-        self._session = onnx_session(self.path, device)
 
     def preprocess(self, inputs: Arrays) -> Arrays:
         if INPUT not in inputs:
@@ -451,12 +460,6 @@ class OnnxZooModel(Model):
             items = [resize_line(img, LINE_HEIGHT, W_FIXED) for img in images]
         return {"x": np.stack(items)}
 
-    def predict(self, batch: Arrays) -> Arrays:
-        if self._session is None:
-            raise RuntimeError(f"model '{self.name}' is not loaded: use replica(device)")
-        (logits,) = self._session.run(["logits"], {"x": batch["x"]})
-        return {"logits": logits}
-
     def postprocess(self, output: Arrays) -> Arrays:
         logits = output["logits"]
         if self.task == "line":
@@ -468,6 +471,23 @@ class OnnxZooModel(Model):
             "class": cls,
             "score": probs[np.arange(len(cls)), cls].astype(np.float32),
         }
+
+
+@dataclass
+class OnnxZooModel(ZooModel):
+    """A zoo model run by onnxruntime: ``predict`` runs the ONNX graph at ``path`` with the
+    session of :meth:`load` (see :func:`onnx_session`)."""
+
+    _session: Any = field(default=None, init=False, repr=False, compare=False)
+
+    def load(self, device: Device) -> None:
+        self._session = onnx_session(self.path, device)
+
+    def predict(self, batch: Arrays) -> Arrays:
+        if self._session is None:
+            raise RuntimeError(f"model '{self.name}' is not loaded: use replica(device)")
+        (logits,) = self._session.run(["logits"], {"x": batch["x"]})
+        return {"logits": logits}
 
 
 def wire_images(data: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
@@ -509,9 +529,19 @@ def wire_images(data: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
     return list(data)
 
 
-def zoo_model(name: str, cache_dir: Path | None = None) -> OnnxZooModel:
-    """Zoo model ``name``, its ONNX file generated if missing; not loaded."""
+def zoo_model(name: str, cache_dir: Path | None = None, backend: str = "onnx") -> ZooModel:
+    """Zoo model ``name``, its ONNX file generated if missing; not loaded.
+
+    ``backend`` picks the runtime (:data:`BACKENDS`): ``onnx`` gives an :class:`OnnxZooModel`,
+    ``torch`` a :class:`lanes.models.zoo_torch.TorchZooModel` with the same weights (read from
+    the ONNX file); without PyTorch that raises ``LanesError("missing_dependency")``. Another
+    backend raises ``LanesError("bad_argument")``.
+    """
     s = spec(name)
+    if backend not in BACKENDS:
+        raise LanesError(
+            BAD_ARGUMENT, f"zoo backend '{backend}': unknown; allowed are " + ", ".join(BACKENDS)
+        )
     outputs: tuple[TensorSpec, ...]
     if s.task == "char":
         outputs = (
@@ -521,7 +551,13 @@ def zoo_model(name: str, cache_dir: Path | None = None) -> OnnxZooModel:
         )
     else:
         outputs = (TensorSpec("text", "BYTES", (-1,)),)
-    return OnnxZooModel(
+    cls: type[ZooModel] = OnnxZooModel
+    platform = "onnxruntime_onnx"
+    if backend == "torch":
+        from lanes.models.zoo_torch import TorchZooModel
+
+        cls, platform = TorchZooModel, "pytorch_libtorch"
+    return cls(
         name=name,
         inputs=(TensorSpec(INPUT, "BYTES", (-1,)),),
         input_forms=tuple(
@@ -532,7 +568,7 @@ def zoo_model(name: str, cache_dir: Path | None = None) -> OnnxZooModel:
         outputs=outputs,
         batching=s.batching,
         version="1",
-        platform="onnxruntime_onnx",
+        platform=platform,
         timeout_ms=s.timeout_ms,
         devices=("cpu", "cuda", "sim"),
         cost=s.cost,
@@ -542,11 +578,14 @@ def zoo_model(name: str, cache_dir: Path | None = None) -> OnnxZooModel:
     )
 
 
-def zoo_models(names: Sequence[str] | None = None, cache_dir: Path | None = None) -> list[Model]:
+def zoo_models(
+    names: Sequence[str] | None = None, cache_dir: Path | None = None, backend: str = "onnx"
+) -> list[Model]:
     """The zoo models ``names`` (all of :data:`ZOO_NAMES` by default), in that order, their ONNX
     files generated under ``cache_dir`` as needed; not loaded (the server calls
-    ``replica(device)``)."""
-    return [zoo_model(n, cache_dir) for n in (ZOO_NAMES if names is None else names)]
+    ``replica(device)``). ``backend`` is ``onnx`` (the default) or ``torch``: see
+    :func:`zoo_model`."""
+    return [zoo_model(n, cache_dir, backend) for n in (ZOO_NAMES if names is None else names)]
 
 
 # -- export -------------------------------------------------------------------------------------
@@ -605,11 +644,13 @@ def export(
 
 
 __all__ = [
+    "BACKENDS",
     "IR_VERSION",
     "OPSET",
     "ZOO_NAMES",
     "ZOO_VERSION",
     "OnnxZooModel",
+    "ZooModel",
     "ZooSpec",
     "default_cache_dir",
     "export",

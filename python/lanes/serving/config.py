@@ -38,6 +38,8 @@ class ServeConfig:
     - ``cpu_threads``: intra-op threads per CPU executor (None: the cores divided among them).
     - ``workers``: threads of the CPU pool for pre/post-processing.
     - ``max_body_mb``: the request body limit (413 past it).
+    - ``zoo_backend``: the demo zoo's runtime, ``onnx`` (ONNX Runtime) or ``torch`` (PyTorch,
+      the same weights; for GPU hosts with PyTorch but no CUDA build of ONNX Runtime).
     """
 
     models: Path | None = None
@@ -48,6 +50,7 @@ class ServeConfig:
     cpu_threads: int | None = None
     workers: int = max(1, min(4, os.cpu_count() or 1))
     max_body_mb: float = 64.0
+    zoo_backend: str = "onnx"
 
     @property
     def max_body_bytes(self) -> int:
@@ -84,6 +87,10 @@ def check(cfg: ServeConfig) -> ServeConfig:
         raise LanesError(BAD_ARGUMENT, f"workers = {cfg.workers}: must be >= 1")
     if cfg.cpu_threads is not None and cfg.cpu_threads < 1:
         raise LanesError(BAD_ARGUMENT, f"cpu_threads = {cfg.cpu_threads}: must be >= 1 or auto")
+    if cfg.zoo_backend not in ("onnx", "torch"):
+        raise LanesError(
+            BAD_ARGUMENT, f"zoo_backend = {cfg.zoo_backend!r}: allowed are onnx, torch"
+        )
     if not 0 < cfg.max_body_mb <= 4096:
         raise LanesError(BAD_ARGUMENT, f"max_body_mb = {cfg.max_body_mb}: must be in (0, 4096]")
     if cfg.policy != "independent":
