@@ -73,6 +73,10 @@ bench: setup ## benchmarks: policy dispatch latency, simulator speed, zoo model 
 bench-load: setup ## load-engine benchmarks vs wrk and nginx on loopback (bench/load; installs nginx and wrk)
 	$(PY) bench/load/run.py all
 
+.PHONY: bench-probe
+bench-probe: setup ## SYN prober: 10,000 loopback targets for 60 s, and a forced-small buffer (bench/probe; needs CAP_NET_RAW)
+	$(PY) bench/probe/run.py all --seconds 60
+
 .PHONY: clean
 clean: ## remove build outputs and the virtual environment
 	cargo clean

@@ -10,6 +10,7 @@ from typing import Any, final
 
 __all__ = [
     "LoadRun",
+    "ProbeRun",
     "Scheduler",
     "capacity",
     "load_merge",
@@ -17,6 +18,7 @@ __all__ = [
     "load_start",
     "parse_policy",
     "policy_names",
+    "probe_start",
     "simulate",
     "version",
 ]
@@ -148,3 +150,41 @@ class Scheduler:
 
     def complete(self, job: int, now_ns: int) -> tuple[int, int]:
         """Mark a running job finished; returns ``(device, held_ns)``. Raises ``not_running``."""
+
+@final
+class ProbeRun:
+    """A probe run in progress (crates/lanes-probe), from :func:`probe_start`."""
+
+    def poll(self, timeout_s: float, limit: int = 100000) -> list[dict[str, Any]] | None:
+        """Wait up to ``timeout_s`` (GIL released) for a message, then take every one waiting
+        (at most ``limit``), in order: dicts with ``kind`` ``"event"`` (``target``, ``name``,
+        ``state``, ``previous``, ``at``, ``round``), ``"notice"`` (``level``, ``message``) or
+        ``"round"`` (the round report). ``None`` once the run has ended and all were read."""
+
+    def reload(self) -> None:
+        """Reload the targets file before the next round."""
+
+    def stop(self) -> None:
+        """Stop probing at once."""
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` seconds (GIL released); true once the run has ended."""
+
+    def result(self) -> None:
+        """Wait for the end; raise ``LanesError`` if the run failed (``socket_failed``)."""
+
+    @property
+    def mode(self) -> str:
+        """``"syn"``, or ``"connect"`` (asked for, or after a fallback)."""
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """``(host, port)`` of the metrics endpoint, if one was asked for."""
+
+    def metrics(self) -> str:
+        """The metrics in Prometheus' text format."""
+
+def probe_start(spec: dict[str, Any]) -> ProbeRun:
+    """Check a probe spec (see lanes.probe.spec), load the targets, open the sockets and start
+    probing. Raises ``LanesError`` (``bad_argument``, ``targets_invalid``, ``io_error``,
+    ``socket_failed``, ``metrics_bind_failed``) before any probe is sent."""

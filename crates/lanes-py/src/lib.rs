@@ -5,6 +5,7 @@
 //! [`scheduler`].
 
 mod load;
+mod probe;
 mod scheduler;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -32,6 +33,15 @@ impl From<SimError> for CoreError {
 
 impl From<lanes_load::LoadError> for CoreError {
     fn from(e: lanes_load::LoadError) -> Self {
+        Self {
+            code: e.code(),
+            message: e.to_string(),
+        }
+    }
+}
+
+impl From<lanes_probe::ProbeError> for CoreError {
+    fn from(e: lanes_probe::ProbeError) -> Self {
         Self {
             code: e.code(),
             message: e.to_string(),
@@ -173,6 +183,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(capacity, m)?)?;
     load::register(m)?;
+    probe::register(m)?;
     scheduler::register(m)?;
     Ok(())
 }

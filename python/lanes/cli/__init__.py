@@ -20,7 +20,7 @@ from collections.abc import Sequence
 
 from lanes.errors import LanesError
 
-COMMANDS = ("serve", "sim", "bench", "bench_corpus", "zoo")
+COMMANDS = ("serve", "sim", "bench", "bench_corpus", "probe", "zoo")
 """Subcommand modules under ``lanes.cli``, in the order ``lanes --help`` lists them."""
 
 NESTED = {("bench", "corpus"): "bench-corpus"}
