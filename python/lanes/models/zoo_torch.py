@@ -42,7 +42,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lanes.errors import DEVICE_UNAVAILABLE, MISSING_DEPENDENCY, LanesError
+from lanes.errors import MISSING_DEPENDENCY, LanesError
+from lanes.models.adapters.torch import torch_device
 from lanes.models.base import MODEL_INVALID, Arrays, Device
 from lanes.models.zoo import ZooModel, model_proto, spec
 
@@ -246,20 +247,7 @@ class TorchZooModel(ZooModel):
         """Build the module from ``path``'s weights and put it on ``device`` (see the module
         docstring)."""
         torch = import_torch(self.name)
-        if device.kind == "cuda":
-            count = int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
-            if device.index >= count:
-                raise LanesError(
-                    DEVICE_UNAVAILABLE,
-                    f"model '{self.name}' on {device.name}: torch sees {count} CUDA "
-                    f"device{'s' if count != 1 else ''}",
-                )
-            target = torch.device(f"cuda:{device.index}")
-        elif device.kind in ("cpu", "sim"):
-            torch.set_num_threads(1 if device.kind == "sim" else max(1, device.threads))
-            target = torch.device("cpu")
-        else:
-            raise LanesError(DEVICE_UNAVAILABLE, f"device {device.name}: unknown device kind")
+        target = torch_device(torch, self.name, device)
         net = torch_module(self.name, read_proto(self.path, self.name))
         self._net, self._target = net.to(target), target
 

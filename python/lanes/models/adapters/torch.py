@@ -61,6 +61,25 @@ def _tensor_input(array: npt.NDArray[Any]) -> npt.NDArray[Any]:
     return array if array.flags.writeable else array.copy()
 
 
+def torch_device(torch: Any, model: str, device: Device) -> Any:
+    """The ``torch.device`` for ``device``: ``cuda:I`` (refused with ``device_unavailable`` when
+    torch sees no such GPU), else the CPU with ``device.threads`` threads (1 on ``sim``;
+    ``torch.set_num_threads`` is process-wide)."""
+    if device.kind == "cuda":
+        count = int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+        if device.index >= count:
+            raise LanesError(
+                DEVICE_UNAVAILABLE,
+                f"model '{model}' on {device.name}: torch sees {count} CUDA "
+                f"device{'s' if count != 1 else ''}",
+            )
+        return torch.device(f"cuda:{device.index}")
+    if device.kind not in ("cpu", "sim"):
+        raise LanesError(DEVICE_UNAVAILABLE, f"device {device.name}: unknown device kind")
+    torch.set_num_threads(1 if device.kind == "sim" else max(1, device.threads))
+    return torch.device("cpu")
+
+
 @dataclass
 class TorchModel(FileModel):
     """A model served by PyTorch from a TorchScript file or a ``build()`` in a Python file."""
@@ -108,18 +127,7 @@ class TorchModel(FileModel):
     def load(self, device: Device) -> None:
         """Load the module onto ``device`` (see the module docstring)."""
         torch = import_torch(self.name)
-        if device.kind == "cuda":
-            count = int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
-            if device.index >= count:
-                raise LanesError(
-                    DEVICE_UNAVAILABLE,
-                    f"model '{self.name}' on {device.name}: torch sees {count} CUDA "
-                    f"device{'s' if count != 1 else ''}",
-                )
-            target = torch.device(f"cuda:{device.index}")
-        else:
-            torch.set_num_threads(1 if device.kind == "sim" else max(1, device.threads))
-            target = torch.device("cpu")
+        target = torch_device(torch, self.name, device)
         if self._source is not None:
             net = self._source.build()
             if not isinstance(net, torch.nn.Module):
