@@ -20,7 +20,6 @@ request is queued takes the request out of the queue.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -321,7 +320,3 @@ async def _wait(s: Served, p: Pending, dispatcher: Any) -> Any:
         if err.status == 500:
             s.stats.fail.add(now_ns() - p.arrival_ns)
         raise
-
-
-def dumps(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))

@@ -83,7 +83,7 @@ class Dispatcher:
             self._shared = Scheduler(policy, [1] * len(self.runners))
 
     @staticmethod
-    def device_slots(policy: str, models: Sequence[Model], devices: int) -> int:
+    def device_slots(policy: str, models: Sequence[Model]) -> int:
         """Threads a device needs: the jobs it may run at once under ``policy``."""
         if policy == INDEPENDENT:
             return max(1, sum(m.batching.num_batch_threads for m in models))

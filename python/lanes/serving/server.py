@@ -53,7 +53,7 @@ class Server:
         self.version = _core.version()
         self.state = "loading"
         devices = parse_devices(config.devices, threads=config.cpu_threads)
-        slots = Dispatcher.device_slots(config.policy, models, len(devices))
+        slots = Dispatcher.device_slots(config.policy, models)
         runners = [DeviceRunner(d, slots) for d in devices]
         self.dispatcher = Dispatcher(config.policy, runners)
         self.cpu = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="lanes-cpu")
