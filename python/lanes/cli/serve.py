@@ -58,6 +58,40 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help="the demo zoo's runtime: onnx (default) or torch (same weights; needs PyTorch)",
     )
+    ops = parser.add_argument_group("operations")
+    ops.add_argument(
+        "--metrics-port", metavar="N", help="Prometheus /metrics port (default: 8002; 0: any; off)"
+    )
+    ops.add_argument(
+        "--trace", metavar="FILE", help="write the device timeline (Chrome trace JSON) at exit"
+    )
+    ops.add_argument(
+        "--trace-events", metavar="N", help="timeline ring buffer size (default: 200000 events)"
+    )
+    ops.add_argument(
+        "--warmup-batches",
+        metavar="N",
+        help="warm-up batches per model, device and batch size before ready (default: 2)",
+    )
+    ops.add_argument(
+        "--drain-timeout",
+        metavar="S",
+        help="seconds in-flight work may take after SIGTERM/SIGINT (default: 30)",
+    )
+    ops.add_argument("--log-format", metavar="FMT", help="text (default) or json")
+    ops.add_argument("--log-level", metavar="LEVEL", help="debug, info (default), warning, error")
+    ops.add_argument(
+        "--access-log",
+        action="store_const",
+        const="true",
+        default=None,
+        help="log one line per request (off by default)",
+    )
+    ops.add_argument(
+        "--arbiter",
+        metavar="unix:PATH",
+        help="take device grants from a lanes arbiter daemon (share devices with other processes)",
+    )
     parser.add_argument("--config", metavar="FILE", help="a TOML file of these options")
     parser.set_defaults(handler=run)
 
@@ -79,6 +113,15 @@ def run(args: argparse.Namespace) -> int:
         "workers": args.workers,
         "max_body_mb": args.max_body_mb,
         "zoo_backend": args.zoo_backend,
+        "metrics_port": args.metrics_port,
+        "trace": args.trace,
+        "trace_events": args.trace_events,
+        "warmup_batches": args.warmup_batches,
+        "drain_timeout": args.drain_timeout,
+        "log_format": args.log_format,
+        "log_level": args.log_level,
+        "access_log": args.access_log,
+        "arbiter": args.arbiter,
     }
     config = resolve(cli, config_file)
 

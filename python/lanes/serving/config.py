@@ -40,6 +40,15 @@ class ServeConfig:
     - ``max_body_mb``: the request body limit (413 past it).
     - ``zoo_backend``: the demo zoo's runtime, ``onnx`` (ONNX Runtime) or ``torch`` (PyTorch,
       the same weights; for GPU hosts with PyTorch but no CUDA build of ONNX Runtime).
+    - ``metrics_port``: Prometheus ``/metrics`` port (Triton's 8002; 0: any free; None: off).
+    - ``trace``: a file the device timeline (Chrome trace-event JSON) is written to at exit.
+    - ``trace_events``: the timeline's ring buffer, in events.
+    - ``warmup_batches``: batches run per model, device and batch size before ready (0: none).
+    - ``drain_timeout``: seconds in-flight work may take to finish after SIGTERM/SIGINT.
+    - ``log_format``: ``text`` or ``json``; ``log_level``: ``debug``, ``info``, ``warning``,
+      ``error``; ``access_log``: one line per request (off by default).
+    - ``arbiter``: ``unix:PATH`` of a ``lanes arbiter`` daemon to take device grants from
+      (None: this process schedules its devices alone).
     """
 
     models: Path | None = None
@@ -51,6 +60,15 @@ class ServeConfig:
     workers: int = max(1, min(4, os.cpu_count() or 1))
     max_body_mb: float = 64.0
     zoo_backend: str = "onnx"
+    metrics_port: int | None = 8002
+    trace: Path | None = None
+    trace_events: int = 200_000
+    warmup_batches: int = 2
+    drain_timeout: float = 30.0
+    log_format: str = "text"
+    log_level: str = "info"
+    access_log: bool = False
+    arbiter: str | None = None
 
     @property
     def max_body_bytes(self) -> int:
@@ -65,9 +83,19 @@ def _convert(key: str, value: Any, where: str) -> Any:
     try:
         if key == "models":
             return None if value in (None, "", "demo") else Path(str(value))
-        v: int | float | str | None
-        if key in ("port", "workers"):
+        if key == "trace":
+            return None if value in (None, "", "off") else Path(str(value))
+        v: int | float | str | bool | None
+        if key in ("port", "workers", "trace_events", "warmup_batches"):
             v = int(value)
+        elif key == "metrics_port":
+            v = None if value in (None, "", "off", "none") else int(value)
+        elif key == "drain_timeout":
+            v = float(value)
+        elif key == "access_log":
+            v = _flag(value)
+        elif key == "arbiter":
+            v = None if value in (None, "", "off", "none") else str(value)
         elif key == "cpu_threads":
             v = None if value in (None, "", "auto") else int(value)
         elif key == "max_body_mb":
@@ -77,6 +105,17 @@ def _convert(key: str, value: Any, where: str) -> Any:
     except (TypeError, ValueError):
         raise LanesError(BAD_ARGUMENT, f"{where}{key} = {value!r}: not a valid value") from None
     return v
+
+
+def _flag(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(text)
 
 
 def check(cfg: ServeConfig) -> ServeConfig:
@@ -90,6 +129,32 @@ def check(cfg: ServeConfig) -> ServeConfig:
     if cfg.zoo_backend not in ("onnx", "torch"):
         raise LanesError(
             BAD_ARGUMENT, f"zoo_backend = {cfg.zoo_backend!r}: allowed are onnx, torch"
+        )
+    if cfg.metrics_port is not None and not 0 <= cfg.metrics_port <= 65535:
+        raise LanesError(
+            BAD_ARGUMENT,
+            f"metrics_port = {cfg.metrics_port}: must be 0..65535 (0: any free port) or off",
+        )
+    if cfg.trace_events < 1000:
+        raise LanesError(BAD_ARGUMENT, f"trace_events = {cfg.trace_events}: must be >= 1000")
+    if not 0 <= cfg.warmup_batches <= 100:
+        raise LanesError(BAD_ARGUMENT, f"warmup_batches = {cfg.warmup_batches}: must be 0..100")
+    if not 0 <= cfg.drain_timeout <= 3600:
+        raise LanesError(
+            BAD_ARGUMENT, f"drain_timeout = {cfg.drain_timeout}: must be 0..3600 seconds"
+        )
+    if cfg.log_format not in ("text", "json"):
+        raise LanesError(BAD_ARGUMENT, f"log_format = {cfg.log_format!r}: allowed are text, json")
+    if cfg.log_level not in ("debug", "info", "warning", "error"):
+        raise LanesError(
+            BAD_ARGUMENT,
+            f"log_level = {cfg.log_level!r}: allowed are debug, info, warning, error",
+        )
+    if cfg.arbiter is not None and not (
+        cfg.arbiter.startswith("unix:") and len(cfg.arbiter) > len("unix:")
+    ):
+        raise LanesError(
+            BAD_ARGUMENT, f"arbiter = {cfg.arbiter!r}: must be unix:PATH (a lanes arbiter socket)"
         )
     if not 0 < cfg.max_body_mb <= 4096:
         raise LanesError(BAD_ARGUMENT, f"max_body_mb = {cfg.max_body_mb}: must be in (0, 4096]")
