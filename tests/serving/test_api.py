@@ -319,7 +319,9 @@ def api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
         mixed(),
         Faulty(name="faulty", inputs=X, outputs=Y, batching=Batching(4)),
     ]
-    config = ServeConfig(port=0, devices="cpu", max_body_mb=BODY_LIMIT_MB)
+    config = ServeConfig(
+        port=0, metrics_port=None, devices="cpu", max_body_mb=BODY_LIMIT_MB, warmup_batches=0
+    )
     with start_in_thread(config, models) as handle:
         yield Api(handle, onnx_file)
 
@@ -333,7 +335,13 @@ def serve() -> Iterator[Callable[..., Handle]]:
 
     def start(*models: Model, devices: str = "cpu", **config: Any) -> Handle:
         probes.extend(m for m in models if isinstance(m, Probe))
-        handle = start_in_thread(ServeConfig(port=0, devices=devices, **config), models)
+        handle = start_in_thread(
+            ServeConfig(
+                **{"port": 0, "metrics_port": None, "warmup_batches": 0, "devices": devices}
+                | config
+            ),
+            models,
+        )
         handles.append(handle)
         return handle
 

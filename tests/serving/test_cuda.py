@@ -31,7 +31,7 @@ def test_zoo_on_cuda_matches_cpu():
 
 def test_serving_the_zoo_on_every_cuda_device():
     devices = ",".join(f"cuda:{i}" for i in range(cuda_count()))
-    with start_in_thread(ServeConfig(port=0, devices=devices)) as h:
+    with start_in_thread(ServeConfig(port=0, metrics_port=None, devices=devices)) as h:
         client = http.InferenceServerClient(h.url.removeprefix("http://"))
         x = http.InferInput("image", [2, 32, 32], "UINT8")
         x.set_data_from_numpy(np.zeros((2, 32, 32), np.uint8))

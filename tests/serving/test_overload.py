@@ -85,6 +85,7 @@ def server(tmp_path: Path) -> Iterator[Process]:
     log = tmp_path / "serve.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("LANES_SERVE_")}
     args = ["serve", "--models", str(tmp_path / "repo"), "--devices", "cpu", "--port", "0"]
+    args += ["--metrics-port", "off"]
     with log.open("wb") as err:
         proc = subprocess.Popen(
             [*lanes_command(), *args, "--policy", "fifo"],

@@ -59,7 +59,10 @@ def sim_model(name: str, ms: float, log: Log, max_batch: int = 1) -> SimModel:
 
 
 def serve(policy: str, devices: str, models: list[Model]):
-    return start_in_thread(ServeConfig(port=0, devices=devices, policy=policy), models)
+    config = ServeConfig(
+        port=0, metrics_port=None, devices=devices, policy=policy, warmup_batches=0
+    )
+    return start_in_thread(config, models)
 
 
 async def post(session: aiohttp.ClientSession, url: str, model: str, at: float = 0.0) -> float:

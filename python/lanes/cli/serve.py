@@ -131,9 +131,11 @@ def run(args: argparse.Namespace) -> int:
             for r in server.dispatcher.runners
         )
         models = ", ".join(server.dispatcher.models)
+        metrics_port = getattr(server, "metrics_port", None)
+        metrics = f"metrics :{metrics_port}" if metrics_port else "metrics off"
         print(
-            f"lanes serve: {server.url} · policy {config.policy} · devices {devices} · "
-            f"models {models}",
+            f"lanes serve: {server.url} · {metrics} · policy {config.policy} · "
+            f"devices {devices} · models {models} · warm-up {server.warmup_seconds:.2f} s",
             file=sys.stderr,
             flush=True,
         )

@@ -18,6 +18,9 @@ shallow :func:`copy.copy` of the model) and calls :meth:`Model.load` on each, so
    that become the response's output tensors (``dtype=object`` arrays of ``str``/``bytes`` become
    BYTES tensors).
 
+Before the server reports ready, each replica is warmed up with batches built from
+``sample()`` (one pre-processed item; the default is made from zeros of the declared inputs).
+
 With batching off (``max_batch_size == 0``) each request is its own batch: ``collate`` gets one
 item and the arrays pass through unchanged.
 """
@@ -39,6 +42,8 @@ Arrays = dict[str, npt.NDArray[Any]]
 
 MODEL_INVALID = "model_invalid"
 """A model whose declaration breaks a rule (names, dtypes, shapes, batching settings)."""
+NO_SAMPLE = "no_sample"
+"""A model that cannot make a warm-up sample (a BYTES input and no ``sample`` override)."""
 
 # KServe v2 datatypes and their numpy types (BYTES is an object array of bytes).
 DATATYPES: dict[str, Any] = {
@@ -244,6 +249,26 @@ class Model:
             return 1
         first = next(iter(inputs.values()))
         return int(first.shape[0]) if first.ndim else 1
+
+    def sample(self) -> Any:
+        """One request's item (already pre-processed, one row when batching) for warm-up.
+
+        Default: :meth:`preprocess` of zeros of the declared inputs, a ``-1`` dimension taken as
+        1. A model with a ``BYTES`` input (encoded files, text) must override this (else it
+        raises ``LanesError("no_sample")`` and the server skips its warm-up, with a warning);
+        so must one whose ``preprocess`` cannot take zeros.
+        """
+        wire: Arrays = {}
+        for spec in self.inputs:
+            if spec.datatype == "BYTES":
+                raise LanesError(
+                    NO_SAMPLE,
+                    f"model '{self.name}': input '{spec.name}' is BYTES, so no warm-up sample "
+                    "can be made from zeros; override Model.sample() to warm it up",
+                )
+            shape = tuple(1 if d == -1 else d for d in spec.shape)
+            wire[spec.name] = np.zeros(shape, dtype=DATATYPES[spec.datatype])
+        return self.preprocess(wire)
 
     def replica(self, device: Device) -> Model:
         """A copy of this model loaded on ``device``."""

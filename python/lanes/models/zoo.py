@@ -460,6 +460,15 @@ class ZooModel(Model):
             items = [resize_line(img, LINE_HEIGHT, W_FIXED) for img in images]
         return {"x": np.stack(items)}
 
+    def sample(self) -> Arrays:
+        """A real sample image of this model's task (a glyph or a text line, fixed seed; see
+        :mod:`lanes.models.images`), pre-processed: the warm-up input."""
+        from lanes.models.images import glyph_image, line_image
+
+        draw = glyph_image if self.task == "char" else line_image
+        png = draw(np.random.default_rng(0))
+        return self.preprocess({INPUT: np.array([png], dtype=object)})
+
     def postprocess(self, output: Arrays) -> Arrays:
         logits = output["logits"]
         if self.task == "line":

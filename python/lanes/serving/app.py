@@ -3,10 +3,12 @@
 Routes (each also under ``/v2/models/{m}/versions/{v}/...``):
 
 - ``GET /v2/health/live`` — 200 while the process serves; ``GET /v2/health/ready`` — 200 once
-  every model is loaded on every device, 503 before and while draining.
+  every model is loaded and warmed up on every device; 503 (naming the phase) while loading,
+  warming up and draining.
 - ``GET /v2`` — server metadata; ``GET /v2/models/{m}`` — model metadata;
   ``GET /v2/models/{m}/ready``; ``GET /v2/models/{m}/stats`` and ``GET /v2/models/stats`` —
-  Triton-style statistics.
+  Triton-style statistics; ``GET /v2/trace?seconds=N`` — the device timeline of the last N
+  seconds (default 10) as Chrome trace-event JSON (lanes.serving.timeline).
 - ``POST /v2/models/{m}/infer`` — JSON tensors or the binary tensor data extension.
 
 Status codes (design.md §3): 400 malformed or invalid input · 404 unknown model or version ·
@@ -37,6 +39,8 @@ from lanes.serving.codec import (
     parse_header_length,
 )
 from lanes.serving.dispatcher import Served, now_ns
+from lanes.serving.stats import outcome_of
+from lanes.serving.timeline import parse_seconds
 
 if TYPE_CHECKING:
     from lanes.serving.server import Server
@@ -77,7 +81,7 @@ async def errors_as_json(request: web.Request, handler: Any) -> web.StreamRespon
 
 def build_app(server: Server) -> web.Application:
     app = web.Application(
-        middlewares=[errors_as_json], client_max_size=server.config.max_body_bytes
+        middlewares=[server.track, errors_as_json], client_max_size=server.config.max_body_bytes
     )
     app[SERVER_KEY] = server
     r = app.router
@@ -85,6 +89,7 @@ def build_app(server: Server) -> web.Application:
     r.add_get("/v2/health/ready", ready)
     r.add_get("/v2", metadata)
     r.add_get("/v2/models/stats", all_stats)
+    r.add_get("/v2/trace", trace)
     for base in ("/v2/models/{model}", "/v2/models/{model}/versions/{version}"):
         r.add_get(base, model_metadata)
         r.add_get(base + "/ready", model_ready)
@@ -102,6 +107,8 @@ def _served(request: web.Request) -> Served:
     name = request.match_info["model"]
     s = server.dispatcher.models.get(name)
     if s is None:
+        if any(m.name == name for m in server.models):  # configured, not loaded yet
+            raise Refusal(503, f"model '{name}' not ready: {server.state}")
         known = ", ".join(server.dispatcher.models) or "none"
         raise Refusal(404, f"unknown model '{name}'; this server has: {known}")
     version = request.match_info.get("version")
@@ -163,7 +170,7 @@ async def model_metadata(request: web.Request) -> web.Response:
 async def model_ready(request: web.Request) -> web.Response:
     s = _served(request)
     if not _server(request).ready:
-        return error(503, f"model '{s.model.name}' not ready")
+        return error(503, f"model '{s.model.name}' not ready: {_server(request).state}")
     return web.json_response({"name": s.model.name, "ready": True})
 
 
@@ -213,7 +220,37 @@ def _check(request_inputs: Any, s: Served) -> None:
         raise
 
 
+async def trace(request: web.Request) -> web.Response:
+    """The device timeline of the last ``seconds`` (default 10) as Chrome trace-event JSON."""
+    try:
+        seconds = parse_seconds(request.query.get("seconds"))
+    except LanesError as err:
+        raise Refusal(400, err.message) from None
+    body = await _server(request).timeline.export(seconds)
+    return web.Response(body=body, content_type="application/json")
+
+
 async def infer(request: web.Request) -> web.Response:
+    """:func:`_infer`, counting the request of a served model in exactly one outcome
+    (lanes.serving.stats.OUTCOMES): by its status, or ``cancelled`` when the client went away
+    (``unavailable`` when the server cut it while not ready, i.e. draining)."""
+    s = _served(request)  # an unknown model is not counted
+    outcome = "model_error"  # an unexpected exception: a JSON 500 from the middleware
+    try:
+        response = await _infer(request)
+        outcome = "success"
+        return response
+    except (WireError, Refusal, web.HTTPException) as err:
+        outcome = outcome_of(err.status)
+        raise
+    except asyncio.CancelledError:
+        outcome = "cancelled" if _server(request).ready else "unavailable"
+        raise
+    finally:
+        s.stats.outcome(outcome)
+
+
+async def _infer(request: web.Request) -> web.Response:
     """One inference: decode → admit → pre-process → queue → device → post-process → encode."""
     arrival = now_ns()
     server = _server(request)

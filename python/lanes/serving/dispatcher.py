@@ -11,6 +11,20 @@ When the engine starts a job on a device, the batch is cut from the queue at tha
 formation), run on the device's threads, and its measured device time is fed back to the
 estimates. Then the engine is asked again — so a device never idles while a ready model waits.
 
+Observability: :mod:`lanes.serving.occupancy` accounts each device's jobs (from dispatch to
+completion), a :class:`~lanes.serving.timeline.Timeline` (when set) records every finished job,
+and ``Served.estimates`` is a snapshot of the engine's estimates for batch sizes 1, 2, 4, ...,
+``max_batch_size``, replaced after each measured batch, for readers on other threads (the metrics
+scrape must never call the engine).
+
+*Idle while waiting* — the rule, applied at every decision point (the end of ``_pump``, when
+every decision the engines would make now has been applied): device d is idle while work waits
+iff some model has a ready job in its engine that may run on d and d has a free slot for it —
+under a shared engine, fewer jobs on d than the policy's per-device slots (1, or K for
+``limit:K``); under ``independent``, fewer of that model's jobs on d than its
+``num_batch_threads``. The time from the decision point where that becomes true to the one where
+it is false is counted. A work-conserving policy leaves no such device, so it stays 0.
+
 Policies: ``fifo``, ``limit:K``, ``sjf``, ``edf`` run one engine for the whole host, one job per
 device at a time (K under ``limit:K``). ``independent`` is the status quo the field reports
 measured: every model has its own engine over all devices with ``num_batch_threads`` workers per
@@ -24,7 +38,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +46,9 @@ from lanes._core import Scheduler
 from lanes.models.base import Model
 from lanes.serving.batcher import DONE, ModelQueue, Pending, Refusal
 from lanes.serving.devices import DeviceRunner
+from lanes.serving.occupancy import Occupancy
 from lanes.serving.stats import ModelStats
+from lanes.serving.timeline import Job, Timeline
 
 INDEPENDENT = "independent"
 
@@ -61,6 +77,8 @@ class Served:
     inflight: int = 0
     timer: asyncio.TimerHandle | None = None
     executions: dict[int, int] = field(default_factory=dict)  # device → batches run
+    running: dict[int, int] = field(default_factory=dict)  # device → batches on it now
+    estimates: tuple[tuple[int, int], ...] = ()  # (batch size, estimated ns), a snapshot
 
     @property
     def devices(self) -> list[int]:
@@ -79,6 +97,10 @@ class Dispatcher:
         self._shared: Scheduler | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self.occupancy = Occupancy([r.device.name for r in self.runners])
+        self.timeline: Timeline | None = None
+        self.on_add: Callable[[Served], None] | None = None  # metrics bind a model's stats
+        self._slots = self.device_slots(policy, [])
         if policy != INDEPENDENT:
             self._shared = Scheduler(policy, [1] * len(self.runners))
 
@@ -108,8 +130,26 @@ class Dispatcher:
             queue=ModelQueue(model.name, model.batching),
             stats=ModelStats(model.name, model.version),
         )
+        if self.on_add is not None:
+            self.on_add(served)
         self.models[model.name] = served
+        self._snapshot(served)
         return served
+
+    def refresh_estimates(self) -> None:
+        """Snapshot every model's estimates now (after warm-up fed the engine)."""
+        for s in self.models.values():
+            self._snapshot(s)
+
+    def _snapshot(self, s: Served) -> None:
+        """Replace ``s.estimates`` (readers on other threads see the old or the new tuple)."""
+        sizes = [1]
+        top = max(1, s.model.batching.max_batch_size)
+        while sizes[-1] * 2 <= top:
+            sizes.append(sizes[-1] * 2)
+        if sizes[-1] != top:
+            sizes.append(top)
+        s.estimates = tuple((b, s.engine.estimate(s.engine_model, b)) for b in sizes)
 
     def engines(self) -> list[Scheduler]:
         if self._shared is not None:
@@ -226,6 +266,22 @@ class Dispatcher:
                         continue
                     assert isinstance(arg, int)
                     self._start(s, engine, job, arg, now)
+        self._decision_point()
+
+    def _decision_point(self) -> None:
+        """Open or close the idle-while-waiting intervals (the rule is in the module docs)."""
+        waiting: set[int] = set()
+        if self._jobs:
+            occ = self.occupancy
+            for s in self._jobs.values():
+                for d in s.replicas:
+                    if self._shared is not None:
+                        free = occ.running(d) < self._slots
+                    else:
+                        free = s.running.get(d, 0) < s.model.batching.num_batch_threads
+                    if free:
+                        waiting.add(d)
+        self.occupancy.mark_waiting(waiting, now_ns())
 
     def _start(self, s: Served, engine: Scheduler, job: int, device: int, now: int) -> None:
         batch, expired = s.queue.take(now)
@@ -237,13 +293,24 @@ class Dispatcher:
             self._refresh(s)
             return
         s.inflight += 1
-        task = asyncio.get_running_loop().create_task(self._run(s, engine, job, device, batch))
+        s.running[device] = s.running.get(device, 0) + 1
+        self.occupancy.begin(device, now)
+        estimate = engine.estimate(s.engine_model, sum(p.rows for p in batch))
+        task = asyncio.get_running_loop().create_task(
+            self._run(s, engine, job, device, batch, (now, estimate))
+        )
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         self._refresh(s)
 
     async def _run(
-        self, s: Served, engine: Scheduler, job: int, device: int, batch: list[Pending]
+        self,
+        s: Served,
+        engine: Scheduler,
+        job: int,
+        device: int,
+        batch: list[Pending],
+        dispatch: tuple[int, int],  # (dispatched ns, estimated cost ns)
     ) -> None:
         runner = self.runners[device]
         replica = s.replicas[device]
@@ -273,8 +340,27 @@ class Dispatcher:
         engine.complete(job, ended)
         s.inflight -= 1
         s.executions[device] = s.executions.get(device, 0) + 1
+        s.running[device] -= 1
+        self.occupancy.end(device, ended)
+        if self.timeline is not None:
+            dispatched, estimate = dispatch
+            self.timeline.record(
+                Job(
+                    device,
+                    s.model.name,
+                    total,
+                    len(batch),
+                    dispatched,
+                    ended,
+                    estimate,
+                    held,
+                    dispatched - batch[0].enqueued_ns,
+                    error is not None,
+                )
+            )
         if error is None:
             engine.observe(s.engine_model, total, held)
+            self._snapshot(s)
             s.stats.batch(total, len(batch), held)
             for p, part in zip(batch, parts, strict=True):
                 s.stats.queue.add(started - p.enqueued_ns)

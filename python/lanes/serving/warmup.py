@@ -1,0 +1,140 @@
+"""Warm-up: every model runs a few batches on every device before the server reports ready.
+
+Rule (design.md §4.10): for each served model and each device it has a replica on, and for each
+batch size of :func:`batch_sizes` (1, the powers of two below ``max_batch_size``, and
+``max_batch_size``; just 1 when batching is off), run ``batches`` batches of that many copies of
+the model's :meth:`~lanes.models.base.Model.sample` through the replica's ``collate`` →
+``predict`` → ``split``, on that device's own threads (where serving runs it: per-thread runtime
+state, CUDA contexts and allocator pools get made there). Devices warm in parallel; on one
+device, models and sizes run one after another, as serving runs one batch per device. Warm-up
+batches do not count in the model's statistics.
+
+The measured time of the last (warm) batch of each size seeds the scheduler's cost estimate
+(``Scheduler.observe``) on real devices; not on simulated ones, whose run time is the model's
+modelled cost, not the CPU time measured here.
+
+A model that cannot make a sample (``LanesError("no_sample")``: a ``BYTES`` input and no
+``sample`` override) is not warmed, with a warning. A sample or a batch that raises otherwise fails
+start-up with ``LanesError("warmup_failed", ...)`` naming
+the model, the device and the batch size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Sequence
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from typing import Any
+
+from lanes.errors import LanesError
+from lanes.models.base import NO_SAMPLE
+from lanes.serving.dispatcher import Dispatcher, Served
+
+WARMUP_FAILED = "warmup_failed"
+"""A model whose warm-up sample or warm-up batch raised: the server does not start."""
+
+log = logging.getLogger("lanes.serve")
+
+
+def batch_sizes(max_batch_size: int) -> list[int]:
+    """The sizes warmed: 1, the powers of two below ``max_batch_size``, and ``max_batch_size``
+    (``[1]`` when batching is off, ``max_batch_size == 0``)."""
+    sizes = [1]
+    while sizes[-1] * 2 < max_batch_size:
+        sizes.append(sizes[-1] * 2)
+    if max_batch_size > 1:
+        sizes.append(max_batch_size)
+    return sizes
+
+
+@dataclass(frozen=True)
+class Warmed:
+    """What warm-up did for one model on one device: batch size → time of its last batch."""
+
+    model: str
+    device: str
+    batches: int
+    seconds: float
+    last_ns: dict[int, int]
+
+
+def _run(
+    s: Served, device: int, device_name: str, item: Any, sizes: Sequence[int], batches: int
+) -> Warmed:
+    """Warm one replica (on the device's thread); raise ``warmup_failed`` naming what broke."""
+    replica = s.replicas[device]
+    name = s.model.name
+    last: dict[int, int] = {}
+    started = time.perf_counter()
+    for size in sizes:
+        for _ in range(batches):
+            t0 = time.perf_counter_ns()
+            try:
+                outputs = replica.predict(replica.collate([item] * size))
+                replica.split(outputs, [1] * size)
+            except Exception as err:
+                raise LanesError(
+                    WARMUP_FAILED,
+                    f"model '{name}' failed warm-up on {device_name} (batch of {size}): "
+                    f"{type(err).__name__}: {err}",
+                ) from err
+            last[size] = time.perf_counter_ns() - t0
+    return Warmed(name, device_name, batches * len(sizes), time.perf_counter() - started, last)
+
+
+async def warm_up(dispatcher: Dispatcher, batches: int, cpu: Executor) -> list[Warmed]:
+    """Warm every model on every device (see the module docstring); returns what ran."""
+    if batches <= 0:
+        return []
+    loop = asyncio.get_running_loop()
+    samples: dict[str, Any] = {}
+    for name, s in dispatcher.models.items():
+        try:
+            samples[name] = await loop.run_in_executor(cpu, s.model.sample)
+        except LanesError as err:
+            if err.code == NO_SAMPLE:
+                log.warning("not warmed up: %s", err.message, extra={"model": name})
+                continue
+            raise LanesError(WARMUP_FAILED, f"warm-up: {err.message}") from err
+        except Exception as err:
+            raise LanesError(
+                WARMUP_FAILED,
+                f"model '{name}': its warm-up sample() raised {type(err).__name__}: {err}",
+            ) from err
+
+    async def device(index: int) -> list[Warmed]:
+        runner = dispatcher.runners[index]
+        done: list[Warmed] = []
+        for name, s in dispatcher.models.items():
+            if index not in s.replicas or name not in samples:
+                continue
+            sizes = batch_sizes(s.model.batching.max_batch_size)
+            item = samples[name]
+            dev = runner.device.name
+
+            def work(
+                s: Served = s, dev: str = dev, item: Any = item, sizes: list[int] = sizes
+            ) -> Warmed:
+                return _run(s, index, dev, item, sizes, batches)
+
+            w = await runner.run(work)
+            if not runner.device.simulated:
+                for size, ns in w.last_ns.items():
+                    s.engine.observe(s.engine_model, size, ns)
+            log.info(
+                "warmed up %s on %s: %d batches (sizes %s) in %.1f ms",
+                name,
+                w.device,
+                w.batches,
+                ",".join(map(str, sizes)),
+                w.seconds * 1e3,
+                extra={"model": name, "device": w.device, "warmup_ms": round(w.seconds * 1e3, 2)},
+            )
+            done.append(w)
+        return done
+
+    per_device = await asyncio.gather(*(device(i) for i in range(len(dispatcher.runners))))
+    return [w for ws in per_device for w in ws]

@@ -1,0 +1,237 @@
+"""The device timeline (lanes.serving.timeline): Chrome trace-event JSON that validates against
+the format's required keys per phase, one slice per device execution, counters that agree with
+the slices, the ring bound, ``GET /v2/trace?seconds=`` and its errors, and ``--trace FILE``
+written at exit. The export is checked on synthetic jobs (table-driven) and on real servers on
+loopback with simulated GPUs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import numpy as np
+import pytest
+
+from lanes.errors import LanesError
+from lanes.models import Batching, Cost, Model, TensorSpec
+from lanes.serving import Handle, ServeConfig, start_in_thread
+from lanes.serving.timeline import Job, Timeline, chrome_trace, parse_seconds
+
+REQUIRED = {  # phase → keys every event of it must have (Trace Event Format)
+    "M": {"name", "ph", "pid", "tid", "args"},
+    "X": {"name", "ph", "pid", "tid", "ts", "dur", "args"},
+    "C": {"name", "ph", "pid", "ts", "args"},
+}
+JOB_ARGS = {"model", "batch_size", "requests", "estimated_ms", "measured_ms", "queue_wait_ms"}
+
+
+def check_schema(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    """Assert the trace-event format; returns the events."""
+    assert set(trace) == {"traceEvents", "displayTimeUnit", "otherData"}
+    assert trace["displayTimeUnit"] == "ms"
+    events = trace["traceEvents"]
+    assert isinstance(events, list)
+    for e in events:
+        assert e["ph"] in REQUIRED, e
+        missing = REQUIRED[e["ph"]] - set(e)
+        assert not missing, (e, missing)
+        assert isinstance(e["name"], str) and isinstance(e["pid"], int)
+        if e["ph"] == "M":
+            assert e["name"] in ("process_name", "thread_name", "thread_sort_index")
+        else:
+            assert isinstance(e["ts"], (int, float))
+        if e["ph"] == "X":
+            assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0
+            assert set(e["args"]) - {"failed"} == JOB_ARGS
+            assert e["name"] == e["args"]["model"]
+        if e["ph"] == "C":
+            assert e["name"].startswith("jobs ")
+            assert set(e["args"]) == {"jobs"} and isinstance(e["args"]["jobs"], int)
+    return list(events)
+
+
+def replay(events: list[dict[str, Any]], device: str) -> list[tuple[float, int]]:
+    """The job count of ``device`` over time, recomputed from its slices (ends first)."""
+    tids = {e["args"]["name"]: e["tid"] for e in events if e["name"] == "thread_name"}
+    changes: dict[float, int] = {}
+    for e in events:
+        if e["ph"] == "X" and e["tid"] == tids[device]:
+            changes[e["ts"]] = changes.get(e["ts"], 0) + 1
+            end = round(e["ts"] + e["dur"], 3)  # µs with ns digits: undo float rounding
+            changes[end] = changes.get(end, 0) - 1
+    out, n = [], 0
+    for ts in sorted(changes):
+        if changes[ts]:
+            n += changes[ts]
+            out.append((ts, n))
+    return out
+
+
+def counters(events: list[dict[str, Any]], device: str) -> list[tuple[float, int]]:
+    return [(e["ts"], e["args"]["jobs"]) for e in events if e["name"] == f"jobs {device}"]
+
+
+def job(device: int, start_ms: float, end_ms: float, model: str = "m") -> Job:
+    return Job(device, model, 2, 1, int(start_ms * 1e6), int(end_ms * 1e6), 1_000_000, 900_000, 5)
+
+
+@pytest.mark.parametrize(
+    ("jobs", "expected"),
+    [
+        ([], {}),
+        ([job(0, 0, 10)], {"a": [(0.0, 1), (10_000.0, 0)]}),
+        # back to back: the end and the next start at one instant are no change
+        ([job(0, 0, 10), job(0, 10, 20)], {"a": [(0.0, 1), (20_000.0, 0)]}),
+        (
+            [job(0, 0, 10), job(0, 5, 15), job(1, 2, 3)],
+            {
+                "a": [(0.0, 1), (5_000.0, 2), (10_000.0, 1), (15_000.0, 0)],
+                "b": [(2_000.0, 1), (3_000.0, 0)],
+            },
+        ),
+    ],
+)
+def test_counters_follow_the_slices(jobs: list[Job], expected: dict[str, Any]) -> None:
+    trace = json.loads(json.dumps(chrome_trace(jobs, ["a", "b"], 0, {})))
+    events = check_schema(trace)
+    assert sum(e["ph"] == "X" for e in events) == len(jobs)
+    for device in ("a", "b"):
+        assert counters(events, device) == expected.get(device, [])
+        assert counters(events, device) == replay(events, device)
+
+
+def test_the_ring_keeps_the_newest_jobs_and_windows_by_completion() -> None:
+    timeline = Timeline(3, ["a"], {"policy": "fifo"})
+    for i in range(5):
+        timeline.record(job(0, i * 10, i * 10 + 5, model=f"m{i}"))
+    assert [j.model for j in timeline.jobs] == ["m2", "m3", "m4"]
+    assert [j.model for j in timeline.window(0.012, now_ns=50_000_000)] == ["m4"]
+    assert [j.model for j in timeline.window(None)] == ["m2", "m3", "m4"]
+    other = timeline.trace(timeline.window(None))["otherData"]
+    assert (other["jobs"], other["dropped"], other["capacity"]) == (3, 2, 3)
+    assert other["policy"] == "fifo"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"), [(None, 10.0), ("1", 1.0), ("0.5", 0.5), ("86400", 86400.0)]
+)
+def test_seconds_accepted(text: str | None, seconds: float) -> None:
+    assert parse_seconds(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "abc", "nan", "inf", "86401", ""])
+def test_seconds_refused(text: str) -> None:
+    with pytest.raises(LanesError) as err:
+        parse_seconds(text)
+    assert err.value.message.startswith(f"seconds = {text!r}: must be a number of seconds in (0,")
+
+
+# -- a real server ----------------------------------------------------------------------------
+
+
+class Echo(Model):
+    def predict(self, batch: Any) -> dict[str, np.ndarray]:
+        return {"y": np.asarray(batch["x"])}
+
+
+def slow(name: str, ms: float) -> Echo:
+    return Echo(
+        name=name,
+        inputs=[TensorSpec("x", "FP32", (-1, 1))],
+        outputs=[TensorSpec("y", "FP32", (-1, 1))],
+        batching=Batching(max_batch_size=1, max_enqueued_batches=16),
+        cost=Cost(fixed_ms=ms),
+    )
+
+
+BODY = json.dumps(
+    {"inputs": [{"name": "x", "shape": [1, 1], "datatype": "FP32", "data": [1.0]}]}
+).encode()
+
+
+async def burst(url: str, each: int) -> None:
+    async with aiohttp.ClientSession() as session:
+
+        async def one(m: str) -> int:
+            async with session.post(f"{url}/v2/models/{m}/infer", data=BODY) as r:
+                await r.read()
+                return r.status
+
+        codes = await asyncio.gather(*(one(m) for m in ("a", "b") for _ in range(each)))
+    assert set(codes) == {200}
+
+
+def get(url: str) -> tuple[int, Any]:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read())
+
+
+def start(policy: str, **config: Any) -> Handle:
+    settings = {"port": 0, "metrics_port": None, "devices": "sim:1", "policy": policy, **config}
+    return start_in_thread(ServeConfig(**settings), [slow("a", 30), slow("b", 30)])
+
+
+@pytest.mark.parametrize(("policy", "most"), [("independent", 2), ("fifo", 1)])
+def test_the_trace_route_shows_every_execution(policy: str, most: int) -> None:
+    with start(policy) as h:
+        asyncio.run(burst(h.url, 3))
+        status, trace = get(f"{h.url}/v2/trace?seconds=60")
+        executions = sum(sum(s.executions.values()) for s in h.server.dispatcher.models.values())
+    assert status == 200
+    events = check_schema(trace)
+    slices = [e for e in events if e["ph"] == "X"]
+    assert len(slices) == executions == 6
+    assert {e["name"] for e in slices} == {"a", "b"}
+    assert all(e["args"]["batch_size"] == 1 and e["args"]["requests"] == 1 for e in slices)
+    assert all(e["args"]["measured_ms"] >= 30 * 0.9 for e in slices)
+    names = [e["args"]["name"] for e in events if e["name"] == "thread_name"]
+    assert names == ["sim:0"]
+    assert [e["args"]["name"] for e in events if e["name"] == "process_name"] == ["lanes serve"]
+    jobs = counters(events, "sim:0")
+    assert jobs == replay(events, "sim:0")
+    assert max(n for _, n in jobs) == most
+    assert jobs[-1][1] == 0
+    assert trace["otherData"]["policy"] == policy
+
+
+def test_trace_route_errors_and_an_empty_window() -> None:
+    with start("fifo") as h:
+        for bad in ("0", "abc", "99999999"):
+            status, answer = get(f"{h.url}/v2/trace?seconds={bad}")
+            assert status == 400
+            assert answer["error"].startswith(f"seconds = '{bad}': must be a number")
+        status, trace = get(f"{h.url}/v2/trace")
+    assert status == 200
+    assert [e["ph"] for e in check_schema(trace)] == ["M", "M", "M"]
+    assert trace["otherData"]["window_s"] == 10.0
+
+
+def test_the_trace_file_is_written_at_exit_within_the_ring_bound(tmp_path: Path) -> None:
+    path = tmp_path / "trace.json"
+    with start("fifo", trace=path, trace_events=1000) as h:
+        h.server.timeline.jobs = type(h.server.timeline.jobs)(maxlen=4)  # a small ring
+        asyncio.run(burst(h.url, 3))
+        assert not path.exists()
+    trace = json.loads(path.read_text())
+    events = check_schema(trace)
+    assert sum(e["ph"] == "X" for e in events) == 4
+    assert (trace["otherData"]["jobs"], trace["otherData"]["dropped"]) == (4, 2)
+    assert not [p for p in tmp_path.iterdir() if p.name != "trace.json"]  # no temporary left
+
+
+def test_a_trace_file_in_a_missing_folder_is_refused_at_start(tmp_path: Path) -> None:
+    path = tmp_path / "nowhere" / "trace.json"
+    with pytest.raises(LanesError) as err:
+        start("fifo", trace=path)
+    assert err.value.message == (
+        f"trace = '{path}': folder '{path.parent}' does not exist (see --trace)"
+    )
