@@ -38,8 +38,8 @@ $(EXT_STAMP): $(PY_STAMP) $(RUST_SOURCES) pyproject.toml
 setup: $(EXT_STAMP) ## create .venv, install dependencies, build the extension
 
 .PHONY: demo
-demo: setup ## compare scheduling policies on the built-in OCR host (lanes sim)
-	$(BIN)/lanes sim ocr --policies independent,semaphore,fifo,sjf --loads 0.5,0.7,0.8,0.9 --seeds 2 --requests 100000 --capacity
+demo: setup ## compare independent, fifo and sjf serving the demo zoo on this host (lanes demo, ~8 min)
+	$(BIN)/lanes demo
 
 .PHONY: test
 test: setup lint ## every test and lint: cargo test, pytest, clippy, fmt, ruff, stubtest
@@ -73,9 +73,17 @@ bench: setup ## benchmarks: policy dispatch latency, simulator speed, zoo model 
 bench-load: setup ## load-engine benchmarks vs wrk and nginx on loopback (bench/load; installs nginx and wrk)
 	$(PY) bench/load/run.py all
 
+.PHONY: bench-serve
+bench-serve: setup ## lanes serve vs LitServe and Ray Serve, same ONNX models (bench/serve/peers; ~20 min, own venv)
+	$(PY) bench/serve/peers/run.py all
+
 .PHONY: bench-probe
 bench-probe: setup ## SYN prober: 10,000 loopback targets for 60 s, and a forced-small buffer (bench/probe; needs CAP_NET_RAW)
 	$(PY) bench/probe/run.py all --seconds 60
+
+.PHONY: bench-arbiter
+bench-arbiter: setup ## lanes arbiter on one core: cycles/s at 64 clients, grant latency (bench/arbiter; needs taskset)
+	$(PY) bench/arbiter/run.py --repeats 3 --seconds 10
 
 .PHONY: clean
 clean: ## remove build outputs and the virtual environment

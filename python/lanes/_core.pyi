@@ -9,9 +9,11 @@ produced by :meth:`lanes.sim.Scenario.to_core`; result dicts are described in do
 from typing import Any, final
 
 __all__ = [
+    "ArbiterRun",
     "LoadRun",
     "ProbeRun",
     "Scheduler",
+    "arbiter_start",
     "capacity",
     "load_merge",
     "load_percentiles",
@@ -188,3 +190,38 @@ def probe_start(spec: dict[str, Any]) -> ProbeRun:
     """Check a probe spec (see lanes.probe.spec), load the targets, open the sockets and start
     probing. Raises ``LanesError`` (``bad_argument``, ``targets_invalid``, ``io_error``,
     ``socket_failed``, ``metrics_bind_failed``) before any probe is sent."""
+
+@final
+class ArbiterRun:
+    """A running arbiter daemon (crates/lanes-arbiter), from :func:`arbiter_start`."""
+
+    def notice(self, timeout_s: float) -> str | None:
+        """The next log line (stale socket replaced, grant held past the limit, protocol error,
+        timeline written), waiting up to ``timeout_s`` (GIL released); ``None`` if none came."""
+
+    def stop(self) -> None:
+        """Start the shutdown: queued acquires are answered REJECT(shutting_down), the socket is
+        removed, connections close; the timeline is written at the end."""
+
+    def wait(self, timeout_s: float) -> bool:
+        """Wait up to ``timeout_s`` seconds (GIL released); true once the run has ended."""
+
+    def result(self) -> None:
+        """Wait for the end; raise ``LanesError`` if the run failed (``output_failed``)."""
+
+    def metrics(self) -> str | None:
+        """The metrics in Prometheus' text format; ``None`` once stopped."""
+
+    def stats(self) -> str | None:
+        """The STATS_REPLY JSON document; ``None`` once stopped."""
+
+    @property
+    def metrics_address(self) -> tuple[str, int] | None:
+        """``(host, port)`` of the metrics endpoint, if one was asked for."""
+
+def arbiter_start(spec: dict[str, Any]) -> ArbiterRun:
+    """Check an arbiter spec (keys of ``lanes_arbiter::ArbiterSpec``: ``socket``, ``devices``,
+    ``capacity``, ``policy``, ``max_hold_ms``, ``revoke``, ``queue_limit``, ``mode``, ``uid``,
+    ``gid``, ``metrics``, ``trace``, ``trace_events``, ``threads``), create the socket and start
+    serving. Raises ``LanesError`` (``bad_argument``, ``socket_in_use``, ``socket_failed``,
+    ``metrics_bind_failed``) before any client can connect."""

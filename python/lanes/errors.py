@@ -35,6 +35,12 @@ such GPU)."""
 BAD_INPUT = "bad_input"
 """A request input a model cannot use (an image that does not decode, a tensor of the wrong
 datatype or shape); the server answers 400."""
+RESULTS_INVALID = "results_invalid"
+"""A lab results folder (docs/lab.md) that is missing, holds no runs, or has a run file that
+cannot be read; or a report baseline that is not one of its variants."""
+EXPERIMENT_INVALID = "experiment_invalid"
+"""A lab experiment file (docs/lab.md) that is not valid TOML, has an unknown key, or a value out
+of its allowed range; or a results folder that holds a different experiment."""
 
 
 class LanesError(Exception):

@@ -10,7 +10,9 @@
 //! 10 s when neither `duration_s` nor `requests` bounds the run; a 10 s
 //! request timeout; a send counts as late when it leaves more than 1 ms after
 //! its intended time; method GET, or POST when a body or a corpus folder is
-//! given.
+//! given. Frame targets may add a hello frame per connection and send
+//! sequences of frames per exchange ([`FrameOptions`]); both are refused on
+//! HTTP targets.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -24,6 +26,7 @@ use serde::Deserialize;
 use crate::corpus::{Corpus, Order, Template};
 use crate::error::LoadError;
 use crate::pacer::Arrival;
+use crate::sender::{split_frames, FrameOptions};
 use crate::target::{Protocol, Target};
 
 /// Most connections a run may open.
@@ -75,6 +78,13 @@ pub struct RunSpec {
     pub late_after_s: Option<f64>,
     /// Write `index intended_ns sent_ns` per send to this file.
     pub send_log: Option<PathBuf>,
+    /// Frame targets: a file whose bytes are one payload, sent once on each
+    /// new connection; its reply is read and not recorded.
+    pub frame_hello: Option<PathBuf>,
+    /// Frame targets: each body is a sequence of whole length-prefixed
+    /// frames, sent one after another's reply; one exchange is the sequence.
+    #[serde(default)]
+    pub frame_seq: bool,
 }
 
 fn default_seed() -> u64 {
@@ -120,6 +130,8 @@ pub struct RunConfig {
     pub corpus: Arc<Corpus>,
     /// Where to write the send log.
     pub send_log: Option<PathBuf>,
+    /// Frame targets: hello and sequences.
+    pub frames: FrameOptions,
 }
 
 fn seconds(what: &str, value: f64) -> Result<Duration, LoadError> {
@@ -235,6 +247,7 @@ impl RunSpec {
             Some(path) => Corpus::load(path, &template, self.corpus_order, self.seed)?,
             None => Corpus::single(template),
         };
+        let frames = self.frame_options(target.protocol, &corpus)?;
         Ok(RunConfig {
             target,
             load,
@@ -247,6 +260,54 @@ impl RunSpec {
             seed: self.seed,
             corpus: Arc::new(corpus),
             send_log: self.send_log.clone(),
+            frames,
+        })
+    }
+
+    /// Checks the frame options: frame targets only; a hello file of 1 byte
+    /// or more; with sequences, every body splits into whole frames.
+    fn frame_options(
+        &self,
+        protocol: Protocol,
+        corpus: &Corpus,
+    ) -> Result<FrameOptions, LoadError> {
+        if protocol != Protocol::Frame {
+            if self.frame_hello.is_some() || self.frame_seq {
+                return Err(LoadError::BadArgument(
+                    "frame-hello and frame-seq need a frame+unix: target".into(),
+                ));
+            }
+            return Ok(FrameOptions::default());
+        }
+        let hello = match &self.frame_hello {
+            None => None,
+            Some(f) => {
+                let raw = std::fs::read(f).map_err(|e| {
+                    LoadError::BadArgument(format!("frame-hello file {}: {e}", f.display()))
+                })?;
+                if raw.is_empty() || u32::try_from(raw.len()).is_err() {
+                    return Err(LoadError::BadArgument(format!(
+                        "frame-hello file {} must hold 1 byte to 4 GiB, not {}",
+                        f.display(),
+                        raw.len()
+                    )));
+                }
+                Some(Bytes::from(raw))
+            }
+        };
+        if self.frame_seq {
+            for (i, entry) in corpus.entries().iter().enumerate() {
+                split_frames(&entry.body).map_err(|why| {
+                    LoadError::BadArgument(format!(
+                        "frame-seq: body {} is not a sequence of whole frames: {why}",
+                        i + 1
+                    ))
+                })?;
+            }
+        }
+        Ok(FrameOptions {
+            hello,
+            seq: self.frame_seq,
         })
     }
 }
@@ -375,6 +436,29 @@ mod tests {
                 "body file",
             ),
             (spec("frame+unix:/tmp/x.sock"), "need a payload"),
+            (
+                RunSpec {
+                    frame_seq: true,
+                    ..spec(url)
+                },
+                "need a frame+unix: target",
+            ),
+            (
+                RunSpec {
+                    frame_seq: true,
+                    body: Some("\0\0\0\x05ab".into()),
+                    ..spec("frame+unix:/tmp/x.sock")
+                },
+                "body 1 is not a sequence of whole frames: the frame at byte 0 says 5 bytes but 2 follow",
+            ),
+            (
+                RunSpec {
+                    frame_hello: Some("/no/such/hello".into()),
+                    body: Some("x".into()),
+                    ..spec("frame+unix:/tmp/x.sock")
+                },
+                "frame-hello file /no/such/hello",
+            ),
         ] {
             let err = s.build().unwrap_err();
             assert_eq!(err.code(), "bad_argument", "{err}");

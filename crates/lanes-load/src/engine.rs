@@ -127,7 +127,10 @@ impl Run {
     pub fn start(config: RunConfig) -> Result<Self, LoadError> {
         match config.target.protocol {
             Protocol::Http1 => Self::start_with(HttpConnector::new(&config.target), config),
-            Protocol::Frame => Self::start_with(FrameConnector::new(&config.target), config),
+            Protocol::Frame => Self::start_with(
+                FrameConnector::new(&config.target, config.frames.clone()),
+                config,
+            ),
         }
     }
 

@@ -11,6 +11,12 @@
 //!   error of that request.
 //! - [`FrameConnector`]: length-prefixed frames over a Unix socket (a `u32`
 //!   big-endian length, then the payload), the arbiter protocol's framing.
+//!   Two options make it speak session protocols ([`FrameOptions`]): a
+//!   *hello* frame sent once on each new connection, whose reply is read and
+//!   not recorded (a failed hello is a failed connect); and *sequences*, where
+//!   an entry's body is several whole frames (each with its length prefix),
+//!   sent one at a time, each after the previous frame's reply — the exchange
+//!   (and its recorded latency) is the whole sequence.
 //!
 //! Errors are classified as `write` when the failing I/O was a write, else
 //! `read` (resets, early closes, malformed replies); a wrapper around the
@@ -281,20 +287,64 @@ impl Exchange for HttpConn {
     }
 }
 
+/// How frame connections open and what an exchange is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FrameOptions {
+    /// Payload sent once on each new connection; its reply is read, not recorded.
+    pub hello: Option<Bytes>,
+    /// Bodies are sequences of whole frames (length prefixes included), each
+    /// sent after the previous frame's reply; else a body is one payload.
+    pub seq: bool,
+}
+
+/// Splits `wire` into whole frames (each a `u32` big-endian length of 1 or
+/// more, then that many bytes), returning each frame with its prefix.
+/// `Err` names the offset of the first frame that is empty or cut short.
+pub fn split_frames(wire: &[u8]) -> Result<Vec<&[u8]>, String> {
+    let mut frames = Vec::new();
+    let mut at = 0usize;
+    while at < wire.len() {
+        let Some(head) = wire.get(at..at + 4) else {
+            return Err(format!(
+                "a frame length at byte {at} is cut short ({} of 4 bytes)",
+                wire.len() - at
+            ));
+        };
+        let len = u32::from_be_bytes(head.try_into().expect("4 bytes")) as usize;
+        if len == 0 {
+            return Err(format!("the frame at byte {at} is empty (length 0)"));
+        }
+        let end = at + 4 + len;
+        if end > wire.len() {
+            return Err(format!(
+                "the frame at byte {at} says {len} bytes but {} follow",
+                wire.len() - at - 4
+            ));
+        }
+        frames.push(&wire[at..end]);
+        at = end;
+    }
+    if frames.is_empty() {
+        return Err("no frames".into());
+    }
+    Ok(frames)
+}
+
 /// Length-prefixed frame connections over a Unix socket.
 #[derive(Debug, Clone)]
 pub struct FrameConnector {
     path: PathBuf,
+    options: FrameOptions,
 }
 
 impl FrameConnector {
     /// A connector for a `frame+unix:` target.
-    pub fn new(target: &Target) -> Self {
+    pub fn new(target: &Target, options: FrameOptions) -> Self {
         let path = match &target.endpoint {
             Endpoint::Unix(p) => p.clone(),
             Endpoint::Tcp(a) => PathBuf::from(a.to_string()),
         };
-        Self { path }
+        Self { path, options }
     }
 }
 
@@ -303,31 +353,46 @@ impl FrameConnector {
 pub struct FrameConn {
     stream: UnixStream,
     buf: Vec<u8>,
+    seq: bool,
 }
 
 impl Connect for FrameConnector {
     type Conn = FrameConn;
 
     async fn connect(&self) -> io::Result<FrameConn> {
-        Ok(FrameConn {
+        let mut conn = FrameConn {
             stream: UnixStream::connect(&self.path).await?,
             buf: Vec::new(),
-        })
+            seq: self.options.seq,
+        };
+        if let Some(hello) = &self.options.hello {
+            conn.one(None, hello).await.map_err(|f| {
+                io::Error::new(
+                    io::ErrorKind::ConnectionAborted,
+                    format!("the hello frame failed ({f:?})"),
+                )
+            })?;
+        }
+        Ok(conn)
     }
 }
 
-impl Exchange for FrameConn {
-    async fn usable(&mut self) -> bool {
-        true
-    }
-
-    async fn exchange(&mut self, entry: &Entry) -> Result<Reply, Failure> {
-        let len = u32::try_from(entry.body.len()).map_err(|_| Failure::Write)?;
-        self.buf.clear();
-        self.buf.extend_from_slice(&len.to_be_bytes());
-        self.buf.extend_from_slice(&entry.body);
+impl FrameConn {
+    /// Writes one frame — `prefixed` as is, or `payload` behind its length —
+    /// and reads one reply frame; returns the reply's payload length.
+    async fn one(&mut self, prefixed: Option<&[u8]>, payload: &[u8]) -> Result<u64, Failure> {
+        let wire = match prefixed {
+            Some(frame) => frame,
+            None => {
+                let len = u32::try_from(payload.len()).map_err(|_| Failure::Write)?;
+                self.buf.clear();
+                self.buf.extend_from_slice(&len.to_be_bytes());
+                self.buf.extend_from_slice(payload);
+                &self.buf
+            }
+        };
         self.stream
-            .write_all(&self.buf)
+            .write_all(wire)
             .await
             .map_err(|_| Failure::Write)?;
         let mut head = [0u8; 4];
@@ -344,9 +409,74 @@ impl Exchange for FrameConn {
             .read_exact(&mut self.buf)
             .await
             .map_err(|_| Failure::Read)?;
-        Ok(Reply {
-            status: 0,
-            bytes: len as u64,
-        })
+        Ok(len as u64)
+    }
+}
+
+impl Exchange for FrameConn {
+    async fn usable(&mut self) -> bool {
+        true
+    }
+
+    async fn exchange(&mut self, entry: &Entry) -> Result<Reply, Failure> {
+        let bytes = if self.seq {
+            // Whole frames, checked by `split_frames` when the run was configured.
+            let body = &entry.body[..];
+            let (mut at, mut bytes) = (0usize, 0u64);
+            while at + 4 <= body.len() {
+                let len = u32::from_be_bytes(body[at..at + 4].try_into().expect("4 bytes"));
+                let end = (at + 4 + len as usize).min(body.len());
+                bytes += self.one(Some(&body[at..end]), &[]).await?;
+                at = end;
+            }
+            bytes
+        } else {
+            self.one(None, &entry.body).await?
+        };
+        Ok(Reply { status: 0, bytes })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_frames;
+
+    fn frame(payload: &[u8]) -> Vec<u8> {
+        let mut f = (payload.len() as u32).to_be_bytes().to_vec();
+        f.extend_from_slice(payload);
+        f
+    }
+
+    #[test]
+    fn whole_frames_split_with_their_prefixes() {
+        let wire = [frame(b"a"), frame(b"bcd"), frame(&[0; 300])].concat();
+        let frames = split_frames(&wire).unwrap();
+        assert_eq!(frames.len(), 3);
+        assert_eq!(frames[0], &frame(b"a")[..]);
+        assert_eq!(frames[1], &frame(b"bcd")[..]);
+        assert_eq!(frames[2].len(), 304);
+    }
+
+    #[test]
+    fn broken_sequences_name_the_offset() {
+        let one = frame(b"xy");
+        for (wire, needle) in [
+            (Vec::new(), "no frames".to_string()),
+            (
+                [one.clone(), vec![0, 0]].concat(),
+                "at byte 6 is cut short".into(),
+            ),
+            (
+                [one.clone(), vec![0, 0, 0, 0]].concat(),
+                "at byte 6 is empty".into(),
+            ),
+            (
+                [one.clone(), vec![0, 0, 0, 9, 1]].concat(),
+                "at byte 6 says 9 bytes but 1 follow".into(),
+            ),
+        ] {
+            let err = split_frames(&wire).unwrap_err();
+            assert!(err.contains(&needle), "{wire:?}: {err}");
+        }
     }
 }

@@ -194,6 +194,8 @@ pub fn closed_port() -> SocketAddr {
 #[derive(Debug)]
 pub struct UnixServer {
     pub path: PathBuf,
+    /// Frames received (frame echo only).
+    pub frames: Arc<AtomicU64>,
     _dir: tempfile::TempDir,
     stop: Option<oneshot::Sender<()>>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -216,6 +218,8 @@ pub fn unix(frames: bool) -> UnixServer {
     let std_listener = std::os::unix::net::UnixListener::bind(&path).unwrap();
     std_listener.set_nonblocking(true).unwrap();
     let (stop, mut stopped) = oneshot::channel::<()>();
+    let frames_seen = Arc::new(AtomicU64::new(0));
+    let counter = frames_seen.clone();
     let thread = std::thread::spawn(move || {
         let rt = runtime();
         let local = tokio::task::LocalSet::new();
@@ -226,6 +230,7 @@ pub fn unix(frames: bool) -> UnixServer {
                     _ = &mut stopped => return,
                     accepted = listener.accept() => {
                         let Ok((mut s, _)) = accepted else { continue };
+                        let counter = counter.clone();
                         tokio::task::spawn_local(async move {
                             if frames {
                                 loop {
@@ -233,6 +238,7 @@ pub fn unix(frames: bool) -> UnixServer {
                                     if s.read_exact(&mut head).await.is_err() { return; }
                                     let mut payload = vec![0u8; u32::from_be_bytes(head) as usize];
                                     if s.read_exact(&mut payload).await.is_err() { return; }
+                                    counter.fetch_add(1, Ordering::Relaxed);
                                     if s.write_all(&head).await.is_err() { return; }
                                     if s.write_all(&payload).await.is_err() { return; }
                                 }
@@ -250,6 +256,7 @@ pub fn unix(frames: bool) -> UnixServer {
     });
     UnixServer {
         path,
+        frames: frames_seen,
         _dir: dir,
         stop: Some(stop),
         thread: Some(thread),

@@ -187,6 +187,31 @@ fn raw_frames_over_a_unix_socket() {
 }
 
 #[test]
+fn a_hello_per_connection_and_sequences_of_frames() {
+    let server = common::unix(true);
+    let dir = tempfile::tempdir().unwrap();
+    let hello = dir.path().join("hello.bin");
+    std::fs::write(&hello, b"HELLO").unwrap();
+    let frame = |p: &[u8]| [&(p.len() as u32).to_be_bytes()[..], p].concat();
+    let body = [frame(b"ab"), frame(b"cde")].concat();
+    let r = run(RunSpec {
+        requests: Some(100),
+        connections: Some(3),
+        body_file: None,
+        body: Some(String::from_utf8(body).unwrap()),
+        frame_hello: Some(hello),
+        frame_seq: true,
+        ..spec(format!("frame+unix:{}", server.path.display()))
+    });
+    assert_eq!((r.requests, r.errors.total()), (100, 0));
+    // Each exchange is two frames and their two replies; the hellos are not recorded.
+    assert_eq!((r.bytes.sent, r.bytes.received), (1300, 500));
+    // 3 connections for the run, plus the preflight's: one hello each.
+    let seen = server.frames.load(std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(seen, 200 + 4);
+}
+
+#[test]
 fn stop_ends_a_run_early_and_still_reports() {
     let server = common::http(Behaviour::Slow(20));
     let config = RunSpec {

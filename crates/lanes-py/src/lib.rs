@@ -4,6 +4,7 @@
 //! The load engine's bindings live in [`load`], the policy engine's in
 //! [`scheduler`].
 
+mod arbiter;
 mod load;
 mod probe;
 mod scheduler;
@@ -182,6 +183,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(parse_policy, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(capacity, m)?)?;
+    arbiter::register(m)?;
     load::register(m)?;
     probe::register(m)?;
     scheduler::register(m)?;

@@ -56,8 +56,15 @@ def spec(
     seed: int = 1,
     late_after: float = 0.001,
     send_log: str | os.PathLike[str] | None = None,
+    frame_hello: str | os.PathLike[str] | None = None,
+    frame_seq: bool = False,
 ) -> dict[str, Any]:
-    """The engine's run spec (docs/bench.md); times in seconds. ``rate`` selects open loop."""
+    """The engine's run spec (docs/bench.md); times in seconds. ``rate`` selects open loop.
+
+    Frame targets only: ``frame_hello`` is a file whose bytes are one payload sent once on each
+    new connection (its reply is not recorded); ``frame_seq`` makes every body a sequence of
+    whole length-prefixed frames, each sent after the previous reply, timed as one exchange.
+    """
     if isinstance(headers, Mapping):
         header_lines = [f"{k}: {v}" for k, v in headers.items()]
     elif isinstance(headers, str):  # one "Name: value" line, not a sequence of characters
@@ -82,6 +89,8 @@ def spec(
         "seed": seed,
         "late_after_s": late_after,
         "send_log": _path(send_log),
+        "frame_hello": _path(frame_hello),
+        "frame_seq": frame_seq or None,
     }
     return {k: v for k, v in out.items() if v is not None}
 

@@ -20,10 +20,13 @@ from collections.abc import Sequence
 
 from lanes.errors import LanesError
 
-COMMANDS = ("serve", "sim", "bench", "bench_corpus", "probe", "zoo")
+COMMANDS = (
+    "serve", "sim", "bench", "bench_corpus", "bench_run", "probe", "arbiter", "zoo", "report",
+    "demo",
+)  # fmt: skip
 """Subcommand modules under ``lanes.cli``, in the order ``lanes --help`` lists them."""
 
-NESTED = {("bench", "corpus"): "bench-corpus"}
+NESTED = {("bench", "corpus"): "bench-corpus", ("bench", "run"): "bench-run"}
 """Two-word commands and the parser each is routed to: ``lanes bench corpus`` shares its first
 word with ``lanes bench URL``, which argparse cannot tell apart on its own."""
 

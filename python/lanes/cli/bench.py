@@ -123,6 +123,19 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="random",
         help="weighted seeded draws or round-robin (default random)",
     )
+    req.add_argument(
+        "--frame-hello",
+        type=Path,
+        metavar="FILE",
+        help="frame targets: send this file's bytes as one frame on each new connection; "
+        "its reply is read and not recorded (a session handshake)",
+    )
+    req.add_argument(
+        "--frame-seq",
+        action="store_true",
+        help="frame targets: each body is a sequence of whole length-prefixed frames, each "
+        "sent after the previous reply; the exchange timed is the whole sequence",
+    )
     out = p.add_argument_group("output")
     out.add_argument("--json", type=Path, metavar="FILE", help="write the result as JSON")
     out.add_argument(
@@ -200,6 +213,8 @@ def handle(args: argparse.Namespace) -> int:
         seed=args.seed,
         late_after=args.late_after,
         send_log=args.send_log,
+        frame_hello=args.frame_hello,
+        frame_seq=args.frame_seq,
     )
     if show:
         print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)

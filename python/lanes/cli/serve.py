@@ -92,6 +92,12 @@ def register(subparsers: Any) -> None:
         metavar="unix:PATH",
         help="take device grants from a lanes arbiter daemon (share devices with other processes)",
     )
+    ops.add_argument(
+        "--arbiter-fallback",
+        metavar="MODE",
+        help="while the arbiter is down: fail_open (default; limit:1 per device here) or "
+        "fail_closed (503)",
+    )
     parser.add_argument("--config", metavar="FILE", help="a TOML file of these options")
     parser.set_defaults(handler=run)
 
@@ -122,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
         "log_level": args.log_level,
         "access_log": args.access_log,
         "arbiter": args.arbiter,
+        "arbiter_fallback": args.arbiter_fallback,
     }
     config = resolve(cli, config_file)
 

@@ -48,7 +48,9 @@ class ServeConfig:
     - ``log_format``: ``text`` or ``json``; ``log_level``: ``debug``, ``info``, ``warning``,
       ``error``; ``access_log``: one line per request (off by default).
     - ``arbiter``: ``unix:PATH`` of a ``lanes arbiter`` daemon to take device grants from
-      (None: this process schedules its devices alone).
+      (None: this process schedules its devices alone); ``arbiter_fallback`` while the daemon is
+      down: ``fail_open`` (run at ``limit:1`` per device in this process) or ``fail_closed``
+      (answer 503 once a request's deadline passes).
     """
 
     models: Path | None = None
@@ -69,6 +71,7 @@ class ServeConfig:
     log_level: str = "info"
     access_log: bool = False
     arbiter: str | None = None
+    arbiter_fallback: str = "fail_open"
 
     @property
     def max_body_bytes(self) -> int:
@@ -155,6 +158,11 @@ def check(cfg: ServeConfig) -> ServeConfig:
     ):
         raise LanesError(
             BAD_ARGUMENT, f"arbiter = {cfg.arbiter!r}: must be unix:PATH (a lanes arbiter socket)"
+        )
+    if cfg.arbiter_fallback not in ("fail_open", "fail_closed"):
+        raise LanesError(
+            BAD_ARGUMENT,
+            f"arbiter_fallback = {cfg.arbiter_fallback!r}: allowed are fail_open, fail_closed",
         )
     if not 0 < cfg.max_body_mb <= 4096:
         raise LanesError(BAD_ARGUMENT, f"max_body_mb = {cfg.max_body_mb}: must be in (0, 4096]")

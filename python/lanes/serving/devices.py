@@ -49,6 +49,12 @@ def cuda_count() -> int:
         return 0
     if "CUDAExecutionProvider" not in ort.get_available_providers():
         return 0
+    return gpu_count()
+
+
+def gpu_count() -> int:
+    """NVIDIA GPUs on this host, as ``nvidia-smi -L`` lists them (0 without the driver); for
+    ``lanes arbiter``, which grants devices to other processes and runs nothing itself."""
     smi = shutil.which("nvidia-smi")
     if smi is None:
         return 0
@@ -111,12 +117,15 @@ def parse_devices(
         if len(set(indices)) != len(indices):
             raise LanesError(BAD_DEVICES, f"--devices '{text}': a device is listed twice")
         have = cuda_available()
+        usable = (
+            "usable by ONNX Runtime" if cuda_available is cuda_count else "listed by nvidia-smi -L"
+        )
         missing = [i for i in indices if i >= have]
         if missing:
             raise LanesError(
                 BAD_DEVICES,
                 f"--devices '{text}': cuda:{missing[0]} is not present "
-                f"(this host has {have} CUDA device(s) usable by ONNX Runtime); allowed: {ALLOWED}",
+                f"(this host has {have} CUDA device(s) {usable}); allowed: {ALLOWED}",
             )
         return [Device("cuda", i, 1) for i in indices]
     raise LanesError(BAD_DEVICES, f"--devices '{text}': unknown kind '{kind}'; allowed: {ALLOWED}")

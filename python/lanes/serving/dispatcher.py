@@ -96,7 +96,7 @@ class Dispatcher:
         self._ids = itertools.count(1)
         self._shared: Scheduler | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks: set[asyncio.Task[Any]] = set()
         self.occupancy = Occupancy([r.device.name for r in self.runners])
         self.timeline: Timeline | None = None
         self.on_add: Callable[[Served], None] | None = None  # metrics bind a model's stats
@@ -307,11 +307,12 @@ class Dispatcher:
         self,
         s: Served,
         engine: Scheduler,
-        job: int,
+        job: int | None,  # None: granted by the arbiter, not by the engine
         device: int,
         batch: list[Pending],
         dispatch: tuple[int, int],  # (dispatched ns, estimated cost ns)
-    ) -> None:
+    ) -> bool:
+        """Run ``batch`` on ``device`` and answer its requests; true when the model succeeded."""
         runner = self.runners[device]
         replica = s.replicas[device]
         rows = [p.rows for p in batch]
@@ -337,7 +338,8 @@ class Dispatcher:
             error = exc
         ended = now_ns()
         held = ended - started
-        engine.complete(job, ended)
+        if job is not None:
+            engine.complete(job, ended)
         s.inflight -= 1
         s.executions[device] = s.executions.get(device, 0) + 1
         s.running[device] -= 1
@@ -376,6 +378,7 @@ class Dispatcher:
                     p.future.set_exception(Refusal(500, message))
         self._refresh(s)
         self._pump()
+        return error is None
 
     def close(self) -> None:
         for s in self.models.values():

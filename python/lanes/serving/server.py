@@ -49,7 +49,7 @@ from lanes.serving.app import build_app, error
 from lanes.serving.batcher import Refusal
 from lanes.serving.config import ServeConfig
 from lanes.serving.devices import DeviceRunner, parse_devices
-from lanes.serving.dispatcher import Dispatcher
+from lanes.serving.dispatcher import INDEPENDENT, Dispatcher
 from lanes.serving.logs import Logs
 from lanes.serving.metrics import instrument
 from lanes.serving.warmup import Warmed, warm_up
@@ -75,6 +75,22 @@ def load_models(config: ServeConfig) -> list[Model]:
     return load_repository(config.models)
 
 
+def _dispatcher(config: ServeConfig, runners: Sequence[DeviceRunner]) -> Dispatcher:
+    """The in-process scheduler, or (``arbiter``) grants from a ``lanes arbiter`` daemon."""
+    if config.arbiter is None:
+        return Dispatcher(config.policy, runners)
+    from lanes.arbiter import Client
+    from lanes.serving.arbitrated import ArbitratedDispatcher
+
+    client = Client(
+        config.arbiter.removeprefix("unix:"),
+        service=f"lanes-serve:{os.getpid()}",
+        fallback=config.arbiter_fallback,
+        devices=[r.device.name for r in runners],
+    )
+    return ArbitratedDispatcher(config.policy, runners, client)
+
+
 class Server:
     """One ``lanes serve`` instance: models on devices behind the HTTP API."""
 
@@ -85,9 +101,12 @@ class Server:
         self.version = _core.version()
         self.state = LOADING
         devices = parse_devices(config.devices, threads=config.cpu_threads)
-        slots = Dispatcher.device_slots(config.policy, models)
+        # Under an arbiter, the daemon's capacity decides how many batches share a device.
+        slots = Dispatcher.device_slots(
+            INDEPENDENT if config.arbiter is not None else config.policy, models
+        )
         runners = [DeviceRunner(d, slots) for d in devices]
-        self.dispatcher = Dispatcher(config.policy, runners)
+        self.dispatcher = _dispatcher(config, runners)
         self.metrics, self.timeline = instrument(self.dispatcher, config, self.version, models)
         self.metrics_port: int | None = None  # bound once listening, when metrics are on
         self.cpu = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="lanes-cpu")

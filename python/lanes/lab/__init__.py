@@ -1,0 +1,1 @@
+"""The lab: experiments, the runner, aggregation of results, and reports."""

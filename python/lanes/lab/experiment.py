@@ -1,0 +1,438 @@
+"""The experiment file: a typed, validated description of one lab experiment.
+
+An experiment (TOML, docs/lab.md has every key) names the **variants** to compare (each a
+command that starts a server, or the URL of one already running), one **workload** (a weighted
+mix of models and their request corpora, an arrival law, load levels, windows, repeats, SLO) and
+the **stability** rule. :func:`load_experiment` parses a file into an :class:`Experiment`; the
+runner never sees raw TOML.
+
+Validation rule: every table accepts only its known keys; each problem raises
+``LanesError("experiment_invalid", ...)`` with one line ``FILE: KEY.PATH = VALUE: problem;
+allowed: ...``, and the first problem found is the one reported. Mix weights are relative: they
+are divided by their sum. Paths (a corpus, a trace) are relative to the experiment file's folder.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from lanes.errors import EXPERIMENT_INVALID, LanesError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+ARRIVALS = ("constant", "poisson", "bursty", "trace")
+"""Arrival laws of an open-loop workload."""
+_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+_TOP_KEYS = ("name", "description", "baseline", "variant", "workload", "stability")
+_VARIANT_KEYS = ("name", "command", "url", "metrics_url", "ready_url", "env", "ready_timeout_s")
+_WORKLOAD_KEYS = (
+    "mix",
+    "arrival",
+    "cv",
+    "trace",
+    "segment_s",
+    "levels",
+    "concurrency",
+    "warmup_s",
+    "measure_s",
+    "repeats",
+    "slo_ms",
+    "generators",
+    "connections",
+    "timeout_s",
+    "seed",
+)
+_MIX_KEYS = ("model", "weight", "corpus", "input")
+_STABILITY_KEYS = ("tolerance", "latency_tolerance", "windows", "max_extensions")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One server configuration under test: a ``command`` to start, or a running ``url``.
+
+    In ``command``, ``metrics_url`` and ``ready_url``, ``{port}`` and ``{metrics_port}`` stand
+    for free ports the runner picks at each start.
+    """
+
+    name: str
+    command: tuple[str, ...] | None = None
+    url: str = "http://127.0.0.1:{port}"
+    metrics_url: str | None = "http://127.0.0.1:{metrics_port}/metrics"
+    ready_url: str = "{url}/v2/health/ready"
+    env: Mapping[str, str] = field(default_factory=dict)
+    ready_timeout_s: float = 120.0
+
+
+@dataclass(frozen=True)
+class MixEntry:
+    """One model of the mix: its share of the load and its requests."""
+
+    model: str
+    weight: float
+    corpus: Path | None = None
+    """A JSONL corpus (docs/bench.md); None: built from the demo zoo's sample images."""
+    input: str = "image"
+    """The input tensor name used when the corpus is built from images."""
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What load is offered, how long, how often and against which SLO."""
+
+    mix: tuple[MixEntry, ...]
+    levels: tuple[float, ...] = ()
+    """Open loop: total offered rates in requests/s (ascending)."""
+    concurrency: tuple[int, ...] = ()
+    """Closed loop: total concurrencies (ascending); exactly one of levels/concurrency is set."""
+    arrival: str = "poisson"
+    cv: float = 3.0
+    trace: Path | None = None
+    segment_s: float = 1.0
+    warmup_s: float = 2.0
+    measure_s: float = 8.0
+    repeats: int = 5
+    slo_ms: float = 100.0
+    generators: int = 1
+    connections: int = 64
+    timeout_s: float = 10.0
+    seed: int = 1
+
+    @property
+    def closed(self) -> bool:
+        """True for a closed-loop workload (``concurrency`` levels)."""
+        return bool(self.concurrency)
+
+    @property
+    def level_count(self) -> int:
+        return len(self.concurrency) if self.closed else len(self.levels)
+
+
+@dataclass(frozen=True)
+class Stability:
+    """perf_analyzer's rule: the last ``windows`` windows of a measurement agree.
+
+    Throughput within ``tolerance`` and p99 within ``latency_tolerance`` of their means; else
+    the run is measured again (warm-up and window), at most ``max_extensions`` times, unless the
+    level is overloaded (achieved below 90 % of offered), where waiting cannot help.
+    """
+
+    tolerance: float = 0.1
+    latency_tolerance: float = 0.3
+    windows: int = 3
+    max_extensions: int = 1
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A validated experiment file."""
+
+    name: str
+    variants: tuple[Variant, ...]
+    workload: Workload
+    stability: Stability = Stability()
+    baseline: str | None = None
+    description: str = ""
+    source: Path | None = None
+
+    def quick(self) -> Experiment:
+        """One repeat, three levels (the lowest, the middle, the highest)."""
+        w = self.workload
+        pick = sorted({0, w.level_count // 2, w.level_count - 1})
+        levels = tuple(w.levels[i] for i in pick) if w.levels else ()
+        conc = tuple(w.concurrency[i] for i in pick) if w.concurrency else ()
+        return replace(self, workload=replace(w, levels=levels, concurrency=conc, repeats=1))
+
+    def with_repeats(self, repeats: int) -> Experiment:
+        return replace(self, workload=replace(self.workload, repeats=repeats))
+
+
+class _Checker:
+    """Reads typed values out of the parsed TOML, raising one clear line per problem."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def fail(self, key: str, value: object, problem: str) -> LanesError:
+        return LanesError(EXPERIMENT_INVALID, f"{self.source}: {key} = {value!r}: {problem}")
+
+    def keys(self, table: Mapping[str, Any], path: str, allowed: Sequence[str]) -> None:
+        for key in table:
+            if key not in allowed:
+                where = f"{path}.{key}" if path else key
+                raise LanesError(
+                    EXPERIMENT_INVALID,
+                    f"{self.source}: {where}: unknown key; allowed: {', '.join(allowed)}",
+                )
+
+    def missing(self, key: str, what: str) -> LanesError:
+        return LanesError(EXPERIMENT_INVALID, f"{self.source}: {key}: missing; {what}")
+
+    def table(self, value: object, key: str) -> Mapping[str, Any]:
+        if not isinstance(value, dict):
+            raise self.fail(key, value, "not a table")
+        return value
+
+    def string(self, value: object, key: str, *, name: bool = False) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.fail(key, value, "allowed: a non-empty string")
+        if name and not _NAME.fullmatch(value):
+            raise self.fail(key, value, "allowed: letters, digits, '_', '.', '-'")
+        return value
+
+    def number(
+        self, value: object, key: str, *, low: float, high: float = float("inf"), open_low: bool
+    ) -> float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if ok:
+            v = float(value)  # type: ignore[arg-type]
+            ok = (v > low if open_low else v >= low) and v <= high
+        if not ok:
+            lo = f"> {low:g}" if open_low else f">= {low:g}"
+            hi = "" if high == float("inf") else f" and <= {high:g}"
+            raise self.fail(key, value, f"allowed: a number {lo}{hi}")
+        return float(value)  # type: ignore[arg-type]
+
+    def integer(self, value: object, key: str, *, low: int) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < low:
+            raise self.fail(key, value, f"allowed: a whole number >= {low}")
+        return value
+
+    def path(self, value: object, key: str, base: Path) -> Path:
+        text = self.string(value, key)
+        p = Path(text)
+        p = p if p.is_absolute() else base / p
+        if not p.is_file():
+            raise self.fail(key, value, f"no such file ({p})")
+        return p
+
+
+def load_experiment(path: Path) -> Experiment:
+    """Parse and validate the experiment file at ``path``."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as err:
+        raise LanesError(EXPERIMENT_INVALID, f"{path}: {err.strerror or err}") from err
+    except UnicodeDecodeError as err:
+        raise LanesError(EXPERIMENT_INVALID, f"{path}: not UTF-8 text ({err.reason})") from err
+    return parse_experiment(text, source=path)
+
+
+def parse_experiment(
+    text: str, *, source: Path | None = None, base: Path | None = None
+) -> Experiment:
+    """Parse and validate experiment TOML ``text``; ``source`` names it in messages and paths
+    are relative to ``base`` (default: the source's folder, else the working directory)."""
+    name = str(source) if source is not None else "experiment"
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise LanesError(EXPERIMENT_INVALID, f"{name}: not valid TOML: {err}") from None
+    root = base if base is not None else (source.parent if source is not None else Path("."))
+    c = _Checker(name)
+    c.keys(data, "", _TOP_KEYS)
+    if "name" not in data:
+        raise c.missing("name", "the experiment's name is required")
+    exp_name = c.string(data["name"], "name", name=True)
+    description = c.string(data["description"], "description") if "description" in data else ""
+    variants = _variants(c, data.get("variant"))
+    workload = _workload(c, data.get("workload"), root)
+    stability = _stability(c, data.get("stability", {}))
+    baseline = None
+    if "baseline" in data:
+        baseline = c.string(data["baseline"], "baseline")
+        names = [v.name for v in variants]
+        if baseline not in names:
+            raise c.fail("baseline", baseline, f"not a variant; allowed: {', '.join(names)}")
+    return Experiment(exp_name, variants, workload, stability, baseline, description, source)
+
+
+def _variants(c: _Checker, raw: object) -> tuple[Variant, ...]:
+    if raw is None:
+        raise c.missing("variant", "at least one [[variant]] is required")
+    if not isinstance(raw, list) or not raw:
+        raise c.fail("variant", raw, "allowed: one or more [[variant]] tables")
+    out: list[Variant] = []
+    for i, item in enumerate(raw):
+        where = f"variant[{i}]"
+        t = c.table(item, where)
+        c.keys(t, where, _VARIANT_KEYS)
+        if "name" not in t:
+            raise c.missing(f"{where}.name", "each variant needs a name")
+        vname = c.string(t["name"], f"{where}.name", name=True)
+        if any(v.name == vname for v in out):
+            raise c.fail(f"{where}.name", vname, "a second variant of this name")
+        has_cmd, has_url = "command" in t, "url" in t
+        if has_cmd == has_url:
+            raise LanesError(
+                EXPERIMENT_INVALID,
+                f"{c.source}: {where}: give exactly one of command (start a server) or url "
+                "(one already running)",
+            )
+        kw: dict[str, Any] = {"name": vname}
+        if has_cmd:
+            cmd = t["command"]
+            if (
+                not isinstance(cmd, list)
+                or not cmd
+                or not all(isinstance(a, str) and a for a in cmd)
+            ):
+                raise c.fail(f"{where}.command", cmd, "allowed: a non-empty list of strings")
+            kw["command"] = tuple(cmd)
+        else:
+            kw["url"] = _url(c, t["url"], f"{where}.url").rstrip("/")
+            kw["metrics_url"] = None
+        for key in ("metrics_url", "ready_url"):
+            if key in t:
+                kw[key] = _url(c, t[key], f"{where}.{key}")
+        if "env" in t:
+            env = c.table(t["env"], f"{where}.env")
+            for k, v in env.items():
+                if not isinstance(v, str):
+                    raise c.fail(f"{where}.env.{k}", v, "allowed: a string")
+            kw["env"] = dict(env)
+        if "ready_timeout_s" in t:
+            kw["ready_timeout_s"] = c.number(
+                t["ready_timeout_s"], f"{where}.ready_timeout_s", low=0, high=3600, open_low=True
+            )
+        out.append(Variant(**kw))
+    return tuple(out)
+
+
+def _url(c: _Checker, value: object, key: str) -> str:
+    text = c.string(value, key)
+    if not (text.startswith("http://") or text.startswith("{url}")):
+        raise c.fail(key, value, "allowed: an http:// URL")
+    return text
+
+
+def _workload(c: _Checker, raw: object, root: Path) -> Workload:
+    if raw is None:
+        raise c.missing("workload", "a [workload] table is required")
+    t = c.table(raw, "workload")
+    c.keys(t, "workload", _WORKLOAD_KEYS)
+    kw: dict[str, Any] = {"mix": _mix(c, t.get("mix"), root)}
+    arrival = t.get("arrival", "poisson")
+    if arrival not in ARRIVALS:
+        raise c.fail("workload.arrival", arrival, f"allowed: {', '.join(ARRIVALS)}")
+    kw["arrival"] = arrival
+    if "cv" in t:
+        if arrival != "bursty":
+            raise c.fail("workload.cv", t["cv"], "only with arrival = 'bursty'")
+        kw["cv"] = c.number(t["cv"], "workload.cv", low=0, high=20, open_low=True)
+    if arrival == "trace":
+        if "trace" not in t:
+            raise c.missing("workload.trace", "arrival = 'trace' needs a file of timestamps")
+        kw["trace"] = c.path(t["trace"], "workload.trace", root)
+        _check_trace(c, kw["trace"])
+    elif "trace" in t:
+        raise c.fail("workload.trace", t["trace"], "only with arrival = 'trace'")
+    has_levels, has_conc = "levels" in t, "concurrency" in t
+    if has_levels == has_conc:
+        raise LanesError(
+            EXPERIMENT_INVALID,
+            f"{c.source}: workload: give exactly one of levels (open loop, requests/s) or "
+            "concurrency (closed loop)",
+        )
+    if has_levels:
+        kw["levels"] = _ascending(c, t["levels"], "workload.levels", integer=False)
+    else:
+        if arrival != "poisson" and "arrival" in t:
+            raise c.fail("workload.arrival", arrival, "closed loop (concurrency) has no arrival")
+        kw["concurrency"] = tuple(
+            int(x) for x in _ascending(c, t["concurrency"], "workload.concurrency", integer=True)
+        )
+    floats = {
+        "segment_s": (0.05, 60.0, True),
+        "warmup_s": (0.0, 3600.0, False),
+        "measure_s": (0.0, 3600.0, True),
+        "slo_ms": (0.0, 1e7, True),
+        "timeout_s": (0.0, 600.0, True),
+    }
+    for key, (low, high, open_low) in floats.items():
+        if key in t:
+            kw[key] = c.number(t[key], f"workload.{key}", low=low, high=high, open_low=open_low)
+    if "slo_ms" not in t:
+        raise c.missing("workload.slo_ms", "the latency SLO in milliseconds is required")
+    for key, low in (("repeats", 1), ("generators", 1), ("connections", 1), ("seed", 0)):
+        if key in t:
+            kw[key] = c.integer(t[key], f"workload.{key}", low=low)
+    return Workload(**kw)
+
+
+def _mix(c: _Checker, raw: object, root: Path) -> tuple[MixEntry, ...]:
+    if raw is None:
+        raise c.missing("workload.mix", "a list of {model, weight} is required")
+    if not isinstance(raw, list) or not raw:
+        raise c.fail("workload.mix", raw, "allowed: a non-empty list of {model, weight, corpus}")
+    entries: list[MixEntry] = []
+    for i, item in enumerate(raw):
+        where = f"workload.mix[{i}]"
+        t = c.table(item, where)
+        c.keys(t, where, _MIX_KEYS)
+        if "model" not in t:
+            raise c.missing(f"{where}.model", "each mix entry names a model")
+        model = c.string(t["model"], f"{where}.model", name=True)
+        if any(e.model == model for e in entries):
+            raise c.fail(f"{where}.model", model, "a second mix entry for this model")
+        weight = c.number(t.get("weight", 1.0), f"{where}.weight", low=0, open_low=True)
+        corpus = c.path(t["corpus"], f"{where}.corpus", root) if "corpus" in t else None
+        if corpus is None:
+            from lanes.models.zoo import ZOO_NAMES
+
+            if model not in ZOO_NAMES:
+                raise c.fail(
+                    f"{where}.model",
+                    model,
+                    f"not a demo zoo model, so a corpus is needed; zoo: {', '.join(ZOO_NAMES)}",
+                )
+        name = c.string(t["input"], f"{where}.input") if "input" in t else "image"
+        entries.append(MixEntry(model, weight, corpus, name))
+    total = sum(e.weight for e in entries)
+    return tuple(replace(e, weight=e.weight / total) for e in entries)
+
+
+def _ascending(c: _Checker, raw: object, key: str, *, integer: bool) -> tuple[float, ...]:
+    what = "whole numbers >= 1" if integer else "numbers > 0"
+    if not isinstance(raw, list) or not raw:
+        raise c.fail(key, raw, f"allowed: a non-empty ascending list of {what}")
+    values: list[float] = []
+    for i, v in enumerate(raw):
+        if integer:
+            values.append(c.integer(v, f"{key}[{i}]", low=1))
+        else:
+            values.append(c.number(v, f"{key}[{i}]", low=0, open_low=True))
+    if any(b <= a for a, b in itertools.pairwise(values)):
+        raise c.fail(key, raw, f"allowed: a strictly ascending list of {what}")
+    return tuple(values)
+
+
+def _check_trace(c: _Checker, path: Path) -> None:
+    from lanes.sim.trace import load_trace
+
+    try:
+        load_trace(path)
+    except LanesError as err:
+        raise LanesError(EXPERIMENT_INVALID, f"{c.source}: workload.trace: {err.message}") from None
+
+
+def _stability(c: _Checker, raw: object) -> Stability:
+    t = c.table(raw, "stability")
+    c.keys(t, "stability", _STABILITY_KEYS)
+    kw: dict[str, Any] = {}
+    for key in ("tolerance", "latency_tolerance"):
+        if key in t:
+            kw[key] = c.number(t[key], f"stability.{key}", low=0, high=10, open_low=True)
+    if "windows" in t:
+        kw["windows"] = c.integer(t["windows"], "stability.windows", low=2)
+    if "max_extensions" in t:
+        kw["max_extensions"] = c.integer(t["max_extensions"], "stability.max_extensions", low=0)
+    return Stability(**kw)

@@ -1,0 +1,403 @@
+"""The lab's report: one self-contained HTML file and its charts, from a results folder.
+
+:func:`build_report` aggregates the runs (:mod:`lanes.lab.aggregate`), writes ``summary.json``,
+draws the charts (:mod:`lanes.lab.charts`) into ``RESULTS_DIR/charts/*.png`` and writes
+``report.html``: the experiment's name, dates, machine and commands; the capacity at SLO of each
+variant and its ratio to the baseline; the three charts; the summary table (means with 95 % CIs,
+p99 as a ratio to the baseline at the same level); device and per-model tables; the experiment
+file. The page opens offline: inline CSS, charts embedded as base64 ``data:`` URIs, no script
+and nothing fetched. A figure that is missing shows as "no data". Every file is written
+atomically.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import importlib.util
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from lanes.errors import BAD_ARGUMENT, MISSING_DEPENDENCY, OUTPUT_FAILED, LanesError
+from lanes.files import check_writable, write_atomic
+from lanes.lab import aggregate as agg
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+
+NO_DATA = "no data"
+CHARTS = ("response_time.png", "slo_goodput.png", "density.png")
+"""The chart files written under ``RESULTS_DIR/charts/``."""
+
+
+@dataclass(frozen=True)
+class ReportFiles:
+    """What :func:`build_report` wrote."""
+
+    html: Path
+    summary: Path
+    charts: tuple[Path, ...]
+
+
+def check_available() -> None:
+    """Raise ``LanesError("missing_dependency", ...)`` early if matplotlib is missing."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise LanesError(MISSING_DEPENDENCY, "reports need matplotlib: pip install 'lanes[plot]'")
+
+
+def build_report(
+    results_dir: Path | str,
+    *,
+    baseline: str | None = None,
+    out: Path | None = None,
+    level: int | None = None,
+    command: str | None = None,
+) -> ReportFiles:
+    """Write ``summary.json``, the charts and the HTML report of ``results_dir``.
+
+    ``out`` is the HTML file (default ``RESULTS_DIR/report.html``); ``level`` the load level
+    index whose timelines the density chart shows (default: the highest level with one);
+    ``command`` the command line shown in the report.
+    """
+    from lanes.lab import charts
+
+    root = Path(results_dir)
+    check_available()
+    summary = agg.aggregate(root, baseline)
+    html_path = out if out is not None else root / "report.html"
+    check_writable(html_path, "--out")
+    chosen = timeline_level(summary, level)
+    summary_path = agg.write_summary(root, summary=summary)
+    panels = {
+        name: _panel(root, variant, chosen, charts.level_labels(summary))
+        for name, variant in summary["variants"].items()
+    }
+    images = {
+        CHARTS[0]: charts.response_time_chart(summary),
+        CHARTS[1]: charts.slo_goodput_chart(summary),
+        CHARTS[2]: charts.density_chart(panels),
+    }
+    chart_dir = root / "charts"
+    try:
+        chart_dir.mkdir(exist_ok=True)
+    except OSError as err:
+        raise LanesError(OUTPUT_FAILED, f"cannot create {chart_dir}: {err.strerror}") from err
+    for name, data in images.items():
+        _write(chart_dir / name, data)
+    page = render_html(summary, images, root, command, chosen)
+    _write(html_path, page.encode())
+    return ReportFiles(html_path, summary_path, tuple(chart_dir / n for n in images))
+
+
+def timeline_level(summary: Mapping[str, Any], asked: int | None) -> int | None:
+    """The level index the density chart shows: ``asked`` if it exists, else the highest level
+    index where any variant has a timeline, else the highest level; None for no levels."""
+    levels = sorted({lv["level"] for v in summary["variants"].values() for lv in v["levels"]})
+    if asked is not None:
+        if asked not in levels:
+            have = ", ".join(str(i) for i in levels)
+            raise LanesError(BAD_ARGUMENT, f"--level {asked}: no such load level (have: {have})")
+        return asked
+    with_timeline = [
+        lv["level"] for v in summary["variants"].values() for lv in v["levels"] if lv["timelines"]
+    ]
+    return max(with_timeline) if with_timeline else (levels[-1] if levels else None)
+
+
+def _panel(
+    root: Path, variant: Mapping[str, Any], level: int | None, labels: Mapping[int, str]
+) -> tuple[str, Any]:
+    from lanes.lab.charts import timeline_density
+
+    label = labels.get(level, NO_DATA) if level is not None else NO_DATA
+    for lv in variant["levels"]:
+        if lv["level"] == level and lv["timelines"]:
+            path = lv["timelines"][0]
+            return f"{label}, {path}", timeline_density(root / path)
+    return f"{label}, no timeline", {}
+
+
+def _write(path: Path, data: bytes) -> None:
+    def write(f: IO[bytes]) -> None:
+        f.write(data)
+
+    write_atomic(path, write)
+
+
+# ---- HTML ---------------------------------------------------------------------------------
+
+_CSS = """
+body { font: 14px/1.45 system-ui, sans-serif; margin: 2em auto; max-width: 1280px; color: #222;
+       padding: 0 1em; }
+h1 { font-size: 1.6em; margin-bottom: 0.2em; } h2 { font-size: 1.2em; margin-top: 1.8em; }
+table { border-collapse: collapse; margin: 0.6em 0; font-variant-numeric: tabular-nums; }
+th, td { border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: right; vertical-align: top;
+         white-space: nowrap; }
+th { white-space: normal; } tr.first td { border-top: 2px solid #bbb; }
+.wide { overflow-x: auto; }
+th { background: #f3f3f3; } td.name, th.name { text-align: left; }
+tr.miss td { background: #fdf0ef; } td.none { color: #999; }
+table.meta td, table.meta th { text-align: left; border: none; padding: 1px 12px 1px 0; }
+img { max-width: 100%; border: 1px solid #eee; margin: 0.4em 0; }
+.ci { color: #777; font-size: 0.8em; display: block; } .note { color: #555; }
+pre { background: #f7f7f7; padding: 0.8em; overflow-x: auto; }
+"""
+
+
+def render_html(
+    summary: Mapping[str, Any],
+    images: Mapping[str, bytes],
+    root: Path,
+    command: str | None,
+    level: int | None,
+) -> str:
+    """The report page (see the module doc)."""
+    from lanes.lab.charts import level_labels
+
+    labels = level_labels(summary)
+    base = summary["baseline"]
+    ratios = agg.ratios(summary, base)["variants"]
+    title = html.escape(f"lanes lab: {summary['experiment']}")
+    parts = [
+        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{title}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>{title}</h1>",
+        _meta(summary, root, command),
+        "<h2>Capacity at SLO</h2>",
+        f"<p class='note'>The highest offered load at which at least 99 % of requests were "
+        f"answered within the SLO ({_num(summary.get('slo_ms'))} ms), mean over repeats; "
+        f"ratios to the baseline <b>{html.escape(base)}</b>.</p>",
+        _capacity_table(summary, ratios),
+        "<h2>Response time over pressure</h2>",
+        _img(images, "response_time.png", "response time over offered and achieved throughput"),
+        "<h2>SLO attainment and goodput</h2>",
+        _img(images, "slo_goodput.png", "SLO attainment and goodput against load"),
+        "<h2>Per-device task density</h2>",
+        f"<p class='note'>Jobs running at once per device, stacked, at load "
+        f"{html.escape(labels.get(level, NO_DATA) if level is not None else NO_DATA)} "
+        f"(one repeat's timeline per variant).</p>",
+        _img(images, "density.png", "jobs running at once per device over time"),
+        "<h2>Summary</h2>",
+        "<p class='note'>Means over repeats; grey brackets: 95 % confidence interval (Student's "
+        "t, n - 1 degrees of freedom; one repeat gives none). Rows under 99 % SLO attainment "
+        "are shaded. Rejected: queue full (429); dropped: deadline expired (504).</p>",
+        _summary_table(summary, ratios, labels),
+        "<h2>Devices</h2>",
+        _device_table(summary, labels),
+        "<h2>Per-model latency and slowdown</h2>",
+        "<p class='note'>Slowdown: the model's p50 under this load over its p50 unloaded.</p>",
+        _model_table(summary, labels),
+        _experiment_file(root),
+        "</body></html>\n",
+    ]
+    return "\n".join(parts)
+
+
+def _meta(summary: Mapping[str, Any], root: Path, command: str | None) -> str:
+    m = summary["machine"]
+    machine = (
+        f"{m['cpus']} CPUs ({m['cpu_model']}), {m['kernel']}, Python {m['python']}, "
+        f"lanes {m['lanes']}"
+    )
+    rows = [
+        ("experiment", str(summary["experiment"])),
+        ("runs started", summary.get("started") or NO_DATA),
+        ("report created", str(summary["created"])),
+        ("machine", machine),
+        ("results", str(root)),
+        ("SLO", f"{_num(summary.get('slo_ms'))} ms"),
+        ("baseline", str(summary["baseline"])),
+    ]
+    rows += [(f"variant {name}", cmd) for name, cmd in _variant_commands(root)]
+    if command:
+        rows.append(("command", command))
+    cells = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+    return f"<table class='meta'>{cells}</table>"
+
+
+def _variant_commands(root: Path) -> list[tuple[str, str]]:
+    """``(name, command)`` of each variant the experiment file names with a command."""
+    try:
+        raw = tomllib.loads((root / "experiment.toml").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []
+    variants = raw.get("variants", raw.get("variant", []))
+    items: Iterable[tuple[str, Any]]
+    if isinstance(variants, dict):
+        items = variants.items()
+    elif isinstance(variants, list):
+        items = ((str(v.get("name", i)), v) for i, v in enumerate(variants) if isinstance(v, dict))
+    else:
+        return []
+    out = []
+    for name, body in items:
+        if isinstance(body, dict):
+            cmd = body.get("command") or body.get("url")
+            if isinstance(cmd, (str, list)):
+                out.append((name, cmd if isinstance(cmd, str) else " ".join(map(str, cmd))))
+    return out
+
+
+def _img(images: Mapping[str, bytes], name: str, alt: str) -> str:
+    data = base64.b64encode(images[name]).decode("ascii")
+    return f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{data}'>"
+
+
+def _table(head: list[str], rows: list[tuple[str, list[str]]]) -> str:
+    """A table: the first column is a name; ``rows`` are ``(css class, cells)``; cells are
+    already-escaped HTML."""
+    th = "".join(
+        f"<th class='name'>{h}</th>" if i == 0 else f"<th>{h}</th>" for i, h in enumerate(head)
+    )
+    body = []
+    for css, cells in rows:
+        tds = "".join(
+            f"<td class='{'name' if i == 0 else 'none' if c == NO_DATA else ''}'>{c}</td>"
+            for i, c in enumerate(cells)
+        )
+        body.append(f"<tr class='{css}'>{tds}</tr>")
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+
+
+def _capacity_table(summary: Mapping[str, Any], ratios: Mapping[str, Any]) -> str:
+    rows = []
+    for name, variant in summary["variants"].items():
+        unit = "rps" if variant.get("capacity_unit", "rps") == "rps" else "concurrent"
+        cap = variant["capacity_at_slo"]
+        rows.append(
+            (
+                "",
+                [
+                    html.escape(name),
+                    NO_DATA if cap is None else f"{_num(cap)} {unit}",
+                    _ratio(ratios[name]["capacity"]),
+                ],
+            )
+        )
+    return _table(["variant", "capacity at SLO", f"vs {html.escape(summary['baseline'])}"], rows)
+
+
+def _summary_table(
+    summary: Mapping[str, Any], ratios: Mapping[str, Any], labels: Mapping[int, str]
+) -> str:
+    head = [
+        "variant", "load", "repeats", "achieved rps", "p50 ms", "p99 ms",
+        f"p99 vs {html.escape(summary['baseline'])}", "SLO attainment", "goodput rps",
+        "rejected", "dropped", "errors", "CPU idle", "device busy",
+    ]  # fmt: skip
+    entries = [
+        (lv["level"], i, name, lv, p99_ratio)
+        for i, (name, variant) in enumerate(summary["variants"].items())
+        for lv, p99_ratio in zip(variant["levels"], ratios[name]["p99"], strict=True)
+    ]
+    rows = []
+    previous = None
+    for level, _, name, lv, p99_ratio in sorted(entries, key=lambda e: e[:2]):
+        attain = lv["slo_attainment"]
+        css = "miss" if attain is None or attain < agg.SLO_TARGET else ""
+        css += " first" if level != previous and previous is not None else ""
+        previous = level
+        busy = "<br>".join(
+            f"{html.escape(d)} {_pct(v.get('busy_fraction'))}" for d, v in lv["device"].items()
+        )
+        cells = [
+            html.escape(name),
+            html.escape(labels.get(lv["level"], str(lv["level"]))),
+            str(lv["repeats"]),
+            _with_ci(lv["achieved_rps"], lv["achieved_rps_ci"]),
+            _with_ci(lv["latency_ms"]["p50"], lv["latency_ms_ci"]["p50"]),
+            _with_ci(lv["latency_ms"]["p99"], lv["latency_ms_ci"]["p99"]),
+            _ratio(p99_ratio),
+            _with_ci(attain, lv.get("slo_attainment_ci"), _pct),
+            _with_ci(lv["goodput_rps"], lv.get("goodput_rps_ci")),
+            _num(lv["rejected"]),
+            _num(lv["dropped"]),
+            _num(lv.get("errors")),
+            _pct(lv["cpu_idle"]),
+            busy or NO_DATA,
+        ]
+        rows.append((css.strip(), cells))
+    return f"<div class='wide'>{_table(head, rows)}</div>"
+
+
+def _device_table(summary: Mapping[str, Any], labels: Mapping[int, str]) -> str:
+    head = ["variant", "load", "device", "busy", "idle while work waited (s)", "overlap (s)",
+            "jobs"]  # fmt: skip
+    rows = []
+    for name, variant in summary["variants"].items():
+        for lv in variant["levels"]:
+            load = html.escape(labels.get(lv["level"], str(lv["level"])))
+            if not lv["device"]:
+                rows.append(("", [html.escape(name), load, NO_DATA, *[NO_DATA] * 4]))
+            for device, d in lv["device"].items():
+                cells = [
+                    html.escape(name), load, html.escape(device), _pct(d.get("busy_fraction")),
+                    _num(d.get("idle_while_waiting_s")), _num(d.get("overlap_s")),
+                    _num(d.get("jobs")),
+                ]  # fmt: skip
+                rows.append(("", cells))
+    return _table(head, rows)
+
+
+def _model_table(summary: Mapping[str, Any], labels: Mapping[int, str]) -> str:
+    head = ["variant", "load", "model", "p50 ms", "p99 ms", "slowdown", "SLO attainment"]
+    rows = []
+    for name, variant in summary["variants"].items():
+        for lv in variant["levels"]:
+            load = html.escape(labels.get(lv["level"], str(lv["level"])))
+            if not lv["models"]:
+                rows.append(("", [html.escape(name), load, NO_DATA, *[NO_DATA] * 4]))
+            for model, m in lv["models"].items():
+                cells = [
+                    html.escape(name), load, html.escape(model), _num(m.get("p50_ms")),
+                    _num(m.get("p99_ms")), _ratio(m.get("slowdown")),
+                    _pct(m.get("slo_attainment")),
+                ]  # fmt: skip
+                rows.append(("", cells))
+    return _table(head, rows)
+
+
+def _experiment_file(root: Path) -> str:
+    try:
+        text = (root / "experiment.toml").read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return "<h2>Experiment file</h2><p class='note'>no data: no experiment.toml</p>"
+    return (
+        "<h2>Experiment file</h2><details><summary>experiment.toml</summary>"
+        f"<pre>{html.escape(text)}</pre></details>"
+    )
+
+
+def _num(value: float | None) -> str:
+    """A figure with about three significant digits; ``no data`` for None."""
+    if value is None:
+        return NO_DATA
+    v = float(value)
+    if v == int(v) and abs(v) < 1e6:
+        return f"{int(v)}"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+def _pct(value: float | None) -> str:
+    return NO_DATA if value is None else f"{100 * float(value):.1f} %"
+
+
+def _ratio(value: float | None) -> str:
+    return NO_DATA if value is None else f"{float(value):.2f}\N{MULTIPLICATION SIGN}"
+
+
+def _with_ci(
+    value: float | None, ci: list[float] | None, fmt: Callable[[float | None], str] = _num
+) -> str:
+    if value is None:
+        return NO_DATA
+    if ci is None or ci[0] == ci[1]:
+        return fmt(value)
+    return f"{fmt(value)} <span class='ci'>[{fmt(ci[0])}, {fmt(ci[1])}]</span>"

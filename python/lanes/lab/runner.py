@@ -1,0 +1,469 @@
+"""The experiment runner: variants x levels x repeats, one JSON file per run, resumable.
+
+Order (:func:`plan`): for each repeat, for each variant in the file's order: start the variant's
+server, run every level in ascending order, stop the server. Variants are thus interleaved
+A B A B ... once per repeat, so slow drift of a shared machine (other jobs, thermal state) falls
+on every variant alike; interleaving per level instead would restart servers for every run,
+which on a 2-core machine costs more time than the demo's budget allows. Levels ascend within a
+server's life so a saturated level never leaves a backlog in front of a lighter one.
+
+One run (:func:`measure`): the load generators (:mod:`lanes.lab.generators`, one process per mix
+entry and clone) start together, warm up for ``warmup_s``, then measure for ``measure_s``
+without a pause; the runner samples ``/metrics``, ``/v2/models/stats`` and ``/proc`` at the
+measurement's start and end and fetches the device timeline. Stability (perf_analyzer's rule,
+:func:`stable`): the measurement's per-second series is cut into ``windows`` equal windows;
+throughput and p99 of each must lie within the tolerances of their means. An unstable run is
+measured again (warm-up and window) up to ``max_extensions`` times, unless the level is
+overloaded (achieved below 90 % of offered), where a longer wait cannot settle anything; the
+last measurement is the one kept, marked ``stable`` or not.
+
+SLO attainment = 2xx replies within ``slo_ms`` of their intended send / requests scheduled
+(open loop; sent in closed loop): replies within the SLO are counted from the latency
+histogram, and non-2xx replies are assumed fast (all counted within it, then taken out), which
+makes the figure a lower bound. Resume: a run whose file exists is skipped, and a server is not
+started for a (repeat, variant) whose runs all exist.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from lanes.bench.result import Result, merge
+from lanes.errors import BAD_ARGUMENT, EXPERIMENT_INVALID, LanesError
+from lanes.files import write_text_atomic
+from lanes.lab import generators, scrape
+from lanes.lab.experiment import Experiment, Variant
+
+_OVERLOADED = 0.9
+"""A level is overloaded when its achieved rate is below this share of the offered one."""
+_STOP_TIMEOUT_S = 20.0
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """A cell of the plan: ``variant`` at level index ``level`` (0-based), ``repeat`` (1-based)."""
+
+    variant: str
+    level: int
+    repeat: int
+
+    @property
+    def id(self) -> str:
+        return f"{self.variant}/L{self.level}-r{self.repeat}"
+
+    def path(self, out: Path) -> Path:
+        return out / "runs" / self.variant / f"L{self.level}-r{self.repeat}.json"
+
+
+def plan(exp: Experiment) -> list[RunKey]:
+    """Every run in execution order (see the module docstring)."""
+    return [
+        RunKey(v.name, level, repeat)
+        for repeat in range(1, exp.workload.repeats + 1)
+        for v in exp.variants
+        for level in range(exp.workload.level_count)
+    ]
+
+
+def prepare(exp: Experiment, out: Path, experiment_text: str, *, resume: bool) -> list[RunKey]:
+    """Create (or, with ``resume``, check) the results folder; write experiment.toml and
+    plan.json; return the plan."""
+    runs_dir = out / "runs"
+    copied = out / "experiment.toml"
+    if copied.exists():
+        if not resume and any(runs_dir.rglob("*.json")):
+            raise LanesError(
+                BAD_ARGUMENT, f"--out {out}: holds results already; add --resume or pick another"
+            )
+        if resume and copied.read_text(encoding="utf-8") != experiment_text:
+            raise LanesError(
+                EXPERIMENT_INVALID,
+                f"--out {out}: holds a different experiment.toml; resume needs the same file",
+            )
+    out.mkdir(parents=True, exist_ok=True)
+    runs_dir.mkdir(exist_ok=True)
+    write_text_atomic(copied, experiment_text)
+    keys = plan(exp)
+    doc = {
+        "runs": [
+            {"id": k.id, "variant": k.variant, "level": k.level, "repeat": k.repeat} for k in keys
+        ]
+    }
+    write_text_atomic(out / "plan.json", json.dumps(doc, indent=1) + "\n")
+    return keys
+
+
+def corpora(exp: Experiment, out: Path) -> dict[str, Path]:
+    """Each mix model's corpus: the given file, or one built from the zoo's sample images."""
+    from lanes.bench.corpus import kserve_requests, write_corpus
+    from lanes.models.images import sample_images
+
+    paths: dict[str, Path] = {}
+    folder = out / "corpus"
+    for entry in exp.workload.mix:
+        if entry.corpus is not None:
+            paths[entry.model] = entry.corpus
+            continue
+        folder.mkdir(exist_ok=True)
+        if not (folder / "images").is_dir():
+            sample_images(folder / "images", 8, seed=0)
+        kind = "char" if entry.model in ("char_cnn", "misc_cls") else "line"
+        path = folder / f"{entry.model}.jsonl"
+        reqs = kserve_requests(entry.model, folder / "images" / kind, input_name=entry.input)
+        write_corpus(reqs, path)
+        paths[entry.model] = path
+    return paths
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    """A variant's server while it runs: its URLs and, when started here, its process."""
+
+    url: str
+    metrics_url: str | None
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
+
+@contextmanager
+def server(variant: Variant, log: Path) -> Iterator[Server]:
+    """Start ``variant`` (or reach its URL), wait until ready (bounded), stop it at the end."""
+    ports = {"port": str(_free_port()), "metrics_port": str(_free_port())}
+
+    def fill(text: str) -> str:
+        for k, v in ports.items():
+            text = text.replace("{" + k + "}", v)
+        return text
+
+    url = fill(variant.url).rstrip("/")
+    metrics_url = fill(variant.metrics_url) if variant.metrics_url else None
+    ready_url = fill(variant.ready_url.replace("{url}", url))
+    proc = None
+    log_file: IO[bytes] | None = None
+    if variant.command is not None:
+        argv = [fill(a) for a in variant.command]
+        if argv[0] == "lanes":  # this installation's lanes, whatever PATH says
+            argv = [sys.executable, "-m", "lanes", *argv[1:]]
+        elif shutil.which(argv[0]) is None:
+            raise LanesError(BAD_ARGUMENT, f"variant {variant.name}: command {argv[0]!r} not found")
+        log.parent.mkdir(parents=True, exist_ok=True)
+        log_file = open(log, "ab")  # noqa: SIM115 - closed in finally
+        env = {**os.environ, **variant.env}
+        proc = subprocess.Popen(
+            argv, stdout=log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True
+        )
+    try:
+        _wait_ready(variant, ready_url, proc, log)
+        yield Server(url, metrics_url, proc)
+    finally:
+        if proc is not None:
+            _stop(proc)
+        if log_file is not None:
+            log_file.close()
+
+
+def _wait_ready(
+    variant: Variant, ready_url: str, proc: subprocess.Popen[bytes] | None, log: Path
+) -> None:
+    deadline = time.monotonic() + variant.ready_timeout_s
+    while time.monotonic() < deadline:
+        if proc is not None and proc.poll() is not None:
+            tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["(no output)"]
+            raise LanesError(
+                BAD_ARGUMENT,
+                f"variant {variant.name}: the server exited ({proc.returncode}): {tail[0]}",
+            )
+        if scrape.fetch(ready_url, timeout=2.0) is not None:
+            return
+        time.sleep(0.2)  # polling a condition with a deadline
+    raise LanesError(
+        BAD_ARGUMENT,
+        f"variant {variant.name}: {ready_url} not ready within {variant.ready_timeout_s:g} s "
+        "(raise ready_timeout_s)",
+    )
+
+
+def _stop(proc: subprocess.Popen[bytes]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=_STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def unloaded_p50(srv: Server, corpus: dict[str, Path]) -> dict[str, float]:
+    """Each model's p50 latency alone (one connection, 20 requests): the slowdown's base."""
+    from lanes.bench import engine
+
+    out: dict[str, float] = {}
+    for model, path in corpus.items():
+        r = engine.run(srv.url + "/", corpus=path, connections=1, threads=1, requests=20)
+        if r.requests:
+            out[model] = r.latency_ms["p50"]
+    return out
+
+
+def within_slo(result: Result, slo_ms: float) -> int:
+    """Replies (any status) with latency <= ``slo_ms``, read from the latency histogram."""
+    if not result.requests:
+        return 0
+    count = 0
+    for line in result.percentile_distribution("latency").splitlines():
+        parts = line.split()
+        if len(parts) != 4:
+            continue
+        try:
+            value, n = float(parts[0]), int(parts[2])
+        except ValueError:
+            continue
+        if value > slo_ms:
+            break
+        count = n
+    return count
+
+
+def load_block(result: Result, offered: int, measure_s: float, slo_ms: float) -> dict[str, Any]:
+    """The run file's load figures for one result (a model's or the merged total)."""
+    codes = {k: int(v) for k, v in result.data.get("status_codes", {}).items()}
+    ok = codes.get("200", 0)
+    errors = sum(int(v) for v in result.errors.values()) + int(result.data.get("unfinished", 0))
+    good = max(0, within_slo(result, slo_ms) - (result.requests - ok))
+    lat = result.latency_ms
+    return {
+        "requests": result.requests,
+        "achieved_rps": ok / measure_s,
+        "latency_ms": {k: lat[k] for k in ("p50", "p90", "p99", "p999", "mean", "max")},
+        "errors": errors,
+        "status_codes": codes,
+        "slo_ms": slo_ms,
+        "slo_attainment": good / offered if offered else 0.0,
+        "goodput_rps": good / measure_s,
+    }
+
+
+def _offered(result: Result) -> int:
+    d = result.data
+    return int(d.get("scheduled") or d.get("sent") or result.requests)
+
+
+def stable(
+    result: Result, measure_s: float, windows: int, tolerance: float, latency_tolerance: float
+) -> bool:
+    """perf_analyzer's check on the whole seconds of the window (see the module docstring)."""
+    per: dict[int, tuple[int, list[float]]] = {}
+    for p in result.data.get("timeseries", []):
+        if int(p["second"]) >= int(measure_s):
+            continue  # the drain after the window: replies, not load
+        n, p99s = per.get(int(p["second"]), (0, []))
+        per[int(p["second"])] = (n + int(p["requests"]), [*p99s, float(p.get("p99_ms") or 0.0)])
+    seconds = sorted(per)
+    if len(seconds) < windows:
+        return False
+    size = len(seconds) // windows
+    tputs, p99s = [], []
+    for w in range(windows):
+        chunk = seconds[
+            len(seconds) - (windows - w) * size : len(seconds) - (windows - w - 1) * size
+        ]
+        tputs.append(sum(per[s][0] for s in chunk) / len(chunk))
+        p99s.append(max(max(per[s][1]) for s in chunk))
+    return _agree(tputs, tolerance) and _agree(p99s, latency_tolerance)
+
+
+def _agree(values: Sequence[float], tolerance: float) -> bool:
+    mean = sum(values) / len(values)
+    return mean > 0 and all(abs(v - mean) <= tolerance * mean for v in values)
+
+
+def _sample(srv: Server) -> dict[str, Any]:
+    return {
+        "t": time.monotonic(),
+        "metrics": scrape.metrics(srv.metrics_url),
+        "stats": scrape.model_stats(srv.url),
+        "cpu": scrape.cpu_sample(srv.pid),
+    }
+
+
+def measure(
+    exp: Experiment,
+    key: RunKey,
+    srv: Server,
+    corpus: dict[str, Path],
+    base_p50: dict[str, float],
+    out: Path,
+    trace_times: Sequence[float] | None,
+) -> dict[str, Any]:
+    """Run one cell of the plan and return its run document (docs/lab.md)."""
+    w = exp.workload
+    rate = None if w.closed else w.levels[key.level]
+    conc = w.concurrency[key.level] if w.closed else None
+    st = exp.stability
+    attempt = 0
+    while True:
+        start = generators.start_time()
+        specs, models = [], []
+        for i, entry in enumerate(w.mix):
+            for clone in range(w.generators):
+                share = entry.weight / w.generators
+                specs.append(
+                    generators.spec_for(
+                        url=srv.url + "/",
+                        model=entry.model,
+                        corpus=str(corpus[entry.model]),
+                        rate=None if rate is None else rate * share,
+                        concurrency=None if conc is None else max(1, round(conc * share)),
+                        arrival=w.arrival,
+                        cv=w.cv,
+                        trace=trace_times,
+                        segment_s=w.segment_s,
+                        warmup_s=w.warmup_s,
+                        measure_s=w.measure_s,
+                        connections=w.connections,
+                        timeout_s=w.timeout_s,
+                        seed=w.seed + 7919 * (key.repeat + 101 * attempt) + 31 * i + clone,
+                        start_unix=start,
+                    )
+                )
+                models.append(entry.model)
+        sampler = _Sampler(srv, start + w.warmup_s)
+        deadline = 10.0 + w.warmup_s + w.measure_s + 2 * w.timeout_s
+        results = generators.launch(specs, deadline)
+        before = sampler.before()
+        after = _sample(srv)
+        total = merge(results)
+        achieved = total.data.get("status_codes", {}).get("200", 0) / w.measure_s
+        ok = stable(total, w.measure_s, st.windows, st.tolerance, st.latency_tolerance)
+        overloaded = rate is not None and achieved < _OVERLOADED * rate
+        if ok or overloaded or attempt >= st.max_extensions:
+            break
+        attempt += 1
+    load = load_block(total, _offered(total), w.measure_s, w.slo_ms)
+    per_model: dict[str, list[Result]] = {}
+    for model, r in zip(models, results, strict=True):
+        per_model.setdefault(model, []).append(r)
+    load["models"] = {}
+    for model, rs in per_model.items():
+        r = rs[0] if len(rs) == 1 else merge(rs)
+        b = load_block(r, _offered(r), w.measure_s, w.slo_ms)
+        base = base_p50.get(model)
+        load["models"][model] = {
+            "requests": b["requests"],
+            "achieved_rps": b["achieved_rps"],
+            "latency_ms": b["latency_ms"],
+            "slo_attainment": b["slo_attainment"],
+            "slowdown": b["latency_ms"]["p50"] / base if base else None,
+        }
+    trace_rel = None
+    trace = scrape.timeline(srv.url, w.measure_s)
+    if trace is not None:
+        trace_rel = f"runs/{key.variant}/L{key.level}-r{key.repeat}.trace.json"
+        write_text_atomic(out / trace_rel, json.dumps(trace))
+    return {
+        "id": key.id,
+        "variant": key.variant,
+        "level": key.level,
+        "repeat": key.repeat,
+        "offered": {"rate_rps": rate, "concurrency": conc},
+        "started_unix": start + w.warmup_s,
+        "measure_s": w.measure_s,
+        "stable": ok,
+        "extensions": attempt,
+        "load": load,
+        "server": scrape.server_block(before, after, w.measure_s),
+        "timeline": trace_rel,
+    }
+
+
+class _Sampler:
+    """Takes the 'before' sample at the measurement's start while the generators run."""
+
+    def __init__(self, srv: Server, at_unix: float) -> None:
+        import threading
+
+        self._value: dict[str, Any] = {}
+        self._thread = threading.Thread(target=self._run, args=(srv, at_unix), daemon=True)
+        self._thread.start()
+
+    def _run(self, srv: Server, at_unix: float) -> None:
+        delay = at_unix - time.time()
+        if delay > 0:
+            time.sleep(delay)  # the window's start, not a test synchronisation
+        self._value = _sample(srv)
+
+    def before(self) -> dict[str, Any]:
+        self._thread.join(timeout=30.0)
+        return self._value
+
+
+Progress = Callable[[str, int, int], None]
+"""``progress(run_id, done, total)`` — called before each run and once at the end."""
+
+
+def run_experiment(
+    exp: Experiment,
+    out: Path,
+    experiment_text: str,
+    *,
+    resume: bool = False,
+    progress: Progress | None = None,
+) -> list[RunKey]:
+    """Run every pending cell of the plan, writing ``runs/...json``; returns the runs done now."""
+    keys = prepare(exp, out, experiment_text, resume=resume)
+    pending = [k for k in keys if not k.path(out).exists()]
+    corpus = corpora(exp, out)
+    trace_times = None
+    if exp.workload.trace is not None:
+        from lanes.sim.trace import load_trace
+
+        trace_times = load_trace(exp.workload.trace)
+    done: list[RunKey] = []
+    variants = {v.name: v for v in exp.variants}
+    groups: dict[tuple[int, str], list[RunKey]] = {}
+    for k in pending:
+        groups.setdefault((k.repeat, k.variant), []).append(k)
+    for (repeat, name), group in groups.items():
+        log = out / "runs" / name / f"server-r{repeat}.log"
+        with server(variants[name], log) as srv:
+            base = unloaded_p50(srv, corpus)
+            for k in group:
+                if progress is not None:
+                    progress(k.id, len(done), len(pending))
+                doc = measure(exp, k, srv, corpus, base, out, trace_times)
+                k.path(out).parent.mkdir(parents=True, exist_ok=True)
+                write_text_atomic(k.path(out), json.dumps(doc, indent=1) + "\n")
+                done.append(k)
+    if progress is not None:
+        progress("done", len(done), len(pending))
+    return done
+
+
+def summarize(out: Path) -> Path | None:
+    """Write summary.json with :mod:`lanes.lab.aggregate` when it is installed; its path."""
+    try:
+        from lanes.lab import aggregate
+    except ImportError:
+        return None
+    return Path(aggregate.write_summary(out))

@@ -1,0 +1,213 @@
+"""What the runner collects beside the load: server metrics, CPU, the device timeline.
+
+- :func:`metrics` reads a Prometheus text page (``lanes serve``'s ``/metrics``) with
+  prometheus_client's parser into ``{(name, labels): value}``; :func:`delta` subtracts two
+  scrapes (counters only grow, so after minus before is the window's count).
+- :func:`model_stats` reads the Triton-style ``/v2/models/stats`` counters (``lanes.rejected``,
+  ``lanes.expired``), the fallback when a server has no metrics endpoint.
+- :class:`CpuSample` reads ``/proc/stat`` (per core and total) and ``/proc/<pid>/stat`` (the
+  server process's user + system time); two samples give per-core busy fractions, the host's
+  idle fraction and the process's CPU seconds over the window. The load generators run on the
+  same host, so host figures include them.
+- :func:`timeline` fetches the device timeline (``/v2/trace?seconds=N``, Chrome trace JSON).
+
+:func:`server_block` turns before/after samples into the run file's ``server`` object
+(docs/lab.md). Every fetch is bounded by a timeout; a missing endpoint gives None, not an error.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client.parser import text_string_to_metric_families
+
+Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+"""A scrape: (sample name, sorted labels) → value."""
+
+_TIMEOUT_S = 5.0
+_CLK_TCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+def fetch(url: str, timeout: float = _TIMEOUT_S) -> bytes | None:
+    """The body of a 200 answer to GET ``url``, else None."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as resp:
+            return bytes(resp.read()) if resp.status == 200 else None
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def metrics(url: str | None) -> Series | None:
+    """One scrape of a Prometheus endpoint, or None when it does not answer."""
+    if url is None:
+        return None
+    body = fetch(url)
+    if body is None:
+        return None
+    out: Series = {}
+    try:
+        for family in text_string_to_metric_families(body.decode("utf-8", "replace")):
+            for s in family.samples:
+                out[(s.name, tuple(sorted(s.labels.items())))] = float(s.value)
+    except ValueError:
+        return None
+    return out
+
+
+def delta(before: Series, after: Series) -> Series:
+    """``after - before`` for every series of ``after`` (a new series counts from 0)."""
+    return {k: v - before.get(k, 0.0) for k, v in after.items()}
+
+
+def total(series: Series, name: str, **labels: str) -> float:
+    """Sum of the samples called ``name`` whose labels include ``labels``."""
+    want = set(labels.items())
+    return sum(v for (n, lab), v in series.items() if n == name and want <= set(lab))
+
+
+def by_label(series: Series, name: str, label: str) -> dict[str, float]:
+    """Samples called ``name`` summed per value of ``label``."""
+    out: dict[str, float] = {}
+    for (n, lab), v in series.items():
+        if n == name:
+            key = dict(lab).get(label)
+            if key is not None:
+                out[key] = out.get(key, 0.0) + v
+    return out
+
+
+def model_stats(base_url: str) -> dict[str, float] | None:
+    """Summed ``lanes.rejected`` and ``lanes.expired`` of ``/v2/models/stats``, or None."""
+    body = fetch(base_url + "/v2/models/stats")
+    if body is None:
+        return None
+    try:
+        stats = json.loads(body)["model_stats"]
+        return {
+            k: float(sum(int(m.get("lanes", {}).get(k, 0)) for m in stats))
+            for k in ("rejected", "expired")
+        }
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    """Cumulative CPU times at one instant, in seconds (``/proc``)."""
+
+    cores: tuple[tuple[float, float], ...]
+    """(busy, total) per core."""
+    host: tuple[float, float]
+    """(idle, total) over all cores."""
+    process_s: float | None
+    """The process's user + system seconds, None when it is not ours or gone."""
+
+
+def cpu_sample(pid: int | None) -> CpuSample | None:
+    """Read the CPU counters now; None where ``/proc`` is absent (not Linux)."""
+    try:
+        with open("/proc/stat", encoding="ascii") as f:
+            lines = f.read().splitlines()
+    except OSError:
+        return None
+    cores: list[tuple[float, float]] = []
+    host = (0.0, 0.0)
+    for line in lines:
+        if not line.startswith("cpu"):
+            continue
+        fields = [float(x) / _CLK_TCK for x in line.split()[1:]]
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0.0)  # idle + iowait
+        tot = sum(fields[:8])  # guest time is already counted in user
+        if line.startswith("cpu "):
+            host = (idle, tot)
+        else:
+            cores.append((tot - idle, tot))
+    return CpuSample(tuple(cores), host, _process_cpu(pid))
+
+
+def _process_cpu(pid: int | None) -> float | None:
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            text = f.read()
+    except OSError:
+        return None
+    fields = text[text.rindex(")") + 2 :].split()
+    return (float(fields[11]) + float(fields[12])) / _CLK_TCK  # utime, stime
+
+
+def timeline(base_url: str, seconds: float) -> dict[str, Any] | None:
+    """The device timeline of the last ``seconds`` (Chrome trace JSON), or None."""
+    body = fetch(f"{base_url}/v2/trace?seconds={max(1, round(seconds))}", timeout=15.0)
+    if body is None:
+        return None
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and "traceEvents" in data else None
+
+
+def server_block(
+    before: Mapping[str, Any], after: Mapping[str, Any], window_s: float
+) -> dict[str, Any] | None:
+    """The run file's ``server`` object from two samples ``{"metrics", "stats", "cpu"}``.
+
+    Counters come from ``/metrics`` when both scrapes have it, else from ``/v2/models/stats``;
+    CPU from ``/proc``, with the metrics' ``process_cpu_seconds_total`` when the process is not
+    ours. None when nothing at all could be read.
+    """
+    out: dict[str, Any] = {"rejected": None, "expired": None, "device": {}}
+    t0, t1 = before.get("t"), after.get("t")
+    # The counters' own window: from the 'before' scrape to the 'after' one, which comes once
+    # the last replies are in, so it is a little longer than the measurement window.
+    has_times = isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and t1 > t0
+    out["window_s"] = float(t1 - t0) if has_times else window_s  # type: ignore[operator]
+    m0, m1 = before.get("metrics"), after.get("metrics")
+    d = delta(m0, m1) if m0 is not None and m1 is not None else None
+    s0, s1 = before.get("stats"), after.get("stats")
+    if d is not None and any(n == "lanes_requests_total" for n, _ in d):
+        out["rejected"] = int(total(d, "lanes_requests_total", outcome="rejected_queue_full"))
+        out["expired"] = int(total(d, "lanes_requests_total", outcome="deadline_exceeded"))
+    elif s0 is not None and s1 is not None:
+        out["rejected"] = int(s1["rejected"] - s0["rejected"])
+        out["expired"] = int(s1["expired"] - s0["expired"])
+    if d is not None:
+        busy = by_label(d, "lanes_device_busy_seconds_total", "device")
+        fields = {
+            "idle_while_waiting_s": "lanes_device_idle_while_waiting_seconds_total",
+            "overlap_s": "lanes_device_overlap_seconds_total",
+            "jobs": "lanes_device_jobs_total",
+        }
+        per = {k: by_label(d, name, "device") for k, name in fields.items()}
+        for dev in sorted(set(busy).union(*per.values())):
+            entry: dict[str, float | None] = {"busy_s": busy.get(dev)}
+            entry.update({k: per[k].get(dev) for k in fields})
+            out["device"][dev] = entry
+    c0, c1 = before.get("cpu"), after.get("cpu")
+    out["process_cpu_s"] = None
+    out["cpu_busy_per_core"] = []
+    out["host_cpu_idle"] = None
+    if isinstance(c0, CpuSample) and isinstance(c1, CpuSample):
+        if c0.process_s is not None and c1.process_s is not None:
+            out["process_cpu_s"] = c1.process_s - c0.process_s
+        out["cpu_busy_per_core"] = [
+            _frac(b1 - b0, t1 - t0) for (b0, t0), (b1, t1) in zip(c0.cores, c1.cores, strict=False)
+        ]
+        out["host_cpu_idle"] = _frac(c1.host[0] - c0.host[0], c1.host[1] - c0.host[1])
+    if out["process_cpu_s"] is None and d is not None:
+        cpu = total(d, "process_cpu_seconds_total")
+        out["process_cpu_s"] = cpu if any(n == "process_cpu_seconds_total" for n, _ in d) else None
+    found = d is not None or out["rejected"] is not None or out["host_cpu_idle"] is not None
+    return out if found else None
+
+
+def _frac(part: float, whole: float) -> float:
+    return min(1.0, max(0.0, part / whole)) if whole > 0 else 0.0

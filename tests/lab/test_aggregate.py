@@ -1,0 +1,291 @@
+"""Aggregation: t-quantiles, mean and CI, capacity at SLO, ratios, and the stored fixture folder.
+
+Expected values are computed here by closed forms (Student's t quantile for 1, 2 and 4 degrees of
+freedom has one) and by hand from the fixture's run files (tests/lab/fixtures/results).
+"""
+
+import json
+import math
+import shutil
+import statistics
+from pathlib import Path
+
+import pytest
+
+from lanes.errors import LanesError
+from lanes.lab import aggregate as agg
+
+FIXTURE = Path(__file__).parent / "fixtures" / "results"
+P = 0.975
+
+
+def t_closed_form(df: int) -> float:
+    """Student's t quantile at P for df 1, 2, 4 (closed forms; no scipy)."""
+    if df == 1:
+        return math.tan(math.pi * (P - 0.5))
+    if df == 2:
+        return (2 * P - 1) / math.sqrt(2 * P * (1 - P))
+    if df == 4:
+        alpha = 4 * P * (1 - P)
+        q = math.cos(math.acos(math.sqrt(alpha)) / 3) / math.sqrt(alpha)
+        return 2 * math.sqrt(q - 1)
+    raise AssertionError(df)
+
+
+@pytest.mark.parametrize("df", [1, 2, 4])
+def test_t_quantile_matches_closed_forms(df: int) -> None:
+    assert agg.t_quantile_975(df) == pytest.approx(t_closed_form(df), abs=1e-5)
+
+
+@pytest.mark.parametrize(("df", "expected"), [(30, 2.042272), (31, 2.039513), (60, 2.000298),
+                                              (120, 1.979930), (10_000, 1.960201)])  # fmt: skip
+def test_t_quantile_large_df(df: int, expected: float) -> None:
+    assert agg.t_quantile_975(df) == pytest.approx(expected, abs=2e-5)
+
+
+def test_t_quantile_rejects_zero_df() -> None:
+    with pytest.raises(ValueError):
+        agg.t_quantile_975(0)
+
+
+def by_hand(values: list[float]) -> tuple[float, float, float]:
+    n = len(values)
+    mean = sum(values) / n
+    s = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = t_closed_form(n - 1) * s / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[30.0, 34.0], [1.0, 2.0, 3.0, 4.0, 10.0], [5.0, 5.0, 5.0, 5.0, 5.0], [0.2, 0.4, 0.9]],
+)
+def test_mean_ci_is_students_t(values: list[float]) -> None:
+    result = agg.mean_ci(values)
+    assert result is not None
+    mean, (lo, hi) = result
+    assert (mean, lo, hi) == pytest.approx(by_hand(values), abs=1e-4)
+
+
+def test_mean_ci_one_value_and_none() -> None:
+    assert agg.mean_ci([7.5]) == (7.5, (7.5, 7.5))
+    assert agg.mean_ci([]) is None
+
+
+def test_mean_ci_clips_to_bounds() -> None:
+    result = agg.mean_ci([0.5, 1.0], lo=0, hi=1)
+    assert result is not None
+    assert result[0] == pytest.approx(0.75)
+    assert result[1] == (0, 1)  # unclipped: 0.75 ± 3.18
+
+
+# ---- the stored fixture folder ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def summary() -> dict:
+    return agg.aggregate(FIXTURE)
+
+
+def test_header(summary: dict) -> None:
+    assert summary["experiment"] == "fixture-ocr"  # the experiment file's name key
+    assert summary["baseline"] == "independent"
+    assert summary["slo_ms"] == 100.0
+    assert list(summary["variants"]) == ["independent", "sjf"]  # plan order
+    assert set(summary["machine"]) == {"cpus", "cpu_model", "kernel", "python", "lanes"}
+    assert summary["started"] == "2026-01-01T00:01:40+00:00"  # earliest started_unix
+
+
+def test_level_means_and_cis(summary: dict) -> None:
+    level = summary["variants"]["independent"]["levels"][0]
+    assert level["repeats"] == 2
+    assert level["offered_rps"] == 20.0
+    assert level["concurrency"] is None
+    assert level["achieved_rps"] == pytest.approx(20.0)  # 19.8, 20.2
+    assert level["latency_ms"] == pytest.approx({"p50": 11.0, "p99": 32.0})
+    _, lo, hi = by_hand([30.0, 34.0])
+    assert level["latency_ms_ci"]["p99"] == pytest.approx([lo, hi])
+    assert level["latency_ms_ci"]["p50"][0] == 0  # 11 - 12.7: clipped at 0
+    assert level["slo_attainment"] == pytest.approx(0.995)
+    assert level["slo_attainment_ci"][1] == 1  # clipped at 1
+    assert level["goodput_rps"] == pytest.approx(19.9)
+    assert level["cpu_idle"] == pytest.approx(0.4)
+    assert level["device"]["gpu0"] == pytest.approx(
+        {
+            "busy_s": 6.0,
+            "idle_while_waiting_s": 0.5,
+            "overlap_s": 2.0,
+            "jobs": 239.5,
+            "busy_fraction": 0.3,
+        }
+    )
+    model = level["models"]["char_cnn"]
+    assert (model["p50_ms"], model["p99_ms"], model["slowdown"]) == pytest.approx((5.5, 16, 1.375))
+    assert level["models"]["line_rnn_zh"]["slowdown"] is None  # unknown in every repeat
+
+
+def test_level_where_everything_failed_has_no_latency(summary: dict) -> None:
+    level = summary["variants"]["independent"]["levels"][2]
+    assert level["repeats"] == 1
+    assert level["latency_ms"] == {"p50": None, "p99": None}
+    assert level["latency_ms_ci"] == {"p50": None, "p99": None}
+    assert level["achieved_rps_ci"] == [0.0, 0.0]
+    assert level["errors"] == 1600
+    assert level["cpu_idle"] is None  # no server scrape
+    assert (level["device"], level["models"], level["timelines"]) == ({}, {}, [])
+
+
+def test_rejected_and_dropped(summary: dict) -> None:
+    level = summary["variants"]["sjf"]["levels"][2]
+    assert level["rejected"] == pytest.approx(70)  # server: 80, 60
+    assert level["dropped"] == pytest.approx(30)  # server: 20, 40
+
+
+def test_capacity_and_ratios(summary: dict) -> None:
+    assert summary["variants"]["independent"]["capacity_at_slo"] == 20.0  # 0.995 | 0.94 | 0
+    assert summary["variants"]["sjf"]["capacity_at_slo"] == 40.0  # 1.0 | 0.9925 | 0.575
+    ratios = summary["ratios"]["variants"]
+    assert ratios["sjf"]["capacity"] == pytest.approx(2.0)
+    assert ratios["sjf"]["p99"] == pytest.approx([21 / 32, 42 / 130, None], nan_ok=False)
+    assert ratios["independent"]["p99"] == [1.0, 1.0, None]
+    flipped = agg.ratios(summary, "sjf")["variants"]
+    assert flipped["independent"]["capacity"] == pytest.approx(0.5)
+
+
+def test_timelines_listed(summary: dict) -> None:
+    assert summary["variants"]["sjf"]["levels"][1]["timelines"] == ["runs/sjf/L1-r1.trace.json"]
+
+
+def test_baseline_choice() -> None:
+    assert agg.aggregate(FIXTURE, baseline="sjf")["baseline"] == "sjf"
+    with pytest.raises(LanesError) as info:
+        agg.aggregate(FIXTURE, baseline="edf")
+    assert info.value.code == "results_invalid"
+    assert info.value.message == "baseline 'edf': not a variant (have: independent, sjf)"
+
+
+def test_write_summary_is_atomic_json(tmp_path: Path) -> None:
+    folder = tmp_path / "results"
+    shutil.copytree(FIXTURE, folder)
+    path = agg.write_summary(folder)
+    assert path == folder / "summary.json"
+    written = json.loads(path.read_text())
+    assert written["variants"]["sjf"]["capacity_at_slo"] == 40.0
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # no temporary left
+
+
+# ---- small folders built here -------------------------------------------------------------
+
+
+def write_run(
+    folder: Path, variant: str, level: int, repeat: int, attainment: float, **extra: object
+) -> None:
+    offered = extra.pop("offered", {"rate_rps": 10.0 * (level + 1), "concurrency": None})
+    run = {
+        "id": f"{variant}/L{level}/r{repeat}", "variant": variant, "level": level,
+        "repeat": repeat, "offered": offered, "started_unix": 1.0e9, "measure_s": 10.0,
+        "stable": True,
+        "load": {"requests": 100, "achieved_rps": 10.0, "errors": 0, "slo_ms": 50.0,
+                 "latency_ms": {"p50": 5.0, "p90": 7.0, "p99": 9.0, "p999": 9.5, "mean": 5.5,
+                                "max": 10.0},
+                 "status_codes": {"200": 90, "429": 7, "504": 3},
+                 "slo_attainment": attainment, "goodput_rps": 9.0, "models": {}},
+        "server": None, "timeline": None,
+    }  # fmt: skip
+    run.update(extra)
+    path = folder / "runs" / variant / f"L{level}-r{repeat}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(run))
+
+
+@pytest.mark.parametrize(
+    ("attainments", "capacity"),
+    [
+        ([[1.0], [0.99], [0.985]], 20.0),  # exactly 99 % meets the SLO
+        ([[0.995, 0.985], [0.97, 0.99]], 10.0),  # the mean over repeats: 0.99, then 0.98
+        ([[0.98], [0.97]], None),  # no level meets it
+        ([[1.0], [0.9], [1.0]], 30.0),  # the highest level meeting it, as the rule says
+    ],
+)
+def test_capacity_rule(tmp_path: Path, attainments: list[list[float]], capacity: float | None):
+    """Capacity: the highest offered level whose mean attainment is >= 99 %."""
+    for level, repeats in enumerate(attainments):
+        for repeat, share in enumerate(repeats, start=1):
+            write_run(tmp_path, "fifo", level, repeat, share)
+    variant = agg.aggregate(tmp_path)["variants"]["fifo"]
+    assert variant["capacity_at_slo"] == capacity
+    assert variant["capacity_unit"] == "rps"
+
+
+def test_closed_loop_capacity_is_a_concurrency(tmp_path: Path) -> None:
+    for level, conc in enumerate([1, 4, 16]):
+        offered = {"rate_rps": None, "concurrency": conc}
+        write_run(tmp_path, "sjf", level, 1, [1.0, 0.995, 0.5][level], offered=offered)
+    variant = agg.aggregate(tmp_path)["variants"]["sjf"]
+    assert (variant["capacity_at_slo"], variant["capacity_unit"]) == (4.0, "concurrency")
+    assert variant["levels"][2]["concurrency"] == 16
+
+
+def test_rejected_and_dropped_from_status_codes_without_server(tmp_path: Path) -> None:
+    write_run(tmp_path, "fifo", 0, 1, 1.0)
+    level = agg.aggregate(tmp_path)["variants"]["fifo"]["levels"][0]
+    assert (level["rejected"], level["dropped"]) == (7.0, 3.0)
+    assert level["device"] == {}
+    assert agg.aggregate(tmp_path)["experiment"] == tmp_path.name  # no experiment.toml
+
+
+def test_variants_without_plan_sorted_and_default_baseline(tmp_path: Path) -> None:
+    for name in ("sjf", "fifo"):
+        write_run(tmp_path, name, 0, 1, 1.0)
+    summary = agg.aggregate(tmp_path)
+    assert list(summary["variants"]) == ["fifo", "sjf"]
+    assert summary["baseline"] == "fifo"  # no independent: the first variant
+
+
+def test_mean_over_five_repeats(tmp_path: Path) -> None:
+    p99s = [9.0, 11.0, 10.0, 14.0, 12.0]
+    for repeat, p99 in enumerate(p99s, start=1):
+        latency = {"p50": 5.0, "p90": 7.0, "p99": p99, "p999": 20.0, "mean": 5.5, "max": 30.0}
+        write_run(tmp_path, "fifo", 0, repeat, 1.0)
+        path = tmp_path / "runs" / "fifo" / f"L0-r{repeat}.json"
+        run = json.loads(path.read_text())
+        run["load"]["latency_ms"] = latency
+        path.write_text(json.dumps(run))
+    level = agg.aggregate(tmp_path)["variants"]["fifo"]["levels"][0]
+    mean, lo, hi = by_hand(p99s)
+    assert level["latency_ms"]["p99"] == pytest.approx(statistics.fmean(p99s)) == mean
+    assert level["latency_ms_ci"]["p99"] == pytest.approx([lo, hi], abs=1e-4)
+    assert level["repeats"] == 5
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (None, "not a directory"),
+        ("empty", "no run results (runs/<variant>/L<level>-r<repeat>.json)"),
+        ("bad_json", "not readable JSON"),
+        ("no_level", "key 'level' missing or not int"),
+        ("no_goodput", "load lacks goodput_rps"),
+    ],
+)
+def test_bad_results_folder_is_one_clear_error(tmp_path: Path, setup: str | None, message: str):
+    folder = tmp_path / "results"
+    if setup is not None:
+        folder.mkdir()
+    if setup == "bad_json":
+        (folder / "runs" / "fifo").mkdir(parents=True)
+        (folder / "runs" / "fifo" / "L0-r1.json").write_text("{not json")
+    elif setup in ("no_level", "no_goodput"):
+        write_run(folder, "fifo", 0, 1, 1.0)
+        path = folder / "runs" / "fifo" / "L0-r1.json"
+        run = json.loads(path.read_text())
+        if setup == "no_level":
+            run["level"] = "zero"
+        else:
+            del run["load"]["goodput_rps"]
+        path.write_text(json.dumps(run))
+    with pytest.raises(LanesError) as info:
+        agg.aggregate(folder)
+    assert info.value.code == "results_invalid"
+    assert message in info.value.message
+    assert "\n" not in info.value.message

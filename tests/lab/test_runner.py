@@ -1,0 +1,194 @@
+"""The runner: plan order, schedules, SLO counting, stability, and a real interleaved,
+interrupted and resumed experiment against `lanes serve --devices sim:2` on loopback."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from lanes.bench.result import Result
+from lanes.lab import generators, runner
+from lanes.lab.experiment import parse_experiment
+
+TINY = """
+name = "tiny"
+[[variant]]
+name = "fifo"
+command = ["lanes", "serve", "--devices", "sim:2", "--policy", "fifo", "--port", "{port}",
+           "--metrics-port", "{metrics_port}", "--warmup-batches", "0", "--workers", "1"]
+[[variant]]
+name = "sjf"
+command = ["lanes", "serve", "--devices", "sim:2", "--policy", "sjf", "--port", "{port}",
+           "--metrics-port", "{metrics_port}", "--warmup-batches", "0", "--workers", "1"]
+[workload]
+mix = [{model = "char_cnn", weight = 3}, {model = "misc_cls", weight = 1}]
+levels = [40]
+warmup_s = 0.3
+measure_s = 1.0
+repeats = 2
+slo_ms = 200
+generators = 2
+connections = 8
+[stability]
+max_extensions = 0
+"""
+
+
+def test_the_plan_interleaves_variants_once_per_repeat_with_levels_ascending():
+    exp = parse_experiment(TINY.replace("levels = [40]", "levels = [10, 20]"))
+    assert [k.id for k in runner.plan(exp)] == [
+        "fifo/L0-r1",
+        "fifo/L1-r1",
+        "sjf/L0-r1",
+        "sjf/L1-r1",
+        "fifo/L0-r2",
+        "fifo/L1-r2",
+        "sjf/L0-r2",
+        "sjf/L1-r2",
+    ]
+
+
+def _spec(**kw):
+    base = {
+        "rate": 100.0,
+        "arrival": "poisson",
+        "cv": 3.0,
+        "trace": None,
+        "segment_s": 0.5,
+        "warmup_s": 1.0,
+        "measure_s": 4.0,
+        "seed": 3,
+    }
+    return {**base, **kw}
+
+
+@pytest.mark.parametrize(
+    ("kw", "phase", "expected"),
+    [
+        ({}, "warmup", [(0.0, 1.0, 100.0)]),
+        ({}, "measure", [(1.0, 4.0, 100.0)]),
+        ({"arrival": "constant"}, "measure", [(1.0, 4.0, 100.0)]),
+        ({"rate": None}, "measure", [(1.0, 4.0, None)]),
+        ({"warmup_s": 0.0}, "warmup", []),
+        # a trace of 2 arrivals in its first second, 6 in its second, looped: rates 0.5x and 1.5x
+        (
+            {
+                "arrival": "trace",
+                "trace": [0.0, 0.5, 1.0, 1.2, 1.4, 1.6, 1.8, 1.9, 2.0],
+                "segment_s": 1.0,
+                "warmup_s": 0.0,
+                "measure_s": 2.0,
+            },
+            "measure",
+            [(0.0, 1.0, 50.0), (1.0, 1.0, 150.0)],
+        ),
+    ],
+)
+def test_segments_follow_the_arrival_law(kw, phase, expected):
+    got = generators.segments(_spec(**kw), phase)
+    assert [(o, d, None if r is None else pytest.approx(r)) for o, d, r in got] == expected
+
+
+def test_bursty_segments_have_the_rate_as_mean_and_the_asked_spread():
+    got = generators.segments(_spec(arrival="bursty", measure_s=2000.0, cv=2.0), "measure")
+    rates = [r for _, _, r in got]
+    assert sum(d for _, d, _ in got) <= 2000.0
+    mean = sum(rates) / 4000  # segments of 0.5 s; near-empty ones are skipped
+    sd = (sum((r - mean) ** 2 for r in rates) / len(rates)) ** 0.5
+    assert mean == pytest.approx(100.0, rel=0.1)
+    assert sd / mean == pytest.approx(2.0, rel=0.15)
+    assert got == generators.segments(_spec(arrival="bursty", measure_s=2000.0, cv=2.0), "measure")
+
+
+def _series(per_second):
+    return Result(
+        {
+            "timeseries": [
+                {"second": s, "requests": n, "errors": 0, "p50_ms": 1.0, "p99_ms": p99}
+                for s, (n, p99) in enumerate(per_second)
+            ]
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    ("points", "ok"),
+    [
+        ([(100, 10.0)] * 6, True),
+        ([(100, 10.0)] * 4 + [(60, 10.0)] * 2, False),  # throughput falls in the last window
+        ([(100, 10.0)] * 4 + [(100, 40.0)] * 2, False),  # p99 climbs
+        ([(100, 10.0)] * 2, False),  # fewer seconds than windows... of 3: 2 < 3
+        ([(100, 10.0)] * 6 + [(3, 900.0)], True),  # the drain after the window is not load
+    ],
+)
+def test_stability_compares_the_last_windows(points, ok):
+    assert runner.stable(_series(points), 6.0, 3, 0.1, 0.3) is ok
+
+
+def test_experiment_runs_interleaved_is_interrupted_and_resumes(tmp_path):
+    exp = parse_experiment(TINY)
+    out = tmp_path / "results"
+    seen: list[str] = []
+
+    def stop_after_two(run_id: str, done: int, total: int) -> None:
+        seen.append(run_id)
+        if done == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_experiment(exp, out, TINY, progress=stop_after_two)
+    assert seen == ["fifo/L0-r1", "sjf/L0-r1", "fifo/L0-r2"]
+    first = {
+        p: p.stat().st_mtime_ns for p in (out / "runs").rglob("L*-r*.json") if "trace" not in p.name
+    }
+    assert sorted(p.relative_to(out).as_posix() for p in first) == [
+        "runs/fifo/L0-r1.json",
+        "runs/sjf/L0-r1.json",
+    ]
+    plan = json.loads((out / "plan.json").read_text())
+    assert [r["id"] for r in plan["runs"]] == ["fifo/L0-r1", "sjf/L0-r1", "fifo/L0-r2", "sjf/L0-r2"]
+    assert (out / "experiment.toml").read_text() == TINY
+
+    with pytest.raises(Exception, match="--resume"):
+        runner.run_experiment(exp, out, TINY)
+    done = runner.run_experiment(exp, out, TINY, resume=True)
+    assert [k.id for k in done] == ["fifo/L0-r2", "sjf/L0-r2"]
+    assert all(p.stat().st_mtime_ns == t for p, t in first.items())  # kept, not redone
+
+    docs = [json.loads(k.path(out).read_text()) for k in runner.plan(exp)]
+    starts = [d["started_unix"] for d in docs]
+    assert starts == sorted(starts)  # A B A B
+    for d in docs:
+        load = d["load"]
+        assert d["offered"] == {"rate_rps": 40.0, "concurrency": None}
+        assert load["requests"] > 0 and load["status_codes"].get("200", 0) > 0
+        models = load["models"]
+        assert set(models) == {"char_cnn", "misc_cls"}
+        # two generator processes per model, merged exactly: the parts add up to the total
+        assert sum(m["requests"] for m in models.values()) == load["requests"]
+        assert 0.0 <= load["slo_attainment"] <= 1.0
+        assert models["char_cnn"]["slowdown"] is not None
+        server = d["server"]
+        assert server is not None and server["rejected"] == 0
+        assert set(server["device"]) <= {"sim:0", "sim:1"}
+        assert 0.0 <= server["host_cpu_idle"] <= 1.0
+        assert server["process_cpu_s"] is not None and server["process_cpu_s"] > 0
+    assert runner.summarize(out) == out / "summary.json"
+    summary = json.loads((out / "summary.json").read_text())
+    assert set(summary["variants"]) == {"fifo", "sjf"}
+    assert summary["variants"]["sjf"]["levels"][0]["repeats"] == 2
+
+
+def test_slo_counting_reads_the_histogram(tmp_path):
+    # A real result: 30 replies from a loopback HTTP server, all well within 5 s.
+    from lanes import bench
+    from loopback import serve
+
+    with serve() as srv:
+        r = bench.run(srv.url, connections=1, threads=1, requests=30)
+    assert runner.within_slo(r, 5000.0) == 30
+    assert runner.within_slo(r, 0.0) == 0
+    block = runner.load_block(r, 40, 1.0, 5000.0)
+    assert block["slo_attainment"] == pytest.approx(30 / 40)
+    assert block["goodput_rps"] == 30.0

@@ -1,0 +1,139 @@
+"""``lanes serve --arbiter``: two servers share simulated GPUs through a real ``lanes arbiter``.
+
+Each server is a real ``lanes serve`` (in this process, on its own event loop thread, with its
+own arbiter connection); the daemon is a real subprocess. The servers' device timelines (one
+monotonic clock) show whether batches of the two ever overlapped on a device, and the order in
+which batches reached ``predict`` shows whose job the daemon granted first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pytest
+from tests.arbiter.client_support import Daemon, wait_for
+from tests.serving.test_scheduling import BODY, Log, post, sim_model
+
+from lanes.models import Batching, Model
+from lanes.serving import ServeConfig, start_in_thread
+from lanes.serving.server import Handle
+
+
+@pytest.fixture
+def sock(tmp_path: Path) -> Path:
+    return tmp_path / "arbiter.sock"
+
+
+def arbitrated(sock: Path, devices: str, models: list[Model]) -> Handle:
+    config = ServeConfig(
+        port=0,
+        metrics_port=None,
+        devices=devices,
+        warmup_batches=0,
+        arbiter=f"unix:{sock}",
+        arbiter_fallback="fail_closed",
+    )
+    return start_in_thread(config, models)
+
+
+def daemon(sock: Path, devices: str, policy: str) -> Iterator[Daemon]:
+    d = Daemon(sock, devices, "--policy", policy).start()
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
+def queued_at_daemon(h: Handle) -> int:
+    client = h.server.dispatcher.client  # type: ignore[attr-defined]
+    return int(client.stats()["queued"])
+
+
+async def cross_process_order(a: Handle, b: Handle, log: Log) -> None:
+    """Hold the device with a long job from A; queue two long (A) and three short (B)."""
+    async with aiohttp.ClientSession() as session:
+        head = asyncio.ensure_future(post(session, a.url, "long"))
+        await asyncio.to_thread(wait_for, lambda: len(log.calls) == 1, 10.0, "the first batch")
+        rest = [asyncio.ensure_future(post(session, a.url, "long")) for _ in range(2)]
+        await asyncio.to_thread(wait_for, lambda: queued_at_daemon(a) == 1, 10.0, "A queued")
+        rest += [asyncio.ensure_future(post(session, b.url, "short")) for _ in range(3)]
+        await asyncio.to_thread(wait_for, lambda: queued_at_daemon(a) == 2, 10.0, "B queued")
+        await asyncio.gather(head, *rest)
+
+
+@pytest.mark.parametrize("policy", ["sjf:slack=off", "fifo"])
+def test_the_daemon_orders_jobs_across_processes(sock: Path, policy: str) -> None:
+    log = Log()
+    long = sim_model("long", 150, log)
+    # Two in flight, so A's next batch asks the daemon while its first one runs.
+    long.batching = Batching(max_batch_size=1, num_batch_threads=2, max_enqueued_batches=100)
+    for _ in daemon(sock, "sim:1", policy):
+        with (
+            arbitrated(sock, "sim:1", [long]) as a,
+            arbitrated(sock, "sim:1", [sim_model("short", 5, log)]) as b,
+        ):
+            asyncio.run(cross_process_order(a, b, log))
+    order = log.order()
+    assert sorted(order) == ["long"] * 3 + ["short"] * 3
+    if policy == "fifo":  # A's second long asked first, so it goes first
+        assert order[:2] == ["long", "long"], order
+    else:  # the shorter job first, across processes: all three shorts before A's queued longs
+        assert order[:4] == ["long", "short", "short", "short"], order
+
+
+async def burst(url: str, model: str, n: int) -> None:
+    async with aiohttp.ClientSession() as session:
+        statuses = []
+        for r in asyncio.as_completed(
+            [session.post(f"{url}/v2/models/{model}/infer", data=BODY) for _ in range(n)]
+        ):
+            async with await r as response:
+                statuses.append(response.status)
+        assert statuses == [200] * n
+
+
+def test_two_servers_never_overlap_on_a_device(sock: Path) -> None:
+    for _ in daemon(sock, "sim:2", "sjf"):
+        log = Log()
+        with (
+            arbitrated(sock, "sim:2", [sim_model("m", 3, log, max_batch=4)]) as a,
+            arbitrated(sock, "sim:2", [sim_model("n", 7, log, max_batch=4)]) as b,
+        ):
+
+            async def both() -> None:
+                await asyncio.gather(burst(a.url, "m", 40), burst(b.url, "n", 40))
+
+            asyncio.run(both())
+            jobs = [(j, "a") for j in a.server.timeline.window(None)]  # type: ignore[union-attr]
+            jobs += [(j, "b") for j in b.server.timeline.window(None)]  # type: ignore[union-attr]
+    assert {who for _, who in jobs} == {"a", "b"}
+    for device in (0, 1):
+        spans = sorted((j.start_ns, j.end_ns) for j, _ in jobs if j.device == device)
+        for (_, end), (start, _) in itertools.pairwise(spans):
+            assert start >= end, f"overlap on sim:{device}"
+    assert {j.device for j, _ in jobs} == {0, 1}  # both devices in use
+
+
+def test_a_daemon_that_is_down_answers_503_under_fail_closed(sock: Path) -> None:
+    log = Log()
+    with arbitrated(sock, "sim:1", [sim_model("m", 1, log)]) as h:
+
+        async def one() -> tuple[int, str]:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.post(
+                    f"{h.url}/v2/models/m/infer", data=BODY, headers={"lanes-timeout-ms": "200"}
+                ) as r,
+            ):
+                return r.status, await r.text()
+
+        t0 = time.monotonic()
+        status, text = asyncio.run(one())
+        assert status in (503, 504), text
+        assert time.monotonic() - t0 < 5
+        assert log.calls == []
