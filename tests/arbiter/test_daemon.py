@@ -23,25 +23,30 @@ from pathlib import Path
 
 import pytest
 
+from lanes.arbiter.protocol import (
+    ACQUIRE,
+    CANCEL,
+    ERROR,
+    GRANT,
+    HELLO,
+    REJECT,
+    RELEASE,
+    RELEASED,
+    REVOKED,
+    STATS,
+    STATS_REPLY,
+    WELCOME,
+)
 from loopback import free_port
 
 DEADLINE_S = 10.0
 
-HELLO, ACQUIRE, RELEASE, CANCEL, STATS = 0x01, 0x02, 0x03, 0x04, 0x05
-WELCOME, GRANT, REJECT, RELEASED, STATS_REPLY, REVOKED, ERROR = (
-    0x81,
-    0x82,
-    0x83,
-    0x84,
-    0x85,
-    0x86,
-    0x8F,
-)
 R_DEADLINE, R_OVERLOAD, R_NO_DEVICE, R_BAD, R_CANCELLED, R_SHUTTING_DOWN = 1, 2, 3, 4, 5, 6
 E_MALFORMED, E_TOO_LARGE, E_VERSION, E_ORDER, E_TYPE = 1, 2, 3, 4, 5
 
 
 # --- frame helpers -------------------------------------------------------------------------
+# Built here from docs/arbiter-protocol.md, not with lanes.arbiter.protocol's codec: a spec check.
 
 
 def s16(text: str) -> bytes:

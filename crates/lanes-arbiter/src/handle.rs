@@ -19,7 +19,6 @@ use tokio::sync::mpsc;
 use crate::config::ArbiterSpec;
 use crate::daemon::{self, Clock, Event};
 use crate::error::ArbiterError;
-use crate::metrics;
 use crate::state::State;
 
 /// A running daemon (module docs).
@@ -82,7 +81,7 @@ impl Arbiter {
                         let l = tokio::net::TcpListener::from_std(l)
                             .map_err(|e| ArbiterError::Metrics(format!("--metrics-port: {e}")))?;
                         let ask = actor_events.clone();
-                        tokio::spawn(metrics::serve(l, move || {
+                        tokio::spawn(lanes_metrics_http::serve(l, move || {
                             let (tx, rx) = flume::bounded(1);
                             let sent = ask.send(Event::Metrics(tx)).is_ok();
                             async move {

@@ -1,6 +1,6 @@
-//! The daemon's counters, their Prometheus text, and the tiny HTTP endpoint
-//! that serves it (`GET /metrics` or `/`; text format 0.0.4; one request per
-//! connection; the request head must arrive within 5 s and 8 KiB).
+//! The daemon's counters and their Prometheus text (text format 0.0.4),
+//! served by [`lanes_metrics_http::serve`] (`GET /metrics` or `/`; `503`
+//! while the daemon stops).
 //!
 //! | metric | type | what |
 //! |---|---|---|
@@ -17,12 +17,8 @@
 //! | `lanes_arbiter_protocol_errors_total{code}` | counter | connections closed with ERROR, by code |
 
 use std::fmt::Write as _;
-use std::future::Future;
-use std::time::Duration;
 
 use serde_json::{json, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpListener;
 
 use crate::protocol::{ErrorCode, RejectReason};
 
@@ -313,62 +309,6 @@ impl Counters {
             );
         }
         out
-    }
-}
-
-/// Serves the text `render` produces on `listener` until the runtime stops;
-/// `render` answering `None` (the daemon stopping) ends the endpoint.
-pub async fn serve<F, Fut>(listener: TcpListener, render: F)
-where
-    F: Fn() -> Fut,
-    Fut: Future<Output = Option<String>> + Send + 'static,
-{
-    loop {
-        let Ok((mut stream, _)) = listener.accept().await else {
-            // Out of descriptors and the like: wait a little rather than spin.
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            continue;
-        };
-        let body = render();
-        tokio::spawn(async move {
-            let mut head = Vec::with_capacity(1024);
-            let mut buf = [0u8; 1024];
-            let read = async {
-                while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 8192 {
-                    let n = stream.read(&mut buf).await?;
-                    if n == 0 {
-                        break;
-                    }
-                    head.extend_from_slice(&buf[..n]);
-                }
-                Ok::<_, std::io::Error>(())
-            };
-            if !matches!(
-                tokio::time::timeout(Duration::from_secs(5), read).await,
-                Ok(Ok(()))
-            ) {
-                return;
-            }
-            let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
-            let line = String::from_utf8_lossy(line);
-            let mut words = line.split(' ');
-            let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-            let (status, text) = match (method, path.split('?').next().unwrap_or("")) {
-                ("GET", "/metrics" | "/") => match body.await {
-                    Some(text) => ("200 OK", text),
-                    None => ("503 Service Unavailable", "stopping\n".to_string()),
-                },
-                ("GET", _) => ("404 Not Found", "not found: try /metrics\n".to_string()),
-                _ => ("405 Method Not Allowed", "GET only\n".to_string()),
-            };
-            let response = format!(
-                "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-                 Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
-                text.len()
-            );
-            let _ = stream.write_all(response.as_bytes()).await;
-            let _ = stream.shutdown().await;
-        });
     }
 }
 

@@ -12,7 +12,7 @@
 //! - [`connect`]: plain connects, for `connect` mode and the fallback when
 //!   raw sockets are not allowed;
 //! - [`engine`]: the round loop; [`monitor`]: the [`Monitor`] handle that runs it on a thread;
-//!   [`message`]: what it reports; [`metrics`]: Prometheus counters and endpoint;
+//!   [`message`]: what it reports; [`metrics`]: Prometheus counters and their text;
 //! - [`config`]: the one typed configuration; [`error`]: errors with stable codes.
 //!
 //! ```no_run

@@ -1,6 +1,5 @@
-//! Prometheus metrics of a probe run, and the tiny HTTP endpoint that serves
-//! them (`GET /metrics`, or `/`; text format 0.0.4; one request per
-//! connection; the request head must arrive within 5 s and 8 KiB).
+//! Prometheus metrics of a probe run (text format 0.0.4), served by
+//! [`lanes_metrics_http::serve`] (`GET /metrics` or `/`).
 //!
 //! | metric | type | what |
 //! |---|---|---|
@@ -20,11 +19,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
-
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use std::sync::Mutex;
 
 use crate::config::Mode;
 use crate::message::RoundReport;
@@ -246,58 +241,6 @@ impl Metrics {
             );
         }
         out
-    }
-}
-
-/// Answers one request on `stream`.
-async fn answer(mut stream: TcpStream, metrics: Arc<Metrics>) -> std::io::Result<()> {
-    let mut head = Vec::with_capacity(1024);
-    let mut buf = [0u8; 1024];
-    let read = async {
-        while !head.windows(4).any(|w| w == b"\r\n\r\n") && head.len() < 8192 {
-            let n = stream.read(&mut buf).await?;
-            if n == 0 {
-                break;
-            }
-            head.extend_from_slice(&buf[..n]);
-        }
-        Ok::<_, std::io::Error>(())
-    };
-    if tokio::time::timeout(Duration::from_secs(5), read)
-        .await
-        .is_err()
-    {
-        return Ok(());
-    }
-    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
-    let line = String::from_utf8_lossy(line);
-    let mut words = line.split(' ');
-    let (method, path) = (words.next().unwrap_or(""), words.next().unwrap_or(""));
-    let path = path.split('?').next().unwrap_or("");
-    let (status, body) = match (method, path) {
-        ("GET", "/metrics" | "/") => ("200 OK", metrics.render()),
-        ("GET", _) => ("404 Not Found", "not found: try /metrics\n".to_string()),
-        _ => ("405 Method Not Allowed", "GET only\n".to_string()),
-    };
-    let response = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n\
-         Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(response.as_bytes()).await?;
-    stream.shutdown().await
-}
-
-/// Serves `metrics` on `listener` until the runtime stops.
-pub async fn serve(listener: TcpListener, metrics: Arc<Metrics>) {
-    loop {
-        match listener.accept().await {
-            Ok((stream, _)) => {
-                tokio::spawn(answer(stream, metrics.clone()));
-            }
-            // Out of descriptors and the like: wait a little rather than spin.
-            Err(_) => tokio::time::sleep(Duration::from_millis(100)).await,
-        }
     }
 }
 

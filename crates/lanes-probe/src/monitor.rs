@@ -17,7 +17,7 @@ use crate::config::{Mode, ProbeConfig};
 use crate::engine::{open, plan, Control, Loop, Prober};
 use crate::error::ProbeError;
 use crate::message::{Message, Notice};
-use crate::metrics::{self, Metrics};
+use crate::metrics::Metrics;
 use crate::targets::{self, Watch};
 
 /// What [`Monitor::recv`] got.
@@ -111,7 +111,9 @@ impl Monitor {
                 let _done = done_tx; // dropped when the loop ends, however it ends
                 runtime.block_on(async move {
                     if let Some(l) = listener {
-                        tokio::spawn(metrics::serve(l, served));
+                        tokio::spawn(lanes_metrics_http::serve(l, move || {
+                            std::future::ready(Some(served.render()))
+                        }));
                     }
                     lp.run().await
                 })
