@@ -82,8 +82,9 @@ bench-probe: setup ## SYN prober: 10,000 loopback targets for 60 s, and a forced
 	$(PY) bench/probe/run.py all --seconds 60
 
 .PHONY: bench-arbiter
-bench-arbiter: setup ## lanes arbiter on one core: cycles/s at 64 clients, grant latency (bench/arbiter; needs taskset)
+bench-arbiter: setup ## lanes arbiter on one core: cycles/s at 64 clients, grant latency; two lanes serve sharing sim:2 (bench/arbiter; needs taskset)
 	$(PY) bench/arbiter/run.py --repeats 3 --seconds 10
+	$(PY) bench/arbiter/serve_pair.py --repeats 5 --seconds 15
 
 .PHONY: clean
 clean: ## remove build outputs and the virtual environment
