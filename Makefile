@@ -74,7 +74,7 @@ bench-load: setup ## load-engine benchmarks vs wrk and nginx on loopback (bench/
 	$(PY) bench/load/run.py all
 
 .PHONY: bench-serve
-bench-serve: setup ## lanes serve vs LitServe and Ray Serve, same ONNX models (bench/serve/peers; ~20 min, own venv)
+bench-serve: setup ## lanes serve vs LitServe and Ray Serve, same ONNX models (bench/serve/peers; ~22 min, own venv)
 	$(PY) bench/serve/peers/run.py all
 
 .PHONY: bench-probe

@@ -1,0 +1,708 @@
+#!/usr/bin/env python3
+"""The serving race: lanes against LitServe and Ray Serve on the same ONNX models (issue 5 §4).
+
+    .venv/bin/python bench/serve/peers/run.py [all|setup|race|crosscheck|profile]
+        [--quick] [--repeats N] [--servers lanes,litserve,ray] [--models identity,char_cnn]
+        [--out DIR]
+
+- ``setup``: a separate venv (``bench/serve/peers/.venv``) with LitServe, Ray Serve, py-spy,
+  and the same ONNX Runtime version as lanes' venv; ``oha`` from crates.io into
+  ``bench/serve/peers/.cargo``.
+- ``race``: for each repeat, for each model, for each server in turn (A B C A B C): start the
+  server alone, measure **overhead** (open loop, 100 req/s Poisson: p50/p99 latency minus the
+  bare model's in-process ONNX Runtime p50/p99 at batch 1) and **capacity** (the highest
+  Poisson rate with p99 < 50 ms, no errors and nothing unfinished), stop it.
+- ``crosscheck``: one point (lanes, ``char_cnn``, 100 req/s) measured by oha and by
+  ``lanes bench`` at a constant rate, interleaved.
+- ``profile``: py-spy flame graphs (on-CPU and ``--idle``) of ``lanes serve`` near its
+  capacity, as SVG under ``docs/results/serving/``.
+- ``all``: the four in order (about 22 minutes; ``--quick``: a smoke run of about 5).
+
+**Capacity search** (one server, one model): rates step up by x2 from ``START_RATE`` until a
+rate fails (p99 ≥ 50 ms, an error, or an unfinished request); then the bracket [last pass,
+first fail] is bisected ``REFINE_STEPS`` times; the answer is the highest passing rate. Each
+step is one bounded open-loop run (``STEP_S`` seconds).
+
+Every server gets the same batching (max batch 16, timeout 0 — lanes' eager default), two
+workers or one executor per the server's model (see each app's docstring), one intra-op
+thread per ONNX Runtime session, loopback only. The client is ``lanes bench`` with one
+sender thread. Writes ``race.json`` (every run), ``summary.json`` and ``meta.json``
+(``meta-WHAT.json`` when one step runs alone) into ``--out`` (default
+``bench/serve/peers/out``) and prints the tables of docs/results/serving.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[2]
+sys.path.insert(0, str(HERE))
+
+import models  # noqa: E402
+
+LANES_VENV = ROOT / ".venv"
+PEERS_VENV = HERE / ".venv"
+PEERS_PY = PEERS_VENV / "bin" / "python"
+OHA = HERE / ".cargo" / "bin" / "oha"
+PEER_PACKAGES = ["litserve", "ray[serve]", "numpy", "py-spy"]
+SERVERS = ("lanes", "litserve", "ray")
+WORKERS = 2  # the machine's cores: peer workers / replicas
+THREADS = 1  # intra-op threads per ONNX Runtime session
+SLO_MS = 50.0
+OVERHEAD_RATE = 100.0
+START_RATE = 50.0
+REFINE_STEPS = 3
+PORTS = {"lanes": 8300, "litserve": 8100, "ray": 8200}
+# LitServe's batched loop polls its queue without blocking when batch_timeout is 0 (litserve
+# loops/base.py collate_requests: get_nowait, and the loop retries at once), which costs its
+# workers CPU while idle on a 2-core host; 1 ms lets the workers block on the queue.
+LITSERVE_BATCH_TIMEOUT_US = 1000
+# The servers and the client outrank the other engineers' builds and tests on this shared
+# host (CFS weight about 9x a nice-0 task), equally for all three servers.
+NICE = -10
+FLAMES = ROOT / "docs" / "results" / "serving"
+
+
+@dataclass(frozen=True)
+class Settings:
+    out: Path
+    repeats: int
+    servers: tuple[str, ...]
+    models: tuple[str, ...]
+    overhead_s: float
+    step_s: float
+    profile_s: float
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def sh(cmd: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:
+    log("$ " + shlex.join(cmd))
+    return subprocess.run(cmd, check=True, text=True, **kwargs)
+
+
+# --------------------------------------------------------------------------------- setup
+
+
+def version_of(python: Path, package: str) -> str:
+    code = f"import importlib.metadata as m; print(m.version({package!r}))"
+    result = subprocess.run([str(python), "-c", code], capture_output=True, text=True)
+    return result.stdout.strip() or "absent"
+
+
+def setup(need_oha: bool) -> None:
+    """The peers' venv (same ONNX Runtime as lanes) and oha, each only when missing."""
+    ort = version_of(LANES_VENV / "bin" / "python", "onnxruntime")
+    wanted = [*PEER_PACKAGES, f"onnxruntime=={ort}"]
+    if not PEERS_PY.exists():
+        sh([sys.executable, "-m", "venv", str(PEERS_VENV)])
+    if version_of(PEERS_PY, "onnxruntime") != ort or version_of(PEERS_PY, "ray") == "absent":
+        sh([str(PEERS_PY), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
+        sh([str(PEERS_PY), "-m", "pip", "install", "--quiet", *wanted])
+    if need_oha and not OHA.exists():
+        sh(["cargo", "install", "oha", "--locked", "--root", str(OHA.parents[1])])
+
+
+def versions() -> dict[str, str]:
+    lanes_py = LANES_VENV / "bin" / "python"
+    oha = ""
+    if OHA.exists():
+        oha = subprocess.run([str(OHA), "--version"], capture_output=True, text=True).stdout
+    return {
+        "lanes": version_of(lanes_py, "lanes"),
+        "onnxruntime (lanes)": version_of(lanes_py, "onnxruntime"),
+        "litserve": version_of(PEERS_PY, "litserve"),
+        "ray": version_of(PEERS_PY, "ray"),
+        "onnxruntime (peers)": version_of(PEERS_PY, "onnxruntime"),
+        "fastapi (litserve)": version_of(PEERS_PY, "fastapi"),
+        "uvicorn (peers)": version_of(PEERS_PY, "uvicorn"),
+        "py-spy": version_of(PEERS_PY, "py-spy"),
+        "oha": oha.strip() or "absent",
+        "python": platform.python_version(),
+    }
+
+
+def machine() -> dict[str, Any]:
+    cpu = next(
+        (
+            line.split(":", 1)[1].strip()
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("model name")
+        ),
+        "unknown",
+    )
+    commit = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "kernel": platform.release(),
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit,
+    }
+
+
+# ------------------------------------------------------------------------------ servers
+
+
+def repository(out: Path, model: str) -> Path:
+    """A one-model repository ``out/repos/MODEL/MODEL`` (every server serves one model)."""
+    repo = out / "repos" / model
+    if not (repo / model / "model.onnx").exists():
+        full = models.write_repository(out / "repos" / "_all")
+        (repo / model).mkdir(parents=True, exist_ok=True)
+        for file in ("model.onnx", "model.toml"):
+            (repo / model / file).write_bytes((full / model / file).read_bytes())
+    return repo
+
+
+def body_file(out: Path, model: str) -> Path:
+    """The KServe v2 JSON request every server receives for ``model`` (one FP32 item)."""
+    info = models.MODELS[model]
+    path = out / "bodies" / f"{model}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    x = models.sample(info)
+    tensor = {"name": info.input_name, "shape": list(x.shape), "datatype": "FP32"}
+    path.write_text(json.dumps({"inputs": [{**tensor, "data": x.ravel().tolist()}]}))
+    return path
+
+
+def server_command(server: str, repo: Path, model: str) -> list[str]:
+    port = str(PORTS[server])
+    if server == "lanes":
+        return [
+            str(LANES_VENV / "bin" / "lanes"),
+            "serve",
+            "--models",
+            str(repo),
+            "--devices",
+            "cpu",
+            "--cpu-threads",
+            str(THREADS),
+            "--metrics-port",
+            "off",
+            "--port",
+            port,
+        ]
+    app = HERE / ("litserve_app.py" if server == "litserve" else "ray_app.py")
+    timeout = LITSERVE_BATCH_TIMEOUT_US if server == "litserve" else models.BATCH_TIMEOUT_US
+    return [
+        str(PEERS_PY),
+        str(app),
+        "--model-dir",
+        str(repo),
+        "--name",
+        model,
+        "--port",
+        port,
+        "--max-batch-size",
+        str(models.MAX_BATCH_SIZE),
+        "--batch-timeout-us",
+        str(timeout),
+        "--workers",
+        str(WORKERS),
+        "--threads",
+        str(THREADS),
+    ]
+
+
+def infer_url(server: str, model: str) -> str:
+    return f"http://127.0.0.1:{PORTS[server]}/v2/models/{model}/infer"
+
+
+def answers(url: str, body: bytes) -> bool:
+    request = urllib.request.Request(
+        url, data=body, headers={"Content-Type": "application/json"}, method="POST"
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            return bool(reply.status == 200)
+    except OSError:
+        return False
+
+
+@contextlib.contextmanager
+def running(server: str, repo: Path, model: str, body: Path, log_file: Path) -> Iterator[int]:
+    """Start ``server`` in its own session, wait until an infer request answers 200, yield
+    its pid; on exit SIGTERM the session, then SIGKILL whatever is left after 20 s."""
+    with socket.socket() as probe:
+        if probe.connect_ex(("127.0.0.1", PORTS[server])) == 0:
+            raise RuntimeError(f"port {PORTS[server]} is in use: stop what listens there")
+    cmd = server_command(server, repo, model)
+    log("$ " + shlex.join(cmd))
+    with log_file.open("w") as sink:
+        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 180
+        payload = body.read_bytes()
+        while not answers(infer_url(server, model), payload):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"{server} did not start; see {log_file}")
+            time.sleep(0.5)
+        for _ in range(50):  # warm every worker
+            answers(infer_url(server, model), payload)
+        yield proc.pid
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=20)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # the port must be free for the next server
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", PORTS[server])) != 0:
+                    break
+            time.sleep(0.2)
+
+
+# ------------------------------------------------------------------------------ loading
+
+
+def cpu_busy() -> tuple[float, float]:
+    fields = [float(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = fields[3] + fields[4]
+    return sum(fields) - idle, sum(fields)
+
+
+def bench(
+    url: str, body: Path, rate: float, seconds: float, out: Path, arrival: str = "poisson"
+) -> dict[str, Any]:
+    """One open-loop ``lanes bench`` run; the parsed JSON plus the host's busy fraction."""
+    cmd = [
+        str(LANES_VENV / "bin" / "lanes"),
+        "bench",
+        url,
+        "--body-file",
+        str(body),
+        "-H",
+        "Content-Type: application/json",
+        "-R",
+        f"{rate:g}",
+        "--arrival",
+        arrival,
+        "-d",
+        f"{seconds:g}s",
+        "-t",
+        "1",
+        "-c",
+        "128",
+        "--timeout",
+        "5s",
+        "-q",
+        "--json",
+        str(out),
+    ]
+    load = Path("/proc/loadavg").read_text().split()[0]
+    busy0, total0 = cpu_busy()
+    subprocess.run(cmd, check=True)
+    busy1, total1 = cpu_busy()
+    result: dict[str, Any] = json.loads(out.read_text())
+    result.pop("histograms", None)
+    result.pop("timeseries", None)
+    result["command"] = shlex.join(cmd)
+    result["loadavg_before"] = float(load)
+    result["host_busy"] = (busy1 - busy0) / max(total1 - total0, 1.0)
+    return result
+
+
+def passes(result: dict[str, Any]) -> bool:
+    errors = sum(result["errors"].values()) + result["unfinished"]
+    return bool(errors == 0 and result["latency_ms"]["p99"] < SLO_MS)
+
+
+def capacity(url: str, body: Path, step_s: float, tmp: Path) -> tuple[float, list[dict[str, Any]]]:
+    """The highest passing Poisson rate: x2 steps from START_RATE, then REFINE_STEPS bisections."""
+    runs: list[dict[str, Any]] = []
+
+    def trial(rate: float) -> bool:
+        result = bench(url, body, rate, step_s, tmp / "step.json")
+        result["pass"] = passes(result)
+        runs.append(result)
+        log(
+            f"    {rate:8.1f} req/s  p99 {result['latency_ms']['p99']:9.2f} ms  "
+            f"{'pass' if result['pass'] else 'FAIL'}"
+        )
+        return bool(result["pass"])
+
+    low, high = 0.0, START_RATE
+    while trial(high):
+        low, high = high, high * 2
+        if high > 20000:
+            return low, runs
+    for _ in range(REFINE_STEPS):
+        mid = (low + high) / 2
+        if mid < 1:
+            break
+        if trial(mid):
+            low = mid
+        else:
+            high = mid
+    return low, runs
+
+
+def race(settings: Settings, bare: dict[str, models.Bare]) -> list[dict[str, Any]]:
+    records: list[dict[str, Any]] = []
+    tmp = settings.out / "runs"
+    tmp.mkdir(parents=True, exist_ok=True)
+    for repeat in range(settings.repeats):
+        for model in settings.models:
+            repo, body = repository(settings.out, model), body_file(settings.out, model)
+            order = (
+                settings.servers[repeat % len(settings.servers) :]
+                + settings.servers[: repeat % len(settings.servers)]
+            )  # rotate who goes first, so no server always follows the same one
+            for server in order:
+                log(f"[repeat {repeat + 1}/{settings.repeats}] {server} · {model}")
+                logf = settings.out / "logs" / f"{server}-{model}-{repeat}.log"
+                logf.parent.mkdir(parents=True, exist_ok=True)
+                url = infer_url(server, model)
+                with running(server, repo, model, body, logf):
+                    over = bench(url, body, OVERHEAD_RATE, settings.overhead_s, tmp / "o.json")
+                    cap, steps = capacity(url, body, settings.step_s, tmp)
+                lat = over["latency_ms"]
+                b = bare[model]
+                record = {
+                    "repeat": repeat,
+                    "server": server,
+                    "model": model,
+                    "overhead_run": over,
+                    "p50_ms": lat["p50"],
+                    "p99_ms": lat["p99"],
+                    "added_p50_us": lat["p50"] * 1000 - b.p50_us,
+                    "added_p99_us": lat["p99"] * 1000 - b.p99_us,
+                    "overhead_errors": sum(over["errors"].values()) + over["unfinished"],
+                    "capacity_rps": cap,
+                    "capacity_runs": steps,
+                }
+                log(
+                    f"  added p50 {record['added_p50_us']:.0f} µs, p99 "
+                    f"{record['added_p99_us']:.0f} µs; capacity {cap:.0f} req/s"
+                )
+                records.append(record)
+                (settings.out / "race.json").write_text(json.dumps(records, indent=1) + "\n")
+    return records
+
+
+def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """Medians (and min-max) per server and model; ratios lanes/peer as medians of the
+    per-repeat ratios (each repeat's three servers ran back to back)."""
+    summary: dict[str, Any] = {}
+    for model in sorted({r["model"] for r in records}):
+        rows: dict[str, dict[str, Any]] = {}
+        for server in SERVERS:
+            mine = [r for r in records if r["model"] == model and r["server"] == server]
+            if not mine:
+                continue
+            rows[server] = {
+                key: {
+                    "median": statistics.median(r[key] for r in mine),
+                    "min": min(r[key] for r in mine),
+                    "max": max(r[key] for r in mine),
+                }
+                for key in ("added_p50_us", "added_p99_us", "p50_ms", "p99_ms", "capacity_rps")
+            }
+            rows[server]["repeats"] = len(mine)
+        ratios = {}
+        for peer in ("litserve", "ray"):
+            per: list[float] = []
+            below = 0
+            for repeat in sorted({r["repeat"] for r in records}):
+                pair = {
+                    r["server"]: r["capacity_rps"]
+                    for r in records
+                    if r["model"] == model and r["repeat"] == repeat
+                }
+                if pair.get("lanes") and pair.get(peer):
+                    per.append(pair["lanes"] / pair[peer])
+                elif pair.get("lanes") and pair.get(peer) == 0:
+                    below += 1  # the peer failed even the lowest rate tried: no finite ratio
+            if per or below:
+                ratios[f"lanes/{peer}"] = {
+                    "repeats_peer_below_lowest_rate": below,
+                    "median": statistics.median(per) if per else None,
+                    "min": min(per, default=None),
+                    "max": max(per, default=None),
+                    "per_repeat": per,
+                }
+        summary[model] = {"servers": rows, "capacity_ratios": ratios}
+    return summary
+
+
+def print_tables(summary: dict[str, Any], bare: dict[str, models.Bare]) -> None:
+    for model, data in summary.items():
+        b = bare[model]
+        print(f"\n{model}: bare ORT p50 {b.p50_us:.0f} µs, p99 {b.p99_us:.0f} µs")
+        print("| server | p50 ms | p99 ms | added p50 µs | added p99 µs | capacity req/s |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for server, row in data["servers"].items():
+            cap = row["capacity_rps"]
+            print(
+                f"| {server} | {row['p50_ms']['median']:.2f} | {row['p99_ms']['median']:.2f} | "
+                f"{row['added_p50_us']['median']:.0f} | {row['added_p99_us']['median']:.0f} | "
+                f"{cap['median']:.0f} ({cap['min']:.0f}-{cap['max']:.0f}) |"
+            )
+        for name, ratio in data["capacity_ratios"].items():
+            finite = ", ".join(f"{x:.2f}" for x in ratio["per_repeat"])
+            below = ratio["repeats_peer_below_lowest_rate"]
+            print(f"{name}: per repeat {finite or '-'}; peer below the lowest rate in {below}")
+
+
+# ------------------------------------------------------------------- cross-check, profile
+
+
+def crosscheck(settings: Settings) -> dict[str, Any]:
+    """lanes, char_cnn, 100 req/s constant: oha (``-q``, ``--latency-correction``) and
+    ``lanes bench --arrival constant``, alternated twice."""
+    model = "char_cnn" if "char_cnn" in settings.models else settings.models[0]
+    repo, body = repository(settings.out, model), body_file(settings.out, model)
+    url = infer_url("lanes", model)
+    seconds = settings.overhead_s
+    result: dict[str, Any] = {"model": model, "rate": OVERHEAD_RATE, "runs": []}
+    with running("lanes", repo, model, body, settings.out / "logs" / "crosscheck.log"):
+        for _ in range(2):
+            lanes = bench(
+                url, body, OVERHEAD_RATE, seconds, settings.out / "runs" / "x.json", "constant"
+            )
+            cmd = [
+                str(OHA),
+                "-z",
+                f"{seconds:g}s",
+                "-q",
+                f"{OVERHEAD_RATE:g}",
+                "--latency-correction",
+                "-c",
+                "64",
+                "-m",
+                "POST",
+                "-T",
+                "application/json",
+                "-D",
+                str(body),
+                "--no-tui",
+                "--output-format",
+                "json",
+                url,
+            ]
+            log("$ " + shlex.join(cmd))
+            oha = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+            pct = oha["latencyPercentiles"]
+            result["runs"].append(
+                {
+                    "lanes_bench": {k: lanes["latency_ms"][k] for k in ("p50", "p90", "p99")},
+                    "oha": {k: pct[k] * 1000 for k in ("p50", "p90", "p99")},
+                    "oha_rps": oha["summary"]["requestsPerSec"],
+                    "oha_command": shlex.join(cmd),
+                    "lanes_command": lanes["command"],
+                }
+            )
+            last = result["runs"][-1]
+            log(f"  lanes bench {last['lanes_bench']}  oha {last['oha']}")
+    return result
+
+
+WAITS = ("EpollSelector.select", "_worker (concurrent/futures/thread.py:81)", "Condition.wait")
+
+
+def hot_frames(raw: Path, top: int = 25) -> dict[str, Any]:
+    """Summarise py-spy's collapsed stacks (``-f raw``): the share of samples in which each
+    frame appears (inclusive) and is the leaf (self), after dropping samples whose leaf is a
+    known wait (epoll, an idle pool thread, a condition) that py-spy counted as active."""
+    inclusive: dict[str, int] = {}
+    leaf: dict[str, int] = {}
+    total = waiting = 0
+    for line in raw.read_text().splitlines():
+        stack, _, count = line.rpartition(" ")
+        n = int(count)
+        frames = stack.split(";")
+        total += n
+        if any(frames[-1].startswith(w) for w in WAITS):
+            waiting += n
+            continue
+        leaf[frames[-1]] = leaf.get(frames[-1], 0) + n
+        for frame in set(frames):
+            inclusive[frame] = inclusive.get(frame, 0) + n
+    busy = max(total - waiting, 1)
+
+    def ranked(counts: dict[str, int]) -> list[tuple[str, float]]:
+        items = sorted(counts.items(), key=lambda kv: -kv[1])[:top]
+        return [(frame, round(n / busy, 4)) for frame, n in items]
+
+    return {
+        "samples": total,
+        "waiting": waiting,
+        "inclusive": ranked(inclusive),
+        "self": ranked(leaf),
+    }
+
+
+def profile(settings: Settings, rates: dict[str, float]) -> dict[str, Any]:
+    """py-spy flame graphs of ``lanes serve`` under open-loop load at ``rates[model]``: on-CPU
+    (py-spy's default: idle threads left out) and ``--idle`` (where the threads wait), each
+    over ``profile_s`` seconds of one run, sampled without pausing the process
+    (``--nonblocking``; py-spy refuses ``--native`` with it). Writes the SVGs under
+    docs/results/serving/ and the collapsed stacks plus :func:`hot_frames` into ``--out``."""
+    pyspy = PEERS_VENV / "bin" / "py-spy"
+    FLAMES.mkdir(parents=True, exist_ok=True)
+    done: dict[str, Any] = {}
+    for model, rate in rates.items():
+        repo, body = repository(settings.out, model), body_file(settings.out, model)
+        for kind, flags in (("oncpu", []), ("idle", ["--idle"])):
+            svg = FLAMES / f"lanes-{model}-{kind}.svg"
+            raw = settings.out / f"lanes-{model}-{kind}.txt"
+            with running("lanes", repo, model, body, settings.out / "logs" / "profile.log") as pid:
+                load = subprocess.Popen(
+                    [
+                        str(LANES_VENV / "bin" / "lanes"),
+                        "bench",
+                        infer_url("lanes", model),
+                        "--body-file",
+                        str(body),
+                        "-H",
+                        "Content-Type: application/json",
+                        "-R",
+                        f"{rate:g}",
+                        "-d",
+                        f"{2 * settings.profile_s + 4:g}s",
+                        "-t",
+                        "1",
+                        "-q",
+                        "--json",
+                        str(settings.out / "runs" / "profile.json"),
+                    ]
+                )
+                base = [
+                    str(pyspy),
+                    "record",
+                    "-p",
+                    str(pid),
+                    "-d",
+                    f"{settings.profile_s:g}",
+                    "-r",
+                    "100",
+                    "--nonblocking",
+                    "--threads",
+                    *flags,
+                ]
+                cmd = [*base, "-f", "flamegraph", "-o", str(svg)]
+                sh(cmd, capture_output=True)
+                sh([*base, "-f", "raw", "-o", str(raw)], capture_output=True)
+                load.wait()
+            done[f"{model}-{kind}"] = {
+                "svg": str(svg.relative_to(ROOT)),
+                "rate": rate,
+                "command": shlex.join(cmd),
+                "hot": hot_frames(raw),
+            }
+    return done
+
+
+# ---------------------------------------------------------------------------------- main
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument(
+        "what", nargs="?", default="all", choices=["all", "setup", "race", "crosscheck", "profile"]
+    )
+    parser.add_argument("--quick", action="store_true", help="smoke run: 1 repeat, short runs")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--servers", default=",".join(SERVERS))
+    parser.add_argument("--models", default="identity,char_cnn")
+    parser.add_argument("--out", type=Path, default=HERE / "out")
+    args = parser.parse_args()
+    servers = tuple(s for s in args.servers.split(",") if s)
+    for s in servers:
+        if s not in SERVERS:
+            parser.error(f"--servers: unknown server {s!r}; allowed: {', '.join(SERVERS)}")
+    chosen = tuple(m for m in args.models.split(",") if m)
+    for m in chosen:
+        if m not in models.MODELS:
+            parser.error(f"--models: unknown model {m!r}; allowed: {', '.join(models.MODELS)}")
+    settings = Settings(
+        out=args.out,
+        repeats=1 if args.quick else args.repeats,
+        servers=servers,
+        models=chosen,
+        overhead_s=3 if args.quick else 10,
+        step_s=3 if args.quick else 6,
+        profile_s=3 if args.quick else 10,
+    )
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the servers on the way out
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, NICE)
+    except PermissionError:
+        log(f"! cannot renice to {NICE} (not root): runs compete with other work equally")
+    settings.out.mkdir(parents=True, exist_ok=True)
+    (settings.out / "runs").mkdir(exist_ok=True)
+    setup(need_oha=args.what in ("all", "setup", "crosscheck"))
+    if args.what == "setup":
+        return
+    meta: dict[str, Any] = {
+        "machine": machine(),
+        "versions": versions(),
+        "nice": os.getpriority(os.PRIO_PROCESS, 0),
+        "litserve_batch_timeout_us": LITSERVE_BATCH_TIMEOUT_US,
+        "settings": {**asdict(settings), "out": str(settings.out)},
+        "argv": sys.argv,
+    }
+    bare = {
+        m: models.bare_latency(
+            repository(settings.out, m) / m / "model.onnx", models.MODELS[m], THREADS
+        )
+        for m in chosen
+    }
+    meta["bare"] = {m: asdict(b) for m, b in bare.items()}
+    meta_path = settings.out / (
+        "meta.json" if args.what in ("all", "race") else f"meta-{args.what}.json"
+    )
+    meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+    summary_path = settings.out / "summary.json"
+    summary: dict[str, Any] = {}
+    if args.what in ("all", "race"):
+        summary = summarise(race(settings, bare))
+        summary_path.write_text(json.dumps(summary, indent=1) + "\n")
+        print_tables(summary, bare)
+    if args.what in ("all", "crosscheck"):
+        check = crosscheck(settings)
+        (settings.out / "crosscheck.json").write_text(json.dumps(check, indent=1) + "\n")
+    if args.what in ("all", "profile"):
+        if not summary and summary_path.exists():
+            summary = json.loads(summary_path.read_text())
+        rates = {
+            m: max(START_RATE, 0.9 * summary[m]["servers"]["lanes"]["capacity_rps"]["median"])
+            if m in summary and "lanes" in summary[m]["servers"]
+            else 200.0
+            for m in chosen
+        }
+        flames = profile(settings, rates)
+        (settings.out / "profile.json").write_text(json.dumps(flames, indent=1) + "\n")
+    meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    meta_path.write_text(json.dumps(meta, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

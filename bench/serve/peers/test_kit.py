@@ -1,0 +1,103 @@
+"""Checks of the serving-race kit itself (not of the servers): the pass rule, the summary's
+ratios, the profile summariser, the identity model and the peers' KServe JSON codec."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import kserve_json
+import run
+
+import models
+
+
+def result(p99: float, errors: int = 0, unfinished: int = 0) -> dict[str, Any]:
+    return {
+        "latency_ms": {"p99": p99},
+        "errors": {"connect": 0, "read": 0, "write": 0, "status": errors, "timeout": 0},
+        "unfinished": unfinished,
+    }
+
+
+@pytest.mark.parametrize(
+    ("p99", "errors", "unfinished", "ok"),
+    [(49.9, 0, 0, True), (50.0, 0, 0, False), (10.0, 1, 0, False), (10.0, 0, 1, False)],
+)
+def test_pass_rule(p99: float, errors: int, unfinished: int, ok: bool) -> None:
+    assert run.passes(result(p99, errors, unfinished)) is ok
+
+
+def record(repeat: int, server: str, cap: float) -> dict[str, Any]:
+    return {
+        "repeat": repeat,
+        "server": server,
+        "model": "m",
+        "capacity_rps": cap,
+        "added_p50_us": 1.0,
+        "added_p99_us": 2.0,
+        "p50_ms": 1.0,
+        "p99_ms": 2.0,
+    }
+
+
+def test_ratios_within_a_repeat_and_a_peer_below_the_lowest_rate() -> None:
+    records = [
+        record(0, "lanes", 100),
+        record(0, "litserve", 50),
+        record(0, "ray", 0),
+        record(1, "lanes", 90),
+        record(1, "litserve", 30),
+        record(1, "ray", 10),
+    ]
+    ratios = run.summarise(records)["m"]["capacity_ratios"]
+    assert ratios["lanes/litserve"]["per_repeat"] == [2.0, 3.0]
+    assert ratios["lanes/litserve"]["median"] == 2.5
+    assert ratios["lanes/ray"]["per_repeat"] == [9.0]
+    assert ratios["lanes/ray"]["repeats_peer_below_lowest_rate"] == 1
+
+
+def test_hot_frames_drop_waits(tmp_path: Path) -> None:
+    raw = tmp_path / "raw.txt"
+    raw.write_text(
+        "main;loop;EpollSelector.select (selectors.py:468) 6\n"
+        "main;loop;handler;dumps (json/__init__.py:238) 3\n"
+        "main;loop;handler 1\n"
+    )
+    hot = run.hot_frames(raw)
+    assert (hot["samples"], hot["waiting"]) == (10, 6)
+    assert dict(hot["inclusive"])["handler"] == 1.0
+    assert dict(hot["self"])["dumps (json/__init__.py:238)"] == 0.75
+
+
+def test_identity_model_runs_and_echoes(tmp_path: Path) -> None:
+    folder = models.write_identity(tmp_path / "identity")
+    assert "max_batch_size = 16" in (folder / "model.toml").read_text()
+    import onnxruntime as ort
+
+    session = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    x = models.sample(models.MODELS["identity"], rows=3)
+    np.testing.assert_array_equal(session.run(None, {"x": x})[0], x)
+    bare = models.bare_latency(folder / "model.onnx", models.MODELS["identity"], 1, runs=50)
+    assert 0 < bare.p50_us <= bare.p99_us
+
+
+def test_kserve_json_round_trip_and_refusals() -> None:
+    x = models.sample(models.MODELS["identity"])
+    body = {
+        "inputs": [{"name": "x", "shape": [1, 16], "datatype": "FP32", "data": x.ravel().tolist()}]
+    }
+    np.testing.assert_array_equal(kserve_json.decode(body, "x"), x)
+    out = kserve_json.encode("identity", "y", x)
+    assert out["outputs"][0]["shape"] == [1, 16]
+    with pytest.raises(kserve_json.BadRequest, match="expected 'x' 'FP32'"):
+        kserve_json.decode({"inputs": [{**body["inputs"][0], "datatype": "INT8"}]}, "x")
+    with pytest.raises(kserve_json.BadRequest, match="15 values for shape"):
+        short = {**body["inputs"][0], "data": body["inputs"][0]["data"][:15]}
+        kserve_json.decode({"inputs": [short]}, "x")
