@@ -240,7 +240,7 @@ def input_json(**fields):
         (input_json(datatype="BYTES", data=["a", 2]), "BYTES data must be strings, got a number"),
         (input_json(datatype="BYTES", data=["a", "b", "c"]), "more than the 2 elements"),
         (input_json(datatype="BYTES", data=["a"]), "'data' has 1 elements; shape [2] needs 2"),
-        (input_json(datatype="BYTES", data=["\ud800", "b"]), "not valid Unicode"),
+        (input_json(datatype="BYTES", data=["\ud800", "b"]), "surrogate"),
         (input_json(parameters={"binary_data_size": 8}), "both 'data' and a binary_data_size"),
         (input_json(parameters=[1]), "'parameters' must be a JSON object"),
         (input_json(parameters={"shared_memory_region": "r"}), "shared memory is not supported"),
