@@ -8,6 +8,7 @@ import json
 import pytest
 
 from lanes.bench.result import Result
+from lanes.errors import OUTPUT_FAILED, LanesError
 from lanes.lab import generators, runner
 from lanes.lab.experiment import parse_experiment
 
@@ -192,3 +193,12 @@ def test_slo_counting_reads_the_histogram(tmp_path):
     block = runner.load_block(r, 40, 1.0, 5000.0)
     assert block["slo_attainment"] == pytest.approx(30 / 40)
     assert block["goodput_rps"] == 30.0
+
+
+def test_an_out_folder_that_cannot_be_written_is_one_clear_error(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(LanesError) as info:
+        runner.run_experiment(parse_experiment(TINY), blocker / "results", TINY)
+    assert info.value.code == OUTPUT_FAILED
+    assert "cannot write results there" in info.value.message

@@ -1,7 +1,8 @@
 """``lanes bench URL``: one load run against a target, reported like wrk.
 
 Open loop with ``--rate`` (latency from each request's intended send time), closed loop
-without it. ``lanes bench corpus`` (:mod:`lanes.cli.bench_corpus`) builds request corpora.
+without it. ``lanes bench corpus`` (:mod:`lanes.cli.bench_corpus`) builds request corpora;
+``lanes bench run`` (:mod:`lanes.cli.bench_run`) runs a lab experiment.
 Times accept units: ``10s``, ``500ms``, ``2m``, ``250us``; a bare number is seconds.
 """
 
@@ -51,11 +52,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "bench",
         help="load-test a URL (open or closed loop), reported like wrk; "
-        "`lanes bench corpus` builds request corpora",
+        "`lanes bench corpus` builds request corpora; `lanes bench run` runs a lab experiment",
         description="Load-test one target and report latency percentiles, throughput and "
         "errors. With --rate: open loop from one seeded schedule, latency measured from each "
         "request's intended send time (no coordinated omission). Without: closed loop at "
-        "--connections. Also: `lanes bench corpus` builds KServe v2 request corpora.",
+        "--connections. Also: `lanes bench corpus` builds KServe v2 request corpora, and "
+        "`lanes bench run EXPERIMENT.toml` runs a lab experiment (docs/lab.md).",
         epilog="targets: http://HOST:PORT/PATH, unix:/SOCKET[:/HTTP/PATH] (HTTP over a Unix "
         "socket), frame+unix:/SOCKET (4-byte big-endian length-prefixed frames). "
         "Times take units: 10s, 500ms, 2m, 250us.",

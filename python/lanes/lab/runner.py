@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lanes.bench.result import Result, merge
-from lanes.errors import BAD_ARGUMENT, EXPERIMENT_INVALID, LanesError
+from lanes.errors import BAD_ARGUMENT, EXPERIMENT_INVALID, OUTPUT_FAILED, LanesError
 from lanes.files import write_text_atomic
 from lanes.lab import generators, scrape
 from lanes.lab.experiment import Experiment, Variant
@@ -92,9 +92,14 @@ def prepare(exp: Experiment, out: Path, experiment_text: str, *, resume: bool) -
                 EXPERIMENT_INVALID,
                 f"--out {out}: holds a different experiment.toml; resume needs the same file",
             )
-    out.mkdir(parents=True, exist_ok=True)
-    runs_dir.mkdir(exist_ok=True)
-    write_text_atomic(copied, experiment_text)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        runs_dir.mkdir(exist_ok=True)
+        write_text_atomic(copied, experiment_text)
+    except OSError as err:
+        raise LanesError(
+            OUTPUT_FAILED, f"--out {out}: cannot write results there: {err.strerror or err}"
+        ) from None
     keys = plan(exp)
     doc = {
         "runs": [
