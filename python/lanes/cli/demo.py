@@ -27,7 +27,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "demo",
         help="compare independent, fifo and sjf serving the demo zoo on this host (the lab)",
         description="Run the built-in experiment: the demo zoo's OCR mix under independent, "
-        "fifo and sjf, five load levels, three repeats (about 8 minutes on 2 cores); write "
+        "fifo and sjf, five load levels, three repeats (about 6 minutes on 2 cores); write "
         "report.html and summary.json and print the summary. Guide: docs/lab.md.",
     )
     add_run_options(p, default_out=DEFAULT_OUT)
