@@ -12,18 +12,13 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import re
 import signal
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +31,7 @@ from lanes.models.base import NO_SAMPLE
 from lanes.models.repository import load_repository
 from lanes.serving import ServeConfig, start_in_thread
 from lanes.serving.warmup import WARMUP_FAILED, batch_sizes
+from serve_process import ServeProcess, start, stop
 
 REQUEST = json.dumps(
     {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]}
@@ -204,69 +200,35 @@ def test_a_model_whose_warm_up_raises_fails_start_up_naming_model_and_device():
 # -- drain ----------------------------------------------------------------------------------------
 
 
-def lanes_command() -> list[str]:
-    script = Path(sys.executable).with_name("lanes")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "lanes"]
-
-
-@dataclass
-class Process:
-    proc: subprocess.Popen[bytes]
-    host: str
-    port: int
-    log: Path
-
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-
 @pytest.fixture
-def launch(tmp_path: Path) -> Iterator[Callable[..., Process]]:
+def launch(tmp_path: Path) -> Iterator[Callable[..., ServeProcess]]:
     """``launch(cost_ms, devices, drain_timeout)``: ``lanes serve`` on a repository holding
     ``slow`` (a ``cost_ms`` batch of one on simulated GPUs), as a subprocess."""
-    procs: list[subprocess.Popen[bytes]] = []
+    procs: list[ServeProcess] = []
 
-    def start(cost_ms: float, devices: str, drain_timeout: float) -> Process:
+    def launched(cost_ms: float, devices: str, drain_timeout: float) -> ServeProcess:
         repo = repository(tmp_path, "slow", SIM_PY, max_batch=1, cost_ms=cost_ms)
-        log = tmp_path / "serve.log"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("LANES_SERVE_")}
-        args = ["serve", "--models", str(repo), "--devices", devices, "--port", "0"]
+        args = ["--models", str(repo), "--devices", devices, "--port", "0"]
         args += ["--metrics-port", "off", "--policy", "fifo", "--drain-timeout", str(drain_timeout)]
-        with log.open("wb") as err:
-            proc = subprocess.Popen(
-                [*lanes_command(), *args],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=err,
-                env=env,
-            )
-        procs.append(proc)
-        end = time.monotonic() + 30
-        while not (match := re.search(r"lanes serve: http://([\d.]+):(\d+) ", log.read_text())):
-            if proc.poll() is not None or time.monotonic() > end:
-                pytest.fail(f"lanes serve did not start (exit {proc.poll()}): {log.read_text()}")
-            time.sleep(0.02)
-        return Process(proc, match.group(1), int(match.group(2)), log)
+        procs.append(start(args, tmp_path / "serve.log"))
+        return procs[-1]
 
-    yield start
-    for proc in procs:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
+    yield launched
+    for p in procs:
+        stop(p.proc)
 
 
-def send(pool: ThreadPoolExecutor, p: Process, n: int) -> list[Future[tuple[int, Any]]]:
+def send(pool: ThreadPoolExecutor, p: ServeProcess, n: int) -> list[Future[tuple[int, Any]]]:
     return [pool.submit(status, f"{p.url}/v2/models/slow/infer", REQUEST) for _ in range(n)]
 
 
-def queued_or_running(p: Process) -> int:
+def queued_or_running(p: ServeProcess) -> int:
     """Requests past pre-processing (queued or on a device), from the model's statistics."""
     stats = status(f"{p.url}/v2/models/slow/stats")[1]["model_stats"][0]["inference_stats"]
     return int(stats["compute_input"]["count"])
 
 
-def keep_alive(p: Process) -> http.client.HTTPConnection:
+def keep_alive(p: ServeProcess) -> http.client.HTTPConnection:
     conn = http.client.HTTPConnection(p.host, p.port, timeout=10)
     conn.request("GET", "/v2/health/live")
     assert conn.getresponse().read() == b'{"live": true}'
@@ -288,7 +250,7 @@ def wait_draining(conn: http.client.HTTPConnection) -> None:
     )
 
 
-def test_sigterm_drains_in_flight_work_refuses_new_and_exits_0(launch: Callable[..., Process]):
+def test_sigterm_drains_in_flight_work_refuses_new_and_exits_0(launch: Callable[..., ServeProcess]):
     # Two simulated GPUs, 1 s a request: 4 requests are 2 running and 2 queued at SIGTERM.
     p = launch(cost_ms=1000, devices="sim:2", drain_timeout=10)
     conn = keep_alive(p)
@@ -311,7 +273,7 @@ def test_sigterm_drains_in_flight_work_refuses_new_and_exits_0(launch: Callable[
     assert "drained in" in p.log.read_text()
 
 
-def test_at_the_drain_timeout_what_is_left_answers_503(launch: Callable[..., Process]):
+def test_at_the_drain_timeout_what_is_left_answers_503(launch: Callable[..., ServeProcess]):
     # One simulated GPU, 5 s a request, a 0.5 s drain: 1 running and 2 queued are cut at 0.5 s.
     p = launch(cost_ms=5000, devices="sim:1", drain_timeout=0.5)
     with ThreadPoolExecutor(3) as pool:
@@ -327,7 +289,7 @@ def test_at_the_drain_timeout_what_is_left_answers_503(launch: Callable[..., Pro
     assert "drain timeout: 3 requests answered 503" in p.log.read_text()
 
 
-def test_a_second_signal_exits_at_once(launch: Callable[..., Process]):
+def test_a_second_signal_exits_at_once(launch: Callable[..., ServeProcess]):
     p = launch(cost_ms=20_000, devices="sim:1", drain_timeout=60)
     conn = keep_alive(p)
     with ThreadPoolExecutor(1) as pool:

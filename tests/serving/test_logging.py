@@ -22,18 +22,16 @@ import os
 import re
 import signal
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import aiohttp
 import pytest
 
 from lanes.serving.logs import JsonFormatter, Logs, TextFormatter
+from serve_process import ServeProcess, running, write_model
 
 OK_PY = """\
 def predict(batch):
@@ -125,45 +123,15 @@ def test_a_stalled_writer_drops_and_counts_records_instead_of_blocking():
 # -- under load -----------------------------------------------------------------------------------
 
 
-@dataclass
-class Process:
-    proc: subprocess.Popen[bytes]
-    url: str
-    log: Path
-
-
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Process]:
+def server(tmp_path: Path) -> Iterator[ServeProcess]:
+    repo = tmp_path / "repo"
     for name, source, max_batch in (("ok", OK_PY, 8), ("bad", BAD_PY, 8)):
-        folder = tmp_path / "repo" / name
-        folder.mkdir(parents=True)
-        (folder / "model.py").write_text(source)
-        (folder / "model.toml").write_text(MODEL_TOML.format(max_batch=max_batch))
-    log = tmp_path / "serve.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LANES_SERVE_")}
-    script = Path(sys.executable).with_name("lanes")
-    command = [str(script)] if script.is_file() else [sys.executable, "-m", "lanes"]
-    args = ["serve", "--models", str(tmp_path / "repo"), "--devices", "cpu", "--port", "0"]
-    args += ["--metrics-port", "off", "--policy", "fifo", "--access-log", "--log-format", "json"]
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [*command, *args],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=env,
-        )
-    try:
-        end = time.monotonic() + 30
-        while not (match := re.search(r"lanes serve: (http://\S+) ", log.read_text())):
-            if proc.poll() is not None or time.monotonic() > end:
-                pytest.fail(f"lanes serve did not start (exit {proc.poll()}): {log.read_text()}")
-            time.sleep(0.02)
-        yield Process(proc, match.group(1), log)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
+        write_model(repo, name, source, MODEL_TOML.format(max_batch=max_batch))
+    args = ["--models", str(repo), "--devices", "cpu", "--port", "0", "--metrics-port", "off"]
+    args += ["--policy", "fifo", "--access-log", "--log-format", "json"]
+    with running(args, tmp_path / "serve.log") as p:
+        yield p
 
 
 async def paced(url: str, body: bytes, rate: float, duration: float) -> list[tuple[int, float]]:
@@ -206,7 +174,7 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
-def test_an_error_burst_does_not_raise_the_p99_of_healthy_requests(server: Process):
+def test_an_error_burst_does_not_raise_the_p99_of_healthy_requests(server: ServeProcess):
     healthy = f"{server.url}/v2/models/ok/infer"
     failing = f"{server.url}/v2/models/bad/infer"
     # p99 of each 2 s window of healthy requests, by what ran beside them:

@@ -7,21 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import re
 import signal
-import subprocess
-import sys
 import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
+
+from serve_process import ServeProcess, running, write_model
 
 ROUNDS = 3
 CONCURRENT = 400
@@ -56,63 +53,16 @@ REQUEST = json.dumps(
 ).encode()
 
 
-def lanes_command() -> list[str]:
-    """The installed ``lanes`` script beside this interpreter, else ``python -m lanes``."""
-    script = Path(sys.executable).with_name("lanes")
-    return [str(script)] if script.is_file() else [sys.executable, "-m", "lanes"]
-
-
-@dataclass
-class Process:
-    proc: subprocess.Popen[bytes]
-    url: str
-    log: Path
-
-    def rss_bytes(self) -> int:
-        status = Path(f"/proc/{self.proc.pid}/status").read_text()
-        match = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
-        assert match, status
-        return int(match.group(1)) * 1024
-
-
 @pytest.fixture
-def server(tmp_path: Path) -> Iterator[Process]:
+def server(tmp_path: Path) -> Iterator[ServeProcess]:
     """``lanes serve`` on a repository holding ``slow`` (20 ms a batch, a 2-batch queue)."""
-    folder = tmp_path / "repo" / "slow"
-    folder.mkdir(parents=True)
-    (folder / "model.py").write_text(MODEL_PY)
-    (folder / "model.toml").write_text(MODEL_TOML)
-    log = tmp_path / "serve.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LANES_SERVE_")}
-    args = ["serve", "--models", str(tmp_path / "repo"), "--devices", "cpu", "--port", "0"]
-    args += ["--metrics-port", "off"]
-    with log.open("wb") as err:
-        proc = subprocess.Popen(
-            [*lanes_command(), *args, "--policy", "fifo"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=err,
-            env=env,
-        )
-    try:
-        end = time.monotonic() + 30
-        url = None
-        while url is None:
-            match = re.search(r"lanes serve: (http://\S+) ", log.read_text())
-            if match:
-                url = match.group(1)
-            elif proc.poll() is not None or time.monotonic() > end:
-                pytest.fail(f"lanes serve did not start (exit {proc.poll()}): {log.read_text()}")
-            else:
-                time.sleep(0.02)
-        yield Process(proc, url, log)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
+    repo = write_model(tmp_path / "repo", "slow", MODEL_PY, MODEL_TOML)
+    args = ["--models", str(repo), "--devices", "cpu", "--port", "0", "--metrics-port", "off"]
+    with running([*args, "--policy", "fifo"], tmp_path / "serve.log") as p:
+        yield p
 
 
-async def hammer(server: Process) -> tuple[list[Counter[int]], list[int]]:
+async def hammer(server: ServeProcess) -> tuple[list[Counter[int]], list[int]]:
     """``ROUNDS`` rounds of ``CONCURRENT`` simultaneous requests: the statuses of each round,
     and the server's RSS after each."""
     results: list[Counter[int]] = []
@@ -142,7 +92,7 @@ def get(url: str) -> Any:
         return json.loads(r.read())
 
 
-def test_overload_answers_429_and_memory_stays_bounded(server: Process) -> None:
+def test_overload_answers_429_and_memory_stays_bounded(server: ServeProcess) -> None:
     t0 = time.monotonic()
     rounds, rss = asyncio.run(hammer(server))
     elapsed = time.monotonic() - t0
