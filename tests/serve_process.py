@@ -27,6 +27,21 @@ def lanes_command() -> list[str]:
     return [str(script)] if script.is_file() else [sys.executable, "-m", "lanes"]
 
 
+def model_toml(
+    max_batch: int, *, max_enqueued_batches: int | None = None, cost_ms: float | None = None
+) -> str:
+    """The ``model.toml`` of a python-adapter model ``y = f(x)`` over FP32 ``[-1, 2]``."""
+    batching = f"max_batch_size = {max_batch}\n"
+    if max_enqueued_batches is not None:
+        batching += f"max_enqueued_batches = {max_enqueued_batches}\n"
+    cost = "" if cost_ms is None else f"[cost]\nfixed_ms = {cost_ms}\n\n"
+    return (
+        f'adapter = "python"\nfile = "model.py"\n\n[batching]\n{batching}\n{cost}'
+        '[[inputs]]\nname = "x"\ndatatype = "FP32"\nshape = [-1, 2]\n\n'
+        '[[outputs]]\nname = "y"\ndatatype = "FP32"\nshape = [-1, 2]\n'
+    )
+
+
 def write_model(repo: Path, name: str, source: str, toml: str) -> Path:
     """``repo/name/model.py`` and ``model.toml`` (a python-adapter model); returns ``repo``."""
     folder = repo / name

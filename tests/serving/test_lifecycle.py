@@ -31,7 +31,7 @@ from lanes.models.base import NO_SAMPLE
 from lanes.models.repository import load_repository
 from lanes.serving import ServeConfig, start_in_thread
 from lanes.serving.warmup import WARMUP_FAILED, batch_sizes
-from serve_process import ServeProcess, start, stop
+from serve_process import ServeProcess, model_toml, start, stop, write_model
 
 REQUEST = json.dumps(
     {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]}
@@ -58,34 +58,10 @@ SIM_PY = """\
 def predict(batch):
     return {"y": batch["x"] * 2}
 """
-MODEL_TOML = """\
-adapter = "python"
-file = "model.py"
-
-[batching]
-max_batch_size = {max_batch}
-
-[cost]
-fixed_ms = {cost_ms}
-
-[[inputs]]
-name = "x"
-datatype = "FP32"
-shape = [-1, 2]
-
-[[outputs]]
-name = "y"
-datatype = "FP32"
-shape = [-1, 2]
-"""
 
 
 def repository(root: Path, name: str, source: str, max_batch: int, cost_ms: float = 1.0) -> Path:
-    folder = root / "repo" / name
-    folder.mkdir(parents=True)
-    (folder / "model.py").write_text(source)
-    (folder / "model.toml").write_text(MODEL_TOML.format(max_batch=max_batch, cost_ms=cost_ms))
-    return root / "repo"
+    return write_model(root / "repo", name, source, model_toml(max_batch, cost_ms=cost_ms))
 
 
 def status(url: str, data: bytes | None = None) -> tuple[int, Any]:

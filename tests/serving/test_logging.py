@@ -31,7 +31,7 @@ import aiohttp
 import pytest
 
 from lanes.serving.logs import JsonFormatter, Logs, TextFormatter
-from serve_process import ServeProcess, running, write_model
+from serve_process import ServeProcess, model_toml, running, write_model
 
 OK_PY = """\
 def predict(batch):
@@ -42,23 +42,6 @@ def predict(batch):
     if (batch["x"] < 0).any():
         raise ValueError("negative input")
     return {"y": batch["x"] * 2}
-"""
-MODEL_TOML = """\
-adapter = "python"
-file = "model.py"
-
-[batching]
-max_batch_size = {max_batch}
-
-[[inputs]]
-name = "x"
-datatype = "FP32"
-shape = [-1, 2]
-
-[[outputs]]
-name = "y"
-datatype = "FP32"
-shape = [-1, 2]
 """
 HEALTHY = json.dumps(
     {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]}
@@ -127,7 +110,7 @@ def test_a_stalled_writer_drops_and_counts_records_instead_of_blocking():
 def server(tmp_path: Path) -> Iterator[ServeProcess]:
     repo = tmp_path / "repo"
     for name, source, max_batch in (("ok", OK_PY, 8), ("bad", BAD_PY, 8)):
-        write_model(repo, name, source, MODEL_TOML.format(max_batch=max_batch))
+        write_model(repo, name, source, model_toml(max_batch))
     args = ["--models", str(repo), "--devices", "cpu", "--port", "0", "--metrics-port", "off"]
     args += ["--policy", "fifo", "--access-log", "--log-format", "json"]
     with running(args, tmp_path / "serve.log") as p:

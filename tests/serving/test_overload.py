@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import pytest
 
-from serve_process import ServeProcess, running, write_model
+from serve_process import ServeProcess, model_toml, running, write_model
 
 ROUNDS = 3
 CONCURRENT = 400
@@ -30,24 +30,6 @@ def predict(batch):
     time.sleep(0.02)  # a slow device: 20 ms a batch
     return {"y": batch["x"] * 2}
 """
-MODEL_TOML = """\
-adapter = "python"
-file = "model.py"
-
-[batching]
-max_batch_size = 4
-max_enqueued_batches = 2
-
-[[inputs]]
-name = "x"
-datatype = "FP32"
-shape = [-1, 2]
-
-[[outputs]]
-name = "y"
-datatype = "FP32"
-shape = [-1, 2]
-"""
 REQUEST = json.dumps(
     {"inputs": [{"name": "x", "shape": [1, 2], "datatype": "FP32", "data": [1, 2]}]}
 ).encode()
@@ -56,7 +38,7 @@ REQUEST = json.dumps(
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[ServeProcess]:
     """``lanes serve`` on a repository holding ``slow`` (20 ms a batch, a 2-batch queue)."""
-    repo = write_model(tmp_path / "repo", "slow", MODEL_PY, MODEL_TOML)
+    repo = write_model(tmp_path / "repo", "slow", MODEL_PY, model_toml(4, max_enqueued_batches=2))
     args = ["--models", str(repo), "--devices", "cpu", "--port", "0", "--metrics-port", "off"]
     with running([*args, "--policy", "fifo"], tmp_path / "serve.log") as p:
         yield p
