@@ -1,0 +1,604 @@
+//! The serving state: every decision of a live server or a simulated one,
+//! as methods that take `now` and append [`Action`]s (TGI's handle → task →
+//! `State`). No I/O, no threads, no clock: the driver carries actions out.
+//!
+//! **One job per ready model.** While a model is *ready* (see
+//! [`crate::queue`]) and has fewer than its limit of batches in flight, it has
+//! exactly one job standing for "this model's next batch", costed by the
+//! online estimate for the rows it would take now (resubmitted when that
+//! changes), arriving when its oldest request entered the queue, with the
+//! oldest request's target as the job's target (`sjf`'s slack rule) and, under
+//! `edf`, the earliest queued deadline as its hard deadline. The limit is
+//! `num_batch_threads` (per eligible device under `independent`).
+//!
+//! **Grants** come from one of three sources ([`Grants`]), an input rather
+//! than a subclass:
+//! - `Engine(policy)`: one policy engine for the whole host, one job per
+//!   device at a time (K under `limit:K`);
+//! - `Independent`: the status quo — every model its own arrival-order
+//!   engine with `num_batch_threads` slots on every device, so models overlap;
+//! - `External`: another party (the `lanes arbiter` daemon) grants devices:
+//!   the state emits [`Action::Ask`] / [`Action::Withdraw`] for the standing
+//!   job and the driver calls [`ServingState::grant`].
+//!
+//! **Late formation.** When a job is granted a device, the batch is cut from
+//! the queue at that moment ([`Action::Start`]); requests found expired are
+//! failed ([`Action::Fail`], 504), never run. A grant that finds nothing to
+//! run is handed back at once.
+//!
+//! **Expiry** is also enforced while requests wait: a queued request whose
+//! deadline passes is failed at the next call at or after it
+//! ([`ServingState::next_wake`] says when that is), so a client is answered
+//! at its deadline, not when a batch happens to form.
+//!
+//! **`edf`** refuses at admission a request predicted to miss its deadline
+//! (the estimated queued work of every model spread over the devices, plus
+//! its own batch), and when the engine drops a model's job as unreachable,
+//! the requests that cannot make it even if started now are failed.
+
+use lanes_policy::{
+    CostConfig, CostModel, Decision, DeviceId, DeviceSet, DeviceSpec, Job, JobId, Nanos, Policy,
+    PolicyError, Prior, Scheduler,
+};
+use rustc_hash::FxHashMap;
+
+use crate::error::ServeError;
+use crate::queue::{Batching, ModelQueue, Queued, RequestId};
+
+/// A model's index in the state, in the order models were added.
+pub type ModelIx = u32;
+
+/// Where device grants come from (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Grants {
+    Engine(Policy),
+    Independent,
+    External,
+}
+
+/// A model as the state serves it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelConfig {
+    pub name: String,
+    pub batching: Batching,
+    /// Devices holding a replica of the model.
+    pub devices: DeviceSet,
+    /// The configured cost curve, until measurements replace it.
+    pub prior: Option<Prior>,
+}
+
+/// One batch to run now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Batch {
+    pub job: JobId,
+    pub model: ModelIx,
+    pub device: DeviceId,
+    /// Rows of all requests together.
+    pub rows: u32,
+    /// The estimated run time at dispatch.
+    pub estimate: Nanos,
+    /// The requests, in arrival order.
+    pub requests: Vec<Queued>,
+}
+
+/// What the driver must do, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Action {
+    /// Run this batch on its device, then call [`ServingState::complete`].
+    Start(Batch),
+    /// Answer this request (it left the queue) with `error`.
+    Fail {
+        model: ModelIx,
+        request: Queued,
+        error: ServeError,
+    },
+    /// (`External`) ask for a device for `job`, the model's next batch.
+    Ask {
+        job: JobId,
+        model: ModelIx,
+        rows: u32,
+        cost: Nanos,
+        devices: DeviceSet,
+    },
+    /// (`External`) the ask for `job` is void.
+    Withdraw { job: JobId },
+    /// (`External`) `job` was granted `device` but had nothing to run: give
+    /// the grant back.
+    Release { job: JobId, device: DeviceId },
+}
+
+#[derive(Debug)]
+struct Served {
+    name: String,
+    queue: ModelQueue,
+    devices: DeviceSet,
+    /// Index into `engines` (0 when shared; the model's own under `independent`).
+    engine: usize,
+    /// The job standing for the next batch, and the rows it was costed for.
+    job: Option<(JobId, u32)>,
+    inflight: u32,
+    limit: u32,
+    /// When the model becomes ready (a partial batch waiting for company).
+    ready_at: Option<Nanos>,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum JobState {
+    Waiting(ModelIx),
+    Running { model: ModelIx, rows: u32 },
+}
+
+/// The serving state of one server (or one simulated host).
+#[derive(Debug)]
+pub struct ServingState {
+    grants: Grants,
+    devices: usize,
+    engines: Vec<Scheduler>,
+    costs: CostModel,
+    models: Vec<Served>,
+    jobs: FxHashMap<JobId, JobState>,
+    next_job: JobId,
+    dirty: Vec<ModelIx>,
+    is_dirty: Vec<bool>,
+    decisions: Vec<Decision>,
+    scratch: Vec<Queued>,
+}
+
+impl ServingState {
+    /// A state over `devices` devices (ids `0..devices`), each running one job
+    /// at a time unless the policy says otherwise.
+    pub fn new(grants: Grants, devices: usize, cost: CostConfig) -> Result<Self, PolicyError> {
+        let engines = match grants {
+            Grants::Engine(policy) => vec![Scheduler::new(
+                policy,
+                &vec![DeviceSpec::default(); devices],
+            )?],
+            _ => {
+                // Validate the device count the same way for every source.
+                Scheduler::new(Policy::Fifo, &vec![DeviceSpec::default(); devices])?;
+                Vec::new()
+            }
+        };
+        Ok(Self {
+            grants,
+            devices,
+            engines,
+            costs: CostModel::new(cost),
+            models: Vec::new(),
+            jobs: FxHashMap::default(),
+            next_job: 1,
+            dirty: Vec::new(),
+            is_dirty: Vec::new(),
+            decisions: Vec::new(),
+            scratch: Vec::new(),
+        })
+    }
+
+    /// Adds a model; its index is the number of models before it.
+    pub fn add_model(&mut self, config: ModelConfig) -> Result<ModelIx, PolicyError> {
+        let ix = self.models.len() as ModelIx;
+        let devices = config.devices.intersect(DeviceSet::all(self.devices));
+        if devices.is_empty() {
+            return Err(PolicyError::NoEligibleDevice {
+                job: 0,
+                devices: self.devices,
+            });
+        }
+        let threads = config.batching.num_batch_threads.max(1);
+        let (engine, limit) = match self.grants {
+            Grants::Independent => {
+                let spec = DeviceSpec { capacity: threads };
+                self.engines
+                    .push(Scheduler::new(Policy::Fifo, &vec![spec; self.devices])?);
+                (
+                    self.engines.len() - 1,
+                    threads * devices.iter().count() as u32,
+                )
+            }
+            _ => (0, threads),
+        };
+        if let Some(prior) = config.prior {
+            self.costs.set_prior(ix, prior);
+        }
+        self.models.push(Served {
+            name: config.name,
+            queue: ModelQueue::new(config.batching),
+            devices,
+            engine,
+            job: None,
+            inflight: 0,
+            limit,
+            ready_at: None,
+        });
+        self.is_dirty.push(false);
+        Ok(ix)
+    }
+
+    /// Models served, in index order.
+    pub fn model_count(&self) -> usize {
+        self.models.len()
+    }
+
+    /// A model's name.
+    pub fn model_name(&self, model: ModelIx) -> &str {
+        &self.models[model as usize].name
+    }
+
+    /// Rows queued for `model` now.
+    pub fn queued_rows(&self, model: ModelIx) -> u64 {
+        self.models[model as usize].queue.rows()
+    }
+
+    /// Batches of `model` running now.
+    pub fn inflight(&self, model: ModelIx) -> u32 {
+        self.models[model as usize].inflight
+    }
+
+    /// The online run-time estimate of a batch of `rows` of `model`.
+    pub fn estimate(&self, model: ModelIx, rows: u32) -> Nanos {
+        self.costs.estimate(model, rows.max(1))
+    }
+
+    /// Records a measured run time outside serving (warm-up).
+    pub fn observe(&mut self, model: ModelIx, rows: u32, run: Nanos) {
+        self.costs.observe(model, rows.max(1), run);
+    }
+
+    fn served(&self, model: ModelIx) -> Result<&Served, ServeError> {
+        self.models
+            .get(model as usize)
+            .ok_or(ServeError::UnknownModel { model })
+    }
+
+    /// Admits a request of `rows` rows: reserves room in the model's queue
+    /// (refused with 429 past the bound) and, under `edf`, refuses one
+    /// predicted to miss `deadline` (504). Follow with
+    /// [`ServingState::enqueue`] or [`ServingState::release`].
+    pub fn admit(
+        &mut self,
+        now: Nanos,
+        model: ModelIx,
+        rows: u32,
+        deadline: Option<Nanos>,
+    ) -> Result<(), ServeError> {
+        let s = self.served(model)?;
+        if rows == 0 {
+            return Err(ServeError::BadRows {
+                model: s.name.clone(),
+                rows,
+                allowed: "the leading batch dimension must be at least 1",
+            });
+        }
+        if let (Grants::Engine(Policy::Edf), Some(d)) = (self.grants, deadline) {
+            if self.predicted_finish(model, rows, now) > d {
+                return Err(ServeError::DeadlineUnreachable {
+                    model: s.name.clone(),
+                    queued: false,
+                });
+            }
+        }
+        let s = &mut self.models[model as usize];
+        if s.queue.admit(rows) {
+            return Ok(());
+        }
+        let b = s.queue.batching;
+        Err(ServeError::QueueFull {
+            model: s.name.clone(),
+            bound: b.queue_rows(),
+            max_enqueued_batches: b.max_enqueued_batches,
+            max_batch_size: b.max_batch_size.max(1),
+        })
+    }
+
+    /// When a request of `rows` rows of `model` would finish if queued now:
+    /// the estimated queued work of every model spread over the devices, plus
+    /// its own batch.
+    pub fn predicted_finish(&self, model: ModelIx, rows: u32, now: Nanos) -> Nanos {
+        let mut backlog = 0u64;
+        for (ix, s) in self.models.iter().enumerate() {
+            let queued = s.queue.rows();
+            if queued > 0 {
+                let cap = u64::from(s.queue.batching.max_batch_size.max(1));
+                let batches = queued.div_ceil(cap);
+                let one = self.costs.estimate(ix as ModelIx, cap.min(queued) as u32);
+                backlog += batches * one;
+            }
+        }
+        now + backlog / self.devices.max(1) as u64 + self.estimate(model, rows)
+    }
+
+    /// Gives back an admission (the request failed before it was queued).
+    pub fn release(&mut self, model: ModelIx, rows: u32) {
+        if let Some(s) = self.models.get_mut(model as usize) {
+            s.queue.release(rows);
+        }
+    }
+
+    /// Queues an admitted request and acts on it.
+    pub fn enqueue(&mut self, now: Nanos, model: ModelIx, request: Queued, out: &mut Vec<Action>) {
+        self.models[model as usize].queue.push(request);
+        self.mark(model);
+        self.pump(now, out);
+    }
+
+    /// Takes a still-queued request out (its client is gone); `false` if it
+    /// is not queued (running or answered).
+    pub fn withdraw(
+        &mut self,
+        now: Nanos,
+        model: ModelIx,
+        request: RequestId,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let Some(s) = self.models.get_mut(model as usize) else {
+            return false;
+        };
+        if s.queue.remove(request).is_none() {
+            return false;
+        }
+        self.mark(model);
+        self.pump(now, out);
+        true
+    }
+
+    /// Acts on time passing: expired requests, partial batches whose timeout
+    /// ran out. Call it at [`ServingState::next_wake`].
+    pub fn poll(&mut self, now: Nanos, out: &mut Vec<Action>) {
+        for ix in 0..self.models.len() as ModelIx {
+            let s = &self.models[ix as usize];
+            if s.queue.next_expiry() <= now || s.ready_at.is_some_and(|t| t <= now) {
+                self.mark(ix);
+            }
+        }
+        self.pump(now, out);
+    }
+
+    /// The next instant [`ServingState::poll`] has work, if any.
+    pub fn next_wake(&self) -> Option<Nanos> {
+        self.models
+            .iter()
+            .map(|s| s.queue.next_expiry().min(s.ready_at.unwrap_or(Nanos::MAX)))
+            .min()
+            .filter(|&t| t != Nanos::MAX)
+    }
+
+    /// (`External`) `job` was granted `device`: cut and start its batch.
+    pub fn grant(
+        &mut self,
+        now: Nanos,
+        job: JobId,
+        device: DeviceId,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let Some(&JobState::Waiting(model)) = self.jobs.get(&job) else {
+            return false;
+        };
+        self.start(now, job, model, device, out);
+        self.pump(now, out);
+        true
+    }
+
+    /// A batch finished at `now`; `run` is its measured device time (`None`
+    /// when the model failed: no measurement). Returns the batch's model.
+    pub fn complete(
+        &mut self,
+        now: Nanos,
+        job: JobId,
+        run: Option<Nanos>,
+        out: &mut Vec<Action>,
+    ) -> Option<ModelIx> {
+        let Some(JobState::Running { model, rows }) = self.jobs.get(&job).copied() else {
+            return None;
+        };
+        self.jobs.remove(&job);
+        let s = &mut self.models[model as usize];
+        s.inflight -= 1;
+        if self.grants != Grants::External {
+            let _ = self.engines[s.engine].complete(job, now);
+        }
+        if let Some(run) = run {
+            self.costs.observe(model, rows, run);
+        }
+        self.mark(model);
+        self.pump(now, out);
+        Some(model)
+    }
+
+    fn mark(&mut self, model: ModelIx) {
+        if !self.is_dirty[model as usize] {
+            self.is_dirty[model as usize] = true;
+            self.dirty.push(model);
+        }
+    }
+
+    /// Refreshes dirty models and applies engine decisions until none is
+    /// left (work conserving).
+    fn pump(&mut self, now: Nanos, out: &mut Vec<Action>) {
+        loop {
+            while let Some(model) = self.dirty.pop() {
+                self.is_dirty[model as usize] = false;
+                self.expire(now, model, out);
+                self.refresh(now, model, out);
+            }
+            let mut progress = false;
+            let mut decisions = std::mem::take(&mut self.decisions);
+            for e in 0..self.engines.len() {
+                self.engines[e].dispatch(now, &mut decisions);
+                for d in decisions.drain(..) {
+                    progress = true;
+                    match d {
+                        Decision::Run { job, device } => {
+                            if let Some(&JobState::Waiting(model)) = self.jobs.get(&job.id) {
+                                self.start(now, job.id, model, device, out);
+                            }
+                        }
+                        Decision::Drop { job, .. } => self.unreachable(now, job, out),
+                    }
+                }
+            }
+            self.decisions = decisions;
+            if !progress && self.dirty.is_empty() {
+                return;
+            }
+        }
+    }
+
+    fn expire(&mut self, now: Nanos, model: ModelIx, out: &mut Vec<Action>) {
+        let mut gone = std::mem::take(&mut self.scratch);
+        let s = &mut self.models[model as usize];
+        s.queue.expire(now, &mut gone);
+        for request in gone.drain(..) {
+            out.push(Action::Fail {
+                model,
+                error: ServeError::expired(&s.name, request.arrival, now),
+                request,
+            });
+        }
+        self.scratch = gone;
+    }
+
+    /// Keeps exactly one job for a ready model below its limit (module docs).
+    fn refresh(&mut self, now: Nanos, model: ModelIx, out: &mut Vec<Action>) {
+        let s = &mut self.models[model as usize];
+        s.ready_at = None;
+        let ready = s.queue.ready_at(now);
+        let want = match ready {
+            Some(t) if t <= now && s.inflight < s.limit => Some(s.queue.next_batch_rows()),
+            Some(t) if t > now => {
+                s.ready_at = Some(t);
+                None
+            }
+            _ => None,
+        };
+        if let (Some(rows), Some((_, costed))) = (want, s.job) {
+            if rows == costed {
+                return;
+            }
+        }
+        self.cancel_job(model, out);
+        let Some(rows) = want else {
+            return;
+        };
+        let id = self.next_job;
+        self.next_job += 1;
+        let cost = self.costs.estimate(model, rows.max(1));
+        let s = &mut self.models[model as usize];
+        let first = *s.queue.front().expect("a ready model has a queued request");
+        s.job = Some((id, rows));
+        self.jobs.insert(id, JobState::Waiting(model));
+        match self.grants {
+            Grants::External => out.push(Action::Ask {
+                job: id,
+                model,
+                rows,
+                cost,
+                devices: s.devices,
+            }),
+            grants => {
+                let mut job = Job::new(id, model, cost, first.enqueued, s.devices).with_batch(rows);
+                job.target = first.target.or(first.deadline);
+                if grants == Grants::Engine(Policy::Edf) {
+                    job.deadline = s.queue.earliest_deadline();
+                }
+                self.engines[s.engine]
+                    .submit(job)
+                    .expect("job ids are unique and devices were checked at add_model");
+            }
+        }
+    }
+
+    fn cancel_job(&mut self, model: ModelIx, out: &mut Vec<Action>) {
+        let s = &mut self.models[model as usize];
+        let Some((id, _)) = s.job.take() else {
+            return;
+        };
+        self.jobs.remove(&id);
+        match self.grants {
+            Grants::External => out.push(Action::Withdraw { job: id }),
+            _ => {
+                self.engines[s.engine].cancel(id);
+            }
+        }
+    }
+
+    /// `job` of `model` holds `device` now: cut the batch (late formation).
+    fn start(
+        &mut self,
+        now: Nanos,
+        job: JobId,
+        model: ModelIx,
+        device: DeviceId,
+        out: &mut Vec<Action>,
+    ) {
+        let s = &mut self.models[model as usize];
+        s.job = None;
+        let mut requests = Vec::with_capacity(s.queue.len().min(64));
+        let mut gone = std::mem::take(&mut self.scratch);
+        let rows = s.queue.take(now, &mut requests, &mut gone);
+        for request in gone.drain(..) {
+            out.push(Action::Fail {
+                model,
+                error: ServeError::expired(&s.name, request.arrival, now),
+                request,
+            });
+        }
+        self.scratch = gone;
+        let engine = s.engine;
+        if requests.is_empty() {
+            self.jobs.remove(&job);
+            match self.grants {
+                Grants::External => out.push(Action::Release { job, device }),
+                _ => {
+                    let _ = self.engines[engine].complete(job, now);
+                }
+            }
+            self.mark(model);
+            return;
+        }
+        s.inflight += 1;
+        self.mark(model);
+        self.jobs.insert(job, JobState::Running { model, rows });
+        out.push(Action::Start(Batch {
+            job,
+            model,
+            device,
+            rows,
+            estimate: self.costs.estimate(model, rows),
+            requests,
+        }));
+    }
+
+    /// (`edf`) the engine dropped `job`: fail what cannot make its deadline.
+    fn unreachable(&mut self, now: Nanos, job: Job, out: &mut Vec<Action>) {
+        let Some(JobState::Waiting(model)) = self.jobs.remove(&job.id) else {
+            return;
+        };
+        let s = &mut self.models[model as usize];
+        s.job = None;
+        let mut gone = std::mem::take(&mut self.scratch);
+        s.queue.drop_unreachable(now, job.cost, &mut gone);
+        if gone.is_empty() {
+            // The engine's rule and the queue's agree (now + cost > deadline);
+            // this guards the loop should they ever not: drop the earliest.
+            if let Some(d) = s.queue.earliest_deadline() {
+                s.queue.drop_unreachable(d, 1, &mut gone);
+            }
+        }
+        for request in gone.drain(..) {
+            out.push(Action::Fail {
+                model,
+                request,
+                error: ServeError::DeadlineUnreachable {
+                    model: s.name.clone(),
+                    queued: true,
+                },
+            });
+        }
+        self.scratch = gone;
+        self.mark(model);
+    }
+}
+
+#[cfg(test)]
+#[path = "state_tests.rs"]
+mod tests;
