@@ -530,18 +530,13 @@ impl ServingState {
         device: DeviceId,
         out: &mut Vec<Action>,
     ) {
+        self.expire(now, model, out);
         let s = &mut self.models[model as usize];
         s.job = None;
         let mut requests = Vec::with_capacity(s.queue.len().min(64));
         let mut gone = std::mem::take(&mut self.scratch);
         let rows = s.queue.take(now, &mut requests, &mut gone);
-        for request in gone.drain(..) {
-            out.push(Action::Fail {
-                model,
-                error: ServeError::expired(&s.name, request.arrival, now),
-                request,
-            });
-        }
+        debug_assert!(gone.is_empty(), "expired requests left before the cut");
         self.scratch = gone;
         let engine = s.engine;
         if requests.is_empty() {

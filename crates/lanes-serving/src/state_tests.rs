@@ -135,37 +135,29 @@ fn batch_timeout_holds_a_partial_batch_until_due_or_full() {
 }
 
 #[test]
-fn sjf_gives_a_freed_device_to_the_shortest_ready_model() {
-    // m0 costs 10 ms/row, m1 1 ms/row; the device is busy with m0 when both queue.
-    let mut s = state(
-        Grants::Engine(Policy::Sjf {
-            alpha: 0.0,
-            slack: None,
-        }),
-        1,
-        &[(batching(1, 0, 1), 10.0), (batching(1, 0, 1), 1.0)],
-    );
-    let job = job_of(&send(&mut s, 0, 0, req(1, 0, None)));
-    send(&mut s, 1, 0, req(2, 1, None));
-    send(&mut s, 2, 1, req(3, 2, None));
-    let mut out = Vec::new();
-    s.complete(10 * MS, job, Some(10 * MS), &mut out);
-    assert_eq!(starts(&out), [(1, 0, vec![3])]);
-}
-
-#[test]
-fn fifo_gives_it_to_the_oldest() {
-    let mut s = state(
-        Grants::Engine(Policy::Fifo),
-        1,
-        &[(batching(1, 0, 1), 10.0), (batching(1, 0, 1), 1.0)],
-    );
-    let job = job_of(&send(&mut s, 0, 0, req(1, 0, None)));
-    send(&mut s, 1, 0, req(2, 1, None));
-    send(&mut s, 2, 1, req(3, 2, None));
-    let mut out = Vec::new();
-    s.complete(10 * MS, job, Some(10 * MS), &mut out);
-    assert_eq!(starts(&out), [(0, 0, vec![2])]);
+fn a_freed_device_goes_to_the_policy_s_choice() {
+    // m0 costs 10 ms/row, m1 1 ms/row; the device is busy with m0 when m0 then
+    // m1 queue. (policy, model and request started when the device frees)
+    let cases = [
+        (
+            Policy::Sjf {
+                alpha: 0.0,
+                slack: None,
+            },
+            (1, 3),
+        ), // shortest first
+        (Policy::Fifo, (0, 2)), // oldest first
+    ];
+    for (policy, (model, id)) in cases {
+        let models = [(batching(1, 0, 1), 10.0), (batching(1, 0, 1), 1.0)];
+        let mut s = state(Grants::Engine(policy), 1, &models);
+        let job = job_of(&send(&mut s, 0, 0, req(1, 0, None)));
+        send(&mut s, 1, 0, req(2, 1, None));
+        send(&mut s, 2, 1, req(3, 2, None));
+        let mut out = Vec::new();
+        s.complete(10 * MS, job, Some(10 * MS), &mut out);
+        assert_eq!(starts(&out), [(model, 0, vec![id])], "{policy:?}");
+    }
 }
 
 #[test]
