@@ -22,7 +22,9 @@ examples:
   lanes serve --models ./repo --devices cpu:2 --policy fifo --port 9000
   lanes zoo export ./repo                       write the demo zoo as a model repository
 
-devices:  auto, cpu, cpu:N (N CPU executors), cuda:0,cuda:1, sim:N (N simulated GPUs)
+devices:  auto (default: every CUDA GPU, else one CPU executor per core, 1 intra-op thread
+          each; under independent one CPU executor of all cores), cpu, cpu:N (N CPU
+          executors), cuda:0,cuda:1, sim:N (N simulated GPUs)
 policies: independent (each model its own workers, overlapping), fifo, limit:K,
           sjf[:alpha=A,slack=MS|off] (default), edf
 environment: LANES_SERVE_DEVICES, LANES_SERVE_POLICY, LANES_SERVE_PORT, ... (any option)
@@ -47,7 +49,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--host", metavar="ADDR", help="bind address (default: 127.0.0.1)")
     parser.add_argument("--port", metavar="N", help="HTTP port (default: 8000; 0: any free)")
     parser.add_argument(
-        "--cpu-threads", metavar="N", help="intra-op threads per CPU executor (default: auto)"
+        "--cpu-threads",
+        metavar="N",
+        help="intra-op threads per CPU executor (default: as auto decides, see devices below; "
+        "for cpu and cpu:N the cores divided among the executors)",
     )
     parser.add_argument(
         "--workers", metavar="N", help="CPU pool threads for pre/post-processing (default: 2-4)"

@@ -35,7 +35,8 @@ class ServeConfig:
     - ``devices``: ``auto``, ``cpu``, ``cpu:N``, ``cuda:0,cuda:1``, ``sim:N``
       (see lanes.serving.devices).
     - ``policy``: ``independent``, ``fifo``, ``limit:K``, ``sjf``, ``edf``.
-    - ``cpu_threads``: intra-op threads per CPU executor (None: the cores divided among them).
+    - ``cpu_threads``: intra-op threads per CPU executor (None: as ``auto`` decides, see
+      lanes.serving.devices; for ``cpu``/``cpu:N`` the cores divided among the executors).
     - ``workers``: threads of the CPU pool for pre/post-processing.
     - ``max_body_mb``: the request body limit (413 past it).
     - ``zoo_backend``: the demo zoo's runtime, ``onnx`` (ONNX Runtime) or ``torch`` (PyTorch,

@@ -11,8 +11,17 @@ Spec grammar (``--devices``), comma-separated, one kind per spec:
   ``lanes sim`` with ``eta = 1``). Outputs are computed on the CPU meanwhile; the slot is held
   until both the modelled time and the computation are over. Simulated devices are labelled
   ``sim:N`` in every listing, metric and result.
-- ``auto`` — every CUDA device when ONNX Runtime's CUDA provider and a GPU are present, else
-  ``cpu``.
+- ``auto`` — devices that behave like GPUs (design.md §4.1: overlapping work waits, it does not
+  go faster). The rule, in :func:`resolve_devices`:
+
+  1. every CUDA device (``cuda:0,...``) when ONNX Runtime's CUDA provider and a GPU are present;
+  2. else, under ``--policy independent`` without an arbiter (the status quo: each model its own
+     workers), ``cpu`` — one executor whose runtimes get the cores as intra-op threads, as before;
+  3. else ``cpu:N`` with N the cores this process may run on (its CPU affinity; at most 64), one
+     intra-op thread each unless ``--cpu-threads`` says otherwise: one executor per core, so the
+     scheduler places whole jobs on cores instead of runtimes dividing the cores among themselves.
+
+  Whatever ``auto`` became is said in one log line at start (:attr:`Resolved.note`).
 
 Each device owns a thread pool (:class:`DeviceRunner`) with as many threads as jobs it may run at
 once, so device work never runs on the event loop and never on the CPU pool of pre/post work.
@@ -65,6 +74,14 @@ def gpu_count() -> int:
     return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
 
 
+def usable_cores() -> int:
+    """Cores this process may run on: its CPU affinity (``os.cpu_count()`` where unknown)."""
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except AttributeError:  # pragma: no cover - no affinity outside Linux
+        return os.cpu_count() or 1
+
+
 def _count(spec: str, value: str) -> int:
     try:
         n = int(value)
@@ -77,15 +94,74 @@ def _count(spec: str, value: str) -> int:
     return n
 
 
+@dataclass(frozen=True)
+class Resolved:
+    """The devices a ``--devices`` value names and, for ``auto``, the line saying what it meant."""
+
+    devices: list[Device]
+    note: str | None = None
+
+
+def resolve_devices(
+    text: str,
+    *,
+    threads: int | None = None,
+    independent: bool = False,
+    cuda_available: Callable[[], int] | None = None,
+    cores: Callable[[], int] | None = None,
+) -> Resolved:
+    """``text`` as devices, ``auto`` resolved by the rule in the module docs.
+
+    ``independent``: each model runs its own workers (``--policy independent`` with no arbiter).
+    ``cuda_available`` counts CUDA devices (default :func:`cuda_count`); ``cores`` counts the
+    cores ``auto`` spreads over (default :func:`usable_cores`).
+    """
+    count_cuda = cuda_count if cuda_available is None else cuda_available
+    if text.strip() != "auto":
+        return Resolved(_parse(text.strip(), threads, count_cuda))
+    n = count_cuda()
+    if n:
+        devices = [Device("cuda", i, 1) for i in range(n)]
+        names = ", ".join(d.name for d in devices)
+        return Resolved(devices, f"devices auto: {_plural(n, 'CUDA GPU')} ({names})")
+    if independent:
+        devices = _parse("cpu", threads, count_cuda)
+        return Resolved(
+            devices,
+            f"devices auto: no CUDA GPU; policy independent: one CPU executor with "
+            f"{_plural(devices[0].threads, 'intra-op thread')}, each model its own workers",
+        )
+    have = (usable_cores if cores is None else cores)()
+    n = min(have, MAX_DEVICES)
+    per = 1 if threads is None else threads
+    devices = _parse(f"cpu:{n}", per, count_cuda)
+    capped = f" of {have}, at most {MAX_DEVICES}" if have > n else ""
+    given = " (--cpu-threads)" if threads is not None else ""
+    return Resolved(
+        devices,
+        f"devices auto: no CUDA GPU; {_plural(n, 'CPU executor')} (one per core{capped}), "
+        f"{_plural(per, 'intra-op thread')} each{given} — GPU-like: overlapping work waits",
+    )
+
+
 def parse_devices(
-    text: str, *, threads: int | None = None, cuda_available: Callable[[], int] = cuda_count
+    text: str,
+    *,
+    threads: int | None = None,
+    cuda_available: Callable[[], int] | None = None,
 ) -> list[Device]:
-    """The devices a ``--devices`` value names (see the module docs for the grammar)."""
-    text = text.strip()
+    """The devices a ``--devices`` value names (see the module docs for the grammar); for
+    checking a value, and for ``lanes arbiter`` (which schedules, so ``auto`` is GPU-like)."""
+    return resolve_devices(text, threads=threads, cuda_available=cuda_available).devices
+
+
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
+def _parse(text: str, threads: int | None, cuda_available: Callable[[], int]) -> list[Device]:
+    """An explicit spec (not ``auto``) as devices."""
     cores = os.cpu_count() or 1
-    if text == "auto":
-        n = cuda_available()
-        text = ",".join(f"cuda:{i}" for i in range(n)) if n else "cpu"
     if not text:
         raise LanesError(BAD_DEVICES, f"--devices is empty; allowed: {ALLOWED}")
     specs = [s.strip() for s in text.split(",")]

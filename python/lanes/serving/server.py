@@ -48,7 +48,7 @@ from lanes.models.base import MODEL_INVALID, Model
 from lanes.serving.app import build_app, error
 from lanes.serving.batcher import Refusal
 from lanes.serving.config import ServeConfig
-from lanes.serving.devices import DeviceRunner, parse_devices
+from lanes.serving.devices import DeviceRunner, resolve_devices
 from lanes.serving.dispatcher import INDEPENDENT, Dispatcher
 from lanes.serving.logs import Logs
 from lanes.serving.metrics import instrument
@@ -100,7 +100,14 @@ class Server:
         self.config = config
         self.version = _core.version()
         self.state = LOADING
-        devices = parse_devices(config.devices, threads=config.cpu_threads)
+        resolved = resolve_devices(
+            config.devices,
+            threads=config.cpu_threads,
+            independent=config.policy == INDEPENDENT and config.arbiter is None,
+        )
+        if resolved.note is not None:
+            log.info("%s", resolved.note)
+        devices = resolved.devices
         # Under an arbiter, the daemon's capacity decides how many batches share a device.
         slots = Dispatcher.device_slots(
             INDEPENDENT if config.arbiter is not None else config.policy, models
