@@ -179,7 +179,7 @@ def test_write_summary_is_atomic_json(tmp_path: Path) -> None:
 
 def write_run(
     folder: Path, variant: str, level: int, repeat: int, attainment: float, **extra: object
-) -> None:
+) -> Path:
     offered = extra.pop("offered", {"rate_rps": 10.0 * (level + 1), "concurrency": None})
     run = {
         "id": f"{variant}/L{level}/r{repeat}", "variant": variant, "level": level,
@@ -192,10 +192,12 @@ def write_run(
                  "slo_attainment": attainment, "goodput_rps": 9.0, "models": {}},
         "server": None, "timeline": None,
     }  # fmt: skip
+    name = str(extra.pop("name", f"L{level}-r{repeat}"))
     run.update(extra)
-    path = folder / "runs" / variant / f"L{level}-r{repeat}.json"
+    path = folder / "runs" / variant / f"{name}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(run))
+    return path
 
 
 @pytest.mark.parametrize(
@@ -289,3 +291,151 @@ def test_bad_results_folder_is_one_clear_error(tmp_path: Path, setup: str | None
     assert info.value.code == "results_invalid"
     assert message in info.value.message
     assert "\n" not in info.value.message
+
+
+# ---- the searched capacity ----------------------------------------------------------------
+
+
+def write_measured(
+    folder: Path,
+    variant: str,
+    repeat: int,
+    rate: float,
+    attainment: float,
+    *,
+    level: int | None = None,
+    probe: int | None = None,
+    goodput: float = 9.0,
+    models: dict[str, float] | None = None,
+) -> None:
+    """A grid run (``level``) or a capacity probe (``probe``) at ``rate`` req/s."""
+    offered = {"rate_rps": rate, "concurrency": None}
+    where = {"level": level} if probe is None else {"level": None, "probe": probe}
+    name = f"L{level}-r{repeat}" if probe is None else f"S{probe}-r{repeat}"
+    path = write_run(folder, variant, level or 0, repeat, attainment, offered=offered, name=name)
+    run = json.loads(path.read_text())
+    run.update(where)
+    run["load"]["goodput_rps"] = goodput
+    run["load"]["models"] = {m: {"requests": 10, "slo_attainment": a}
+                             for m, a in (models or {}).items()}  # fmt: skip
+    path.write_text(json.dumps(run))
+
+
+# Per variant and repeat: the grid's attainment at 10, 20, 30 req/s, then the probes (rate, met).
+SEARCHED = {
+    "independent": {
+        1: ([1.0, 0.5, 0.1], [(15.0, 1.0), (17.5, 0.9)]),  # [15, 17.5)
+        2: ([1.0, 0.5, 0.1], [(15.0, 0.9), (12.5, 1.0)]),  # [12.5, 15)
+    },
+    "fifo": {
+        1: ([1.0, 1.0, 0.1], [(25.0, 0.995), (27.5, 0.98)]),  # [25, 27.5)
+        2: ([1.0, 1.0, 0.1], [(25.0, 0.98), (22.5, 0.99)]),  # [22.5, 25)
+    },
+}
+GOODPUT_AT_30 = {("independent", 1): 10.0, ("independent", 2): 20.0, ("fifo", 1): 15.0,
+                 ("fifo", 2): 40.0}  # fmt: skip
+
+
+@pytest.fixture()
+def searched(tmp_path: Path) -> dict:
+    (tmp_path / "experiment.toml").write_text(
+        'name = "s"\nbaseline = "independent"\n[workload]\ncapacity_search = { steps = 2 }\n'
+    )
+    for variant, repeats in SEARCHED.items():
+        for repeat, (grid, probes) in repeats.items():
+            for level, share in enumerate(grid):
+                goodput = GOODPUT_AT_30[(variant, repeat)] if level == 2 else 9.0
+                # model "a" follows the total; "b" misses from 20 req/s on
+                models = {"a": share, "b": share if level == 0 else 0.5}
+                write_measured(tmp_path, variant, repeat, 10.0 * (level + 1), share,
+                               level=level, goodput=goodput, models=models)  # fmt: skip
+            for step, (rate, share) in enumerate(probes, start=1):
+                write_measured(tmp_path, variant, repeat, rate, share, probe=step,
+                               models={"a": share, "b": 0.5})  # fmt: skip
+    return agg.aggregate(tmp_path)
+
+
+def test_capacity_search_brackets_each_repeat_and_averages(searched: dict) -> None:
+    search = searched["variants"]["independent"]["capacity_search"]
+    _, _, hi = by_hand([15.0, 12.5])
+    assert search["capacity"] == pytest.approx(13.75)
+    assert search["capacity_ci"] == pytest.approx([0.0, hi])  # 13.75 - 15.9: clipped at 0
+    assert search["high"] == pytest.approx(16.25)
+    assert search["resolution"] == pytest.approx(2.5)  # the mean bracket: 20 / 2**2 wide
+    assert search["steps"] == 2
+    assert search["repeats"] == [
+        {"repeat": 1, "low": 15.0, "high": 17.5,
+         "probes": [{"load": 15.0, "slo_attainment": 1.0}, {"load": 17.5, "slo_attainment": 0.9}]},
+        {"repeat": 2, "low": 12.5, "high": 15.0,
+         "probes": [{"load": 15.0, "slo_attainment": 0.9}, {"load": 12.5, "slo_attainment": 1.0}]},
+    ]  # fmt: skip
+    fifo = searched["variants"]["fifo"]
+    assert fifo["capacity_search"]["capacity"] == pytest.approx(23.75)
+    assert fifo["capacity_at_slo"] == 20.0  # the grid's figure is kept as it was
+    assert [lv["level"] for lv in fifo["levels"]] == [0, 1, 2]  # probes are not levels
+
+
+def test_per_model_capacity_uses_the_same_loads(searched: dict) -> None:
+    fifo = searched["variants"]["fifo"]
+    model_a = fifo["per_model_capacity"]["a"]
+    assert model_a["capacity"] == pytest.approx(23.75)  # as the total
+    model_b = fifo["per_model_capacity"]["b"]
+    # "b" met only at 10; its next measured load above is 20: resolved to the grid's gap
+    assert (model_b["capacity"], model_b["high"], model_b["resolution"]) == (10.0, 20.0, 10.0)
+    assert fifo["every_model_capacity"]["capacity"] == 10.0
+    assert set(fifo["per_model_capacity"]) == {"a", "b"}
+
+
+def test_capacity_and_goodput_ratios_pair_the_repeats(searched: dict) -> None:
+    fifo = searched["ratios"]["variants"]["fifo"]
+    ratio = fifo["capacity_search"]
+    _, lo, hi = by_hand([25.0 / 15.0, 22.5 / 12.5])
+    assert ratio["ratio"] == pytest.approx((25.0 / 15.0 + 22.5 / 12.5) / 2)
+    assert ratio["ratio_ci"] == pytest.approx([lo, hi])
+    assert ratio["pairs"] == 2
+    assert fifo["every_model_capacity"] == {"ratio": 1.0, "ratio_ci": [1.0, 1.0], "pairs": 2}
+    goodput = fifo["goodput"]
+    assert goodput[0] == {"ratio": 1.0, "ratio_ci": [1.0, 1.0], "pairs": 2}
+    _, lo, hi = by_hand([1.5, 2.0])
+    assert goodput[2]["ratio"] == pytest.approx(1.75)
+    assert goodput[2]["ratio_ci"] == pytest.approx([max(0.0, lo), hi])
+    assert fifo["capacity"] == pytest.approx(2.0)  # the grid's ratio is kept: 20 / 10
+    level = searched["variants"]["fifo"]["levels"][2]
+    assert level["goodput_rps_by_repeat"] == {"1": 15.0, "2": 40.0}
+
+
+@pytest.mark.parametrize(
+    ("values", "base", "expected"),
+    [
+        ({"1": 2.0, "2": 3.0}, {"1": 1.0, "2": 1.0}, (2.5, 2)),
+        ({"1": 2.0, "2": 3.0}, {"1": 1.0}, (2.0, 1)),  # only repeats on both sides pair
+        ({"1": 2.0, "2": 3.0}, {"1": 0.0, "2": 1.0}, (3.0, 1)),  # a base of 0 gives no ratio
+        ({"1": None}, {"1": 1.0}, None),
+        ({}, {}, None),
+    ],
+)
+def test_paired_ratio(values: dict, base: dict, expected: tuple[float, int] | None) -> None:
+    got = agg.paired_ratio(values, base)
+    if expected is None:
+        assert got is None
+    else:
+        assert (got["ratio"], got["pairs"]) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("grids", "capacity", "high"),
+    [
+        ([[1.0, 1.0], [1.0, 1.0]], 20.0, None),  # every load met: at least 20, no upper end
+        ([[1.0, 0.5], [0.5, 0.5]], None, None),  # repeat 2 met nowhere: below the grid
+        ([[1.0, 0.5], [1.0, 0.5]], 10.0, 20.0),
+    ],
+)
+def test_capacity_search_without_an_end(
+    tmp_path: Path, grids: list[list[float]], capacity: float | None, high: float | None
+) -> None:
+    for repeat, grid in enumerate(grids, start=1):
+        for level, share in enumerate(grid):
+            write_run(tmp_path, "fifo", level, repeat, share)
+    search = agg.aggregate(tmp_path)["variants"]["fifo"]["capacity_search"]
+    assert (search["capacity"], search["high"], search["steps"]) == (capacity, high, 0)
+    assert search["resolution"] == (None if high is None else high - capacity)

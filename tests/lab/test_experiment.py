@@ -49,6 +49,10 @@ def test_a_good_file_parses_with_defaults_and_normalised_weights():
     assert quick.workload.levels == (10.0, 30.0, 50.0)
     assert quick.workload.repeats == 1
     assert exp.with_repeats(2).workload.repeats == 2
+    assert w.search_steps == 0  # no capacity search unless asked for
+    searched = parse_experiment(GOOD + "capacity_search = { steps = 3 }\n")
+    assert searched.workload.search_steps == 3
+    assert searched.quick().workload.search_steps == 3  # --quick keeps the search
 
 
 def _replace(old: str, new: str) -> str:
@@ -112,6 +116,22 @@ BAD = [
         "workload.measure_s = 0: allowed: a number > 0",
     ),
     (("slo_ms = 50", "slo_ms = 50\nconcurrency = [1]"), "workload: give exactly one of levels"),
+    (
+        ("slo_ms = 50", "slo_ms = 50\ncapacity_search = 3"),
+        "workload.capacity_search = 3: not a table",
+    ),
+    (
+        ("slo_ms = 50", "slo_ms = 50\ncapacity_search = { step = 3 }"),
+        "workload.capacity_search.step: unknown key; allowed: steps",
+    ),
+    (
+        ("slo_ms = 50", "slo_ms = 50\ncapacity_search = { steps = 9 }"),
+        "workload.capacity_search.steps = 9: allowed: 0 to 8 steps",
+    ),
+    (
+        ("slo_ms = 50", "slo_ms = 50\ncapacity_search = { steps = -1 }"),
+        "workload.capacity_search.steps = -1: allowed: a whole number >= 0",
+    ),
     (
         ("levels = [10, 20, 30, 40, 50]", "levels = [10, 5]"),
         "workload.levels = [10, 5]: allowed: a strictly ascending list",
@@ -204,5 +224,5 @@ def test_the_command_line_says_one_line_and_exits_2(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         f"lanes bench run: error: {tmp_path / 'bad.toml'}: workload.repeat: unknown key; "
         "allowed: mix, arrival, cv, trace, segment_s, levels, concurrency, warmup_s, measure_s, "
-        "repeats, slo_ms, generators, connections, timeout_s, seed"
+        "repeats, slo_ms, generators, connections, timeout_s, seed, capacity_search"
     ]

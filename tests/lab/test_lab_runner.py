@@ -202,3 +202,59 @@ def test_an_out_folder_that_cannot_be_written_is_one_clear_error(tmp_path):
         runner.run_experiment(parse_experiment(TINY), blocker / "results", TINY)
     assert info.value.code == OUTPUT_FAILED
     assert "cannot write results there" in info.value.message
+
+
+SEARCH = TINY.replace("levels = [40]", "levels = [100, 500]").replace(
+    "repeats = 2", "repeats = 1\ncapacity_search = { steps = 2 }"
+)
+
+
+def _write(out, key, rate: float, attainment: float) -> None:
+    path = key.path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"offered": {"rate_rps": rate, "concurrency": None},
+           "load": {"slo_attainment": attainment}}  # fmt: skip
+    path.write_text(json.dumps(doc))
+
+
+def test_the_search_replays_from_the_run_files(tmp_path):
+    exp = parse_experiment(SEARCH)
+    out = tmp_path
+    assert runner.pending_probe(exp, out, 1, "fifo") is None  # the grid is not measured yet
+    _write(out, runner.RunKey("fifo", 0, 1), 100.0, 1.0)
+    assert runner.pending_probe(exp, out, 1, "fifo") is None
+    _write(out, runner.RunKey("fifo", 1, 1), 500.0, 0.2)
+    first = runner.pending_probe(exp, out, 1, "fifo")
+    assert first == runner.Probe("fifo", 1, 1, 300.0)
+    assert first.id == "fifo/S1-r1"
+    assert first.path(out) == out / "runs" / "fifo" / "S1-r1.json"
+    _write(out, first, 300.0, 0.995)  # met: the next probe is above
+    assert runner.pending_probe(exp, out, 1, "fifo") == runner.Probe("fifo", 1, 2, 400.0)
+    _write(out, runner.Probe("fifo", 1, 2, 400.0), 400.0, 0.5)
+    assert runner.pending_probe(exp, out, 1, "fifo") is None  # steps = 2: done
+    assert runner.pending_probe(exp, out, 1, "sjf") is None  # another variant: no grid yet
+    no_search = parse_experiment(SEARCH.replace("capacity_search = { steps = 2 }", ""))
+    assert runner.pending_probe(no_search, out, 1, "fifo") is None
+
+
+def test_a_probe_file_that_no_longer_fits_the_search_is_one_clear_error(tmp_path):
+    exp = parse_experiment(SEARCH)
+    _write(tmp_path, runner.RunKey("fifo", 0, 1), 100.0, 1.0)
+    _write(tmp_path, runner.RunKey("fifo", 1, 1), 500.0, 0.2)
+    _write(tmp_path, runner.Probe("fifo", 1, 1, 250.0), 250.0, 1.0)
+    with pytest.raises(LanesError) as info:
+        runner.pending_probe(exp, tmp_path, 1, "fifo")
+    assert "measured load 250, but the search now asks for 300" in info.value.message
+
+
+def test_a_finished_search_resumes_to_nothing(tmp_path):
+    exp = parse_experiment(SEARCH)
+    out = tmp_path / "results"
+    runner.prepare(exp, out, SEARCH, resume=False)
+    for variant in ("fifo", "sjf"):
+        _write(out, runner.RunKey(variant, 0, 1), 100.0, 1.0)
+        _write(out, runner.RunKey(variant, 1, 1), 500.0, 1.0)  # every load met: no probe
+    calls: list[tuple[str, int, int]] = []
+    done = runner.run_experiment(exp, out, SEARCH, resume=True, progress=lambda *a: calls.append(a))
+    assert done == []  # no server started: the variant commands never ran
+    assert calls == [("done", 0, 0)]

@@ -1,7 +1,8 @@
 """Aggregation: an experiment's runs reduced to ``summary.json``.
 
 A results folder (docs/lab.md) holds one JSON file per run,
-``runs/<variant>/L<level>-r<repeat>.json``.
+``runs/<variant>/L<level>-r<repeat>.json``, and one per capacity probe,
+``runs/<variant>/S<step>-r<repeat>.json`` (:mod:`lanes.lab.capacity`).
 :func:`aggregate` groups the runs by variant and load level and reduces the repeats of each group:
 
 - **Means and confidence intervals.** Every figure is the mean over the repeats that report it.
@@ -10,15 +11,29 @@ A results folder (docs/lab.md) holds one JSON file per run,
   ``mean ± t(0.975, n - 1) · s / √n``, ``s`` the sample standard deviation; one repeat gives
   ``[x, x]`` (no spread is known, none is invented). An interval is clipped to what the figure
   can be: at 0 below, and at 1 above for SLO attainment.
-- **Capacity at SLO**: the highest offered level whose mean SLO attainment is at least 99 %; the
-  level is the offered rate (rps) in open loop and the concurrency in closed loop
-  (``capacity_unit``); null when no level reaches 99 %.
+- **Capacity at SLO** (``capacity_at_slo``, read off the grid): the highest offered level whose
+  mean SLO attainment is at least 99 %; the level is the offered rate (rps) in open loop and the
+  concurrency in closed loop (``capacity_unit``); null when no level reaches 99 %.
+- **Searched capacity** (``capacity_search``): each repeat's bracket ``[low, high)``
+  (:func:`lanes.lab.capacity.bracket`) over every load that repeat measured — its grid levels
+  and its bisection probes — with a load meeting the SLO when its own attainment is >= 99 %.
+  ``capacity`` is the mean of the repeats' ``low`` with its t interval, ``high`` the mean of
+  their ``high`` and ``resolution`` = ``high - capacity`` (the mean boundary lies within it).
+  ``capacity`` is null when some repeat met the SLO at no load (its capacity lies below the
+  grid; no mean is claimed); ``high`` and ``resolution`` are null when some repeat met it at
+  every load (its capacity is at least the highest load measured).
+- **Per-model capacity** (``per_model_capacity``, ``every_model_capacity``): the same rule on the
+  same measured loads, a load meeting it when that model's attainment (every model's, and the
+  overall) is >= 99 %. The probes are placed for the overall rule, so a model whose boundary
+  lies elsewhere is resolved to its grid gap: its ``resolution`` says so.
 - **Rejected and dropped**: the server's counters (queue full; deadline expired) when the run
   scraped the server, else the client's count of 429 and 504 replies.
 - **No data**: a run with no replies has no latency; a figure no repeat reports is null.
-- **Ratios to the baseline** (:func:`ratios`): each variant's capacity and p99 at each level
-  divided by the baseline variant's at the same level index; null where either side is missing
-  or the baseline's figure is 0.
+- **Ratios to the baseline** (:func:`ratios`): each variant's grid capacity and p99 at each
+  level divided by the baseline variant's at the same level index; null where either side is
+  missing or the baseline's figure is 0. The searched capacities and the goodput at each level
+  are compared repeat by repeat (:func:`paired_ratio`): the mean of the per-repeat ratios with
+  its t interval; null when either capacity is null or no repeat pairs.
 
 :func:`write_summary` writes the result atomically to ``RESULTS_DIR/summary.json``.
 """
@@ -34,20 +49,21 @@ import platform
 import re
 import statistics
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from lanes.errors import RESULTS_INVALID, LanesError
 from lanes.files import write_atomic
+from lanes.lab import capacity
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
-SLO_TARGET = 0.99
+SLO_TARGET = capacity.SLO_TARGET
 """A level meets the SLO when at least this share of its requests does."""
 
 _T975 = (
@@ -117,6 +133,17 @@ class Run:
         return int(self.data["level"])
 
     @property
+    def repeat(self) -> int:
+        return int(self.data["repeat"])
+
+    @property
+    def offered(self) -> float | None:
+        """The offered rate in open loop, the concurrency in closed loop."""
+        offered = self.data.get("offered") or {}
+        rate = _number(offered.get("rate_rps"))
+        return rate if rate is not None else _number(offered.get("concurrency"))
+
+    @property
     def load(self) -> Mapping[str, Any]:
         return dict(self.data["load"])
 
@@ -134,7 +161,10 @@ class Run:
 
 _RUN_NAME = re.compile(r"L[0-9]+-r[0-9]+\.json")
 """A run result's file name (traces beside it end in ``.trace.json``)."""
+_PROBE_NAME = re.compile(r"S[0-9]+-r[0-9]+\.json")
+"""A capacity probe's file name."""
 _RUN_KEYS = {"variant": str, "level": int, "repeat": int, "load": dict}
+_PROBE_KEYS = {"variant": str, "probe": int, "repeat": int, "load": dict, "offered": dict}
 _LOAD_KEYS = ("requests", "achieved_rps", "latency_ms", "slo_attainment", "goodput_rps")
 
 
@@ -153,14 +183,22 @@ def load_runs(results_dir: Path) -> list[Run]:
     return [_read_run(path) for path in paths]
 
 
-def _read_run(path: Path) -> Run:
+def load_probes(results_dir: Path) -> list[Run]:
+    """Every capacity probe under ``results_dir/runs`` (``S<step>-r<repeat>.json``), checked."""
+    paths = sorted(
+        p for p in (results_dir / "runs").glob("*/S*-r*.json") if _PROBE_NAME.fullmatch(p.name)
+    )
+    return [_read_run(path, _PROBE_KEYS) for path in paths]
+
+
+def _read_run(path: Path, keys: Mapping[str, type] = _RUN_KEYS) -> Run:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise LanesError(RESULTS_INVALID, f"run result {path}: not readable JSON ({err})") from err
     if not isinstance(data, dict):
         raise LanesError(RESULTS_INVALID, f"run result {path}: not a JSON object")
-    for key, kind in _RUN_KEYS.items():
+    for key, kind in keys.items():
         if not isinstance(data.get(key), kind) or isinstance(data.get(key), bool):
             raise LanesError(
                 RESULTS_INVALID, f"run result {path}: key {key!r} missing or not {kind.__name__}"
@@ -179,9 +217,16 @@ def aggregate(results_dir: Path | str, baseline: str | None = None) -> dict[str,
     """
     root = Path(results_dir)
     runs = load_runs(root)
+    probes = load_probes(root)
     experiment = _experiment(root)
     order = _variant_order(root, runs)
-    variants = {name: _variant([r for r in runs if r.variant == name]) for name in order}
+    steps = _search_steps(experiment)
+    variants = {
+        name: _variant(
+            [r for r in runs if r.variant == name], [p for p in probes if p.variant == name], steps
+        )
+        for name in order
+    }
     chosen = _baseline(baseline, experiment.get("baseline"), order)
     slo = [_number(r.load.get("slo_ms")) for r in runs]
     started = [t for t in (_number(r.data.get("started_unix")) for r in runs) if t is not None]
@@ -222,13 +267,14 @@ def write_summary(
 
 
 def ratios(summary: Mapping[str, Any], baseline: str) -> dict[str, Any]:
-    """Each variant's capacity and per-level p99 divided by ``baseline``'s (see the module doc)."""
+    """Each variant's figures over ``baseline``'s (see the module doc)."""
     variants: Mapping[str, Any] = summary["variants"]
     if baseline not in variants:
         names = ", ".join(variants)
         raise LanesError(RESULTS_INVALID, f"baseline {baseline!r}: not a variant (have: {names})")
     base = variants[baseline]
     base_p99 = {lv["level"]: lv["latency_ms"]["p99"] for lv in base["levels"]}
+    base_goodput = {lv["level"]: lv.get("goodput_rps_by_repeat") or {} for lv in base["levels"]}
     out: dict[str, Any] = {}
     for name, variant in variants.items():
         out[name] = {
@@ -237,8 +283,46 @@ def ratios(summary: Mapping[str, Any], baseline: str) -> dict[str, Any]:
                 _ratio(lv["latency_ms"]["p99"], base_p99.get(lv["level"]))
                 for lv in variant["levels"]
             ],
+            **{
+                key: paired_ratio(_repeat_lows(variant.get(key)), _repeat_lows(base.get(key)))
+                for key in ("capacity_search", "every_model_capacity")
+            },
+            "goodput": [
+                paired_ratio(
+                    lv.get("goodput_rps_by_repeat") or {}, base_goodput.get(lv["level"], {})
+                )
+                for lv in variant["levels"]
+            ],
         }
     return {"baseline": baseline, "variants": out}
+
+
+def paired_ratio(
+    values: Mapping[str, float | None], base: Mapping[str, float | None]
+) -> dict[str, Any] | None:
+    """The ratio of two figures measured in the same repeats, with its 95 % interval.
+
+    Each repeat present on both sides gives one ratio ``value / base`` (a base of 0 or None
+    gives none): the variants of a repeat ran in the same interleaved slot, so the ratio
+    cancels the drift they shared. The result is the mean of those ratios with its Student's t
+    interval (:func:`mean_ci`, clipped at 0) and the number of pairs; None without a pair.
+    """
+    ratios = [
+        v / b
+        for key, v in values.items()
+        if v is not None and (b := base.get(key)) is not None and b != 0
+    ]
+    stat = mean_ci(ratios, lo=0)
+    if stat is None:
+        return None
+    return {"ratio": stat[0], "ratio_ci": [stat[1][0], stat[1][1]], "pairs": len(ratios)}
+
+
+def _repeat_lows(block: Mapping[str, Any] | None) -> dict[str, float | None]:
+    """``{repeat: low}`` of a capacity block's repeats; empty when its capacity is null."""
+    if not block or block.get("capacity") is None:
+        return {}
+    return {str(r["repeat"]): r["low"] for r in block.get("repeats", [])}
 
 
 def _ratio(value: float | None, base: float | None) -> float | None:
@@ -247,22 +331,86 @@ def _ratio(value: float | None, base: float | None) -> float | None:
     return value / base
 
 
-def _variant(runs: list[Run]) -> dict[str, Any]:
+def _variant(runs: list[Run], probes: list[Run], steps: int) -> dict[str, Any]:
     levels = [_level(runs, i) for i in sorted({r.level for r in runs})]
     closed = all(lv["offered_rps"] is None for lv in levels)
     key = "concurrency" if closed else "offered_rps"
     meeting = [
-        lv[key]
-        for lv in levels
-        if lv[key] is not None
-        and lv["slo_attainment"] is not None
-        and lv["slo_attainment"] >= SLO_TARGET - 1e-12
+        lv[key] for lv in levels if lv[key] is not None and capacity.meets(lv["slo_attainment"])
     ]
+    probes = sorted(probes, key=lambda p: int(p.data["probe"]))
+    measured = runs + probes
+    models = sorted({str(m) for r in measured for m in (r.load.get("models") or {})})
+    search = {**_capacity(measured, _meets_overall), "steps": steps}
+    search["repeats"] = search.pop("repeats")  # last, after the figures
+    for entry in search["repeats"]:
+        entry["probes"] = [
+            {"load": p.offered, "slo_attainment": _number(p.load.get("slo_attainment"))}
+            for p in probes
+            if p.repeat == entry["repeat"]
+        ]
     return {
         "capacity_at_slo": float(max(meeting)) if meeting else None,
         "capacity_unit": "concurrency" if closed else "rps",
+        "capacity_search": search,
+        "per_model_capacity": {m: _capacity(measured, _meets_model(m)) for m in models},
+        "every_model_capacity": _capacity(measured, _meets_every_model),
         "levels": levels,
     }
+
+
+def _meets_overall(run: Run) -> bool | None:
+    return capacity.meets(_number(run.load.get("slo_attainment")))
+
+
+def _meets_model(model: str) -> Callable[[Run], bool | None]:
+    def meets(run: Run) -> bool | None:
+        block = (run.load.get("models") or {}).get(model)
+        return None if block is None else capacity.meets(_number(block.get("slo_attainment")))
+
+    return meets
+
+
+def _meets_every_model(run: Run) -> bool | None:
+    models = (run.load.get("models") or {}).values()
+    return _meets_overall(run) and all(
+        capacity.meets(_number(m.get("slo_attainment"))) for m in models
+    )
+
+
+def _capacity(runs: list[Run], meets: Callable[[Run], bool | None]) -> dict[str, Any]:
+    """The capacity block of a rule (see the module doc) from a variant's measured runs."""
+    per_repeat: dict[int, list[capacity.Point]] = {}
+    for run in runs:
+        met, load = meets(run), run.offered
+        if met is not None and load is not None:
+            per_repeat.setdefault(run.repeat, []).append((load, met))
+    return capacity_block({r: capacity.bracket(points) for r, points in per_repeat.items()})
+
+
+def capacity_block(brackets: Mapping[int, capacity.Bracket]) -> dict[str, Any]:
+    """A capacity block (``capacity_search``'s figures; see the module doc) from each repeat's
+    bracket."""
+    brackets = dict(sorted(brackets.items()))
+    lows = [b.low for b in brackets.values()]
+    highs = [b.high for b in brackets.values()]
+    low = mean_ci(_present(lows), lo=0) if None not in lows else None
+    high = statistics.fmean(_present(highs)) if low is not None and None not in highs else None
+    return {
+        "capacity": _mean(low),
+        "capacity_ci": _ci(low),
+        "high": high,
+        "resolution": None if low is None or high is None else high - low[0],
+        "repeats": [{"repeat": r, "low": b.low, "high": b.high} for r, b in brackets.items()],
+    }
+
+
+def _search_steps(experiment: Mapping[str, Any]) -> int:
+    """The experiment file's ``workload.capacity_search.steps``; 0 when absent."""
+    workload = experiment.get("workload")
+    search = workload.get("capacity_search") if isinstance(workload, dict) else None
+    steps = search.get("steps") if isinstance(search, dict) else None
+    return steps if isinstance(steps, int) and not isinstance(steps, bool) else 0
 
 
 def _level(variant_runs: list[Run], level: int) -> dict[str, Any]:
@@ -286,6 +434,7 @@ def _level(variant_runs: list[Run], level: int) -> dict[str, Any]:
         "slo_attainment_ci": _ci(attainment),
         "goodput_rps": _mean(goodput),
         "goodput_rps_ci": _ci(goodput),
+        "goodput_rps_by_repeat": {str(r.repeat): float(r.load["goodput_rps"]) for r in runs},
         "repeats": len(runs),
         "requests": statistics.fmean(float(r.load["requests"]) for r in runs),
         "errors": mean_or_none(_number(r.load.get("errors")) for r in runs),

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes.errors import EXPERIMENT_INVALID, LanesError
+from lanes.lab.capacity import MAX_STEPS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,7 +51,9 @@ _WORKLOAD_KEYS = (
     "connections",
     "timeout_s",
     "seed",
+    "capacity_search",
 )
+_SEARCH_KEYS = ("steps",)
 _MIX_KEYS = ("model", "weight", "corpus", "input")
 _STABILITY_KEYS = ("tolerance", "latency_tolerance", "windows", "max_extensions")
 
@@ -105,6 +108,9 @@ class Workload:
     connections: int = 64
     timeout_s: float = 10.0
     seed: int = 1
+    search_steps: int = 0
+    """``capacity_search.steps``: bisection probes after the grid, per repeat and variant
+    (:mod:`lanes.lab.capacity`); 0 reads the capacity off the grid alone."""
 
     @property
     def closed(self) -> bool:
@@ -365,6 +371,15 @@ def _workload(c: _Checker, raw: object, root: Path) -> Workload:
     for key, low in (("repeats", 1), ("generators", 1), ("connections", 1), ("seed", 0)):
         if key in t:
             kw[key] = c.integer(t[key], f"workload.{key}", low=low)
+    if "capacity_search" in t:
+        search = c.table(t["capacity_search"], "workload.capacity_search")
+        c.keys(search, "workload.capacity_search", _SEARCH_KEYS)
+        steps = c.integer(search.get("steps", 0), "workload.capacity_search.steps", low=0)
+        if steps > MAX_STEPS:
+            raise c.fail(
+                "workload.capacity_search.steps", steps, f"allowed: 0 to {MAX_STEPS} steps"
+            )
+        kw["search_steps"] = steps
     return Workload(**kw)
 
 

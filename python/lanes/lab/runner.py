@@ -20,13 +20,23 @@ last measurement is the one kept, marked ``stable`` or not.
 SLO attainment = 2xx replies within ``slo_ms`` of their intended send / requests scheduled
 (open loop; sent in closed loop): replies within the SLO are counted from the latency
 histogram, and non-2xx replies are assumed fast (all counted within it, then taken out), which
-makes the figure a lower bound. Resume: a run whose file exists is skipped, and a server is not
-started for a (repeat, variant) whose runs all exist.
+makes the figure a lower bound.
+
+Capacity search (:func:`pending_probe`, :mod:`lanes.lab.capacity`): with
+``capacity_search.steps`` K > 0, after a (repeat, variant)'s grid levels the same server
+measures up to K probes, each bisecting the bracket between the repeat's highest load that met
+the SLO and the lowest above it that missed, each a normal run (``S<step>-r<repeat>.json``).
+Before a probe the runner waits, at most ``timeout_s``, for the server's queues to empty: a probe
+usually follows an overloaded level.
+
+Resume: a run whose file exists is skipped, a search is replayed from its files, and a server is
+not started for a (repeat, variant) whose runs all exist and whose search is over.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import signal
@@ -43,7 +53,7 @@ from typing import IO, Any
 from lanes.bench.result import Result, merge
 from lanes.errors import BAD_ARGUMENT, EXPERIMENT_INVALID, OUTPUT_FAILED, LanesError
 from lanes.files import write_text_atomic
-from lanes.lab import generators, scrape
+from lanes.lab import capacity, generators, scrape
 from lanes.lab.experiment import Experiment, Variant
 
 _OVERLOADED = 0.9
@@ -51,8 +61,25 @@ _OVERLOADED = 0.9
 _STOP_TIMEOUT_S = 20.0
 
 
+class _Named:
+    """A run's names, from its ``variant`` and file ``stem``: ``id`` and result file path."""
+
+    variant: str
+
+    @property
+    def stem(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def id(self) -> str:
+        return f"{self.variant}/{self.stem}"
+
+    def path(self, out: Path) -> Path:
+        return out / "runs" / self.variant / f"{self.stem}.json"
+
+
 @dataclass(frozen=True)
-class RunKey:
+class RunKey(_Named):
     """A cell of the plan: ``variant`` at level index ``level`` (0-based), ``repeat`` (1-based)."""
 
     variant: str
@@ -60,11 +87,23 @@ class RunKey:
     repeat: int
 
     @property
-    def id(self) -> str:
-        return f"{self.variant}/L{self.level}-r{self.repeat}"
+    def stem(self) -> str:
+        return f"L{self.level}-r{self.repeat}"
 
-    def path(self, out: Path) -> Path:
-        return out / "runs" / self.variant / f"L{self.level}-r{self.repeat}.json"
+
+@dataclass(frozen=True)
+class Probe(_Named):
+    """A capacity-search run: ``variant`` at load ``value`` (a rate, or a concurrency in
+    closed loop), bisection step ``step`` (1-based) of ``repeat``."""
+
+    variant: str
+    repeat: int
+    step: int
+    value: float
+
+    @property
+    def stem(self) -> str:
+        return f"S{self.step}-r{self.repeat}"
 
 
 def plan(exp: Experiment) -> list[RunKey]:
@@ -314,17 +353,22 @@ def _sample(srv: Server) -> dict[str, Any]:
 
 def measure(
     exp: Experiment,
-    key: RunKey,
+    key: RunKey | Probe,
     srv: Server,
     corpus: dict[str, Path],
     base_p50: dict[str, float],
     out: Path,
     trace_times: Sequence[float] | None,
 ) -> dict[str, Any]:
-    """Run one cell of the plan and return its run document (docs/lab.md)."""
+    """Run one cell of the plan (or one capacity probe) and return its run document
+    (docs/lab.md)."""
     w = exp.workload
-    rate = None if w.closed else w.levels[key.level]
-    conc = w.concurrency[key.level] if w.closed else None
+    if isinstance(key, Probe):
+        rate = None if w.closed else key.value
+        conc = int(key.value) if w.closed else None
+    else:
+        rate = None if w.closed else w.levels[key.level]
+        conc = w.concurrency[key.level] if w.closed else None
     st = exp.stability
     attempt = 0
     while True:
@@ -384,12 +428,15 @@ def measure(
     trace_rel = None
     trace = scrape.timeline(srv.url, w.measure_s)
     if trace is not None:
-        trace_rel = f"runs/{key.variant}/L{key.level}-r{key.repeat}.trace.json"
+        trace_rel = f"runs/{key.variant}/{key.stem}.trace.json"
         write_text_atomic(out / trace_rel, json.dumps(trace))
+    where: dict[str, int | None] = (
+        {"level": None, "probe": key.step} if isinstance(key, Probe) else {"level": key.level}
+    )
     return {
         "id": key.id,
         "variant": key.variant,
-        "level": key.level,
+        **where,
         "repeat": key.repeat,
         "offered": {"rate_rps": rate, "concurrency": conc},
         "started_unix": start + w.warmup_s,
@@ -424,7 +471,9 @@ class _Sampler:
 
 
 Progress = Callable[[str, int, int], None]
-"""``progress(run_id, done, total)`` — called before each run and once at the end."""
+"""``progress(run_id, done, total)`` — called before each run and once at the end. ``total``
+counts every capacity probe a search may still take (``steps`` per repeat and variant); it
+shrinks when a search ends early."""
 
 
 def run_experiment(
@@ -434,35 +483,157 @@ def run_experiment(
     *,
     resume: bool = False,
     progress: Progress | None = None,
-) -> list[RunKey]:
-    """Run every pending cell of the plan, writing ``runs/...json``; returns the runs done now."""
+) -> list[RunKey | Probe]:
+    """Run every pending cell of the plan and, after each (repeat, variant)'s grid, its
+    capacity search (:func:`pending_probe`), writing ``runs/...json``; returns the runs done
+    now."""
     keys = prepare(exp, out, experiment_text, resume=resume)
-    pending = [k for k in keys if not k.path(out).exists()]
-    corpus = corpora(exp, out)
-    trace_times = None
-    if exp.workload.trace is not None:
-        from lanes.sim.trace import load_trace
-
-        trace_times = load_trace(exp.workload.trace)
-    done: list[RunKey] = []
-    variants = {v.name: v for v in exp.variants}
+    session = _Session(exp, out, progress)
     groups: dict[tuple[int, str], list[RunKey]] = {}
-    for k in pending:
+    for k in keys:
         groups.setdefault((k.repeat, k.variant), []).append(k)
+    steps = exp.workload.search_steps
+    work: list[tuple[int, str, list[RunKey], int]] = []
     for (repeat, name), group in groups.items():
+        todo = [k for k in group if not k.path(out).exists()]
+        probe = None if todo else pending_probe(exp, out, repeat, name)
+        probes = steps if todo else (0 if probe is None else steps - probe.step + 1)
+        if todo or probes:
+            work.append((repeat, name, todo, probes))
+            session.planned += len(todo) + probes
+    variants = {v.name: v for v in exp.variants}
+    for repeat, name, todo, probes in work:
         log = out / "runs" / name / f"server-r{repeat}.log"
         with server(variants[name], log) as srv:
-            base = unloaded_p50(srv, corpus)
-            for k in group:
-                if progress is not None:
-                    progress(k.id, len(done), len(pending))
-                doc = measure(exp, k, srv, corpus, base, out, trace_times)
-                k.path(out).parent.mkdir(parents=True, exist_ok=True)
-                write_text_atomic(k.path(out), json.dumps(doc, indent=1) + "\n")
-                done.append(k)
+            session.start(srv)
+            for k in todo:
+                session.run(k)
+            searched = 0
+            while (probe := pending_probe(exp, out, repeat, name)) is not None:
+                _settle(srv, exp.workload.timeout_s)
+                session.run(probe)
+                searched += 1
+            session.planned -= probes - searched
     if progress is not None:
-        progress("done", len(done), len(pending))
-    return done
+        progress("done", len(session.done), len(session.done))
+    return session.done
+
+
+class _Session:
+    """What the runs of one :func:`run_experiment` call share: the corpora, the trace, the
+    server running now and its models' unloaded p50, the runs done and the runs planned."""
+
+    def __init__(self, exp: Experiment, out: Path, progress: Progress | None) -> None:
+        self.exp, self.out, self.progress = exp, out, progress
+        self.corpus = corpora(exp, out)
+        self.trace_times: Sequence[float] | None = None
+        if exp.workload.trace is not None:
+            from lanes.sim.trace import load_trace
+
+            self.trace_times = load_trace(exp.workload.trace)
+        self.done: list[RunKey | Probe] = []
+        self.planned = 0
+        self.srv: Server | None = None
+        self.base: dict[str, float] = {}
+
+    def start(self, srv: Server) -> None:
+        """A variant's server is ready: measure its models alone."""
+        self.srv, self.base = srv, unloaded_p50(srv, self.corpus)
+
+    def run(self, key: RunKey | Probe) -> None:
+        """Measure ``key`` on the current server and write its run file."""
+        assert self.srv is not None
+        if self.progress is not None:
+            self.progress(key.id, len(self.done), self.planned)
+        doc = measure(self.exp, key, self.srv, self.corpus, self.base, self.out, self.trace_times)
+        path = key.path(self.out)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_text_atomic(path, json.dumps(doc, indent=1) + "\n")
+        self.done.append(key)
+
+
+class _Unmeasured(Exception):
+    """A probe the search asks for has no run file yet."""
+
+    def __init__(self, probe: Probe) -> None:
+        super().__init__(probe.id)
+        self.probe = probe
+
+
+def pending_probe(exp: Experiment, out: Path, repeat: int, variant: str) -> Probe | None:
+    """The next capacity probe of ``variant`` in ``repeat`` that has no run file yet.
+
+    The search (:func:`lanes.lab.capacity.search`, ``workload.capacity_search.steps`` probes
+    at most) is replayed from the run files: the repeat's grid runs, then its probes
+    ``S<step>-r<repeat>.json`` in order, a run meeting the SLO when its overall attainment is
+    >= 99 %. Being a pure function of the files, it resumes where an interrupted search
+    stopped. None when no search is asked for, the search is over, or a grid run of this
+    repeat is missing.
+    """
+    w = exp.workload
+    if not w.search_steps:
+        return None
+    points = []
+    for level in range(w.level_count):
+        doc = _read_run(RunKey(variant, level, repeat).path(out))
+        if doc is None:
+            return None
+        points.append((_offered_value(doc), capacity.meets(doc["load"]["slo_attainment"])))
+    steps: list[Probe] = []
+
+    def recorded(value: float) -> bool:
+        probe = Probe(variant, repeat, len(steps) + 1, value)
+        steps.append(probe)
+        doc = _read_run(probe.path(out))
+        if doc is None:
+            raise _Unmeasured(probe)
+        if not math.isclose(_offered_value(doc), value, rel_tol=1e-9):
+            raise LanesError(
+                EXPERIMENT_INVALID,
+                f"{probe.path(out)}: measured load {_offered_value(doc):g}, but the search now "
+                f"asks for {value:g} there (the runs changed); remove runs/{variant}/S*-r{repeat}"
+                ".json to search again",
+            )
+        return capacity.meets(doc["load"]["slo_attainment"])
+
+    try:
+        capacity.search(points, recorded, w.search_steps, integer=w.closed)
+    except _Unmeasured as missing:
+        return missing.probe
+    return None
+
+
+def _read_run(path: Path) -> dict[str, Any] | None:
+    """A run file written by this runner, or None when it does not exist."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    try:
+        doc: dict[str, Any] = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise LanesError(OUTPUT_FAILED, f"{path}: not a run file ({err})") from None
+    return doc
+
+
+def _offered_value(doc: dict[str, Any]) -> float:
+    offered = doc["offered"]
+    rate = offered.get("rate_rps")
+    return float(rate if rate is not None else offered["concurrency"])
+
+
+def _settle(srv: Server, limit_s: float) -> None:
+    """Wait, at most ``limit_s``, until the server's queues are empty (``lanes_queue_depth``).
+
+    A probe usually follows an overloaded level; its backlog must not fall into the probe's
+    window. Without a metrics endpoint this returns at once (the warm-up absorbs what is left).
+    """
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        series = scrape.metrics(srv.metrics_url)
+        if series is None or scrape.total(series, "lanes_queue_depth") == 0:
+            return
+        time.sleep(0.1)  # polling a condition with a deadline
 
 
 def summarize(out: Path) -> Path | None:
