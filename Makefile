@@ -38,7 +38,7 @@ $(EXT_STAMP): $(PY_STAMP) $(RUST_SOURCES) pyproject.toml
 setup: $(EXT_STAMP) ## create .venv, install dependencies, build the extension
 
 .PHONY: demo
-demo: setup ## compare independent, fifo and sjf serving the demo zoo on this host (lanes demo, ~6 min)
+demo: setup ## compare independent, fifo and sjf serving the demo zoo on this host (lanes demo, ~10 min)
 	$(BIN)/lanes demo
 
 .PHONY: test

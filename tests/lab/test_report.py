@@ -63,6 +63,12 @@ def test_page_embeds_the_charts(built) -> None:
         "<td>http://127.0.0.1:8000</td>",  # a variant's URL: text, not a link
         f">20 rps</td><td class=''>1.00{TIMES}",  # independent's capacity, the baseline
         f">40 rps</td><td class=''>2.00{TIMES}",  # sjf's capacity, twice the baseline's
+        # the headline: sjf's searched capacity (its grid alone here), resolution, paired ratio
+        f"<td class='name'>sjf</td><td class=''>40 rps</td><td class=''>+40 rps</td>"
+        f"<td class=''>2.00{TIMES}</td><td class=''>20 rps (+20 rps)</td>",
+        f"1.08{TIMES} [0.99, 1.16]",  # sjf's goodput over independent's at 40 rps, paired
+        "no bisection (the experiment asks for none",
+        "<td class=''>line_rnn_zh</td><td class='none'>no data</td><td class=''>below the grid",
         "130 <span class='ci'>[2.94, 257]</span>",  # independent p99 at 40 rps with its t-CI
         "32 <span class='ci'>[6.59, 57.4]</span>",  # independent p99 at 20 rps
         f"<td class=''>0.32{TIMES}</td>",  # sjf p99 at 40 rps over independent's: 42 / 130

@@ -28,11 +28,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(handler=handle, display=PROG)
 
 
-def add_run_options(p: argparse.ArgumentParser, default_out: Path | None) -> None:
-    """The options ``lanes bench run`` and ``lanes demo`` share."""
+def add_run_options(
+    p: argparse.ArgumentParser, default_out: Path | None, where: str | None = None
+) -> None:
+    """The options ``lanes bench run`` and ``lanes demo`` share; ``where`` says the default
+    results folder in the help."""
     from lanes.cli.bench import positive_int
 
-    where = f"default {default_out}" if default_out else "default lanes-lab/NAME"
+    if where is None:
+        where = f"default {default_out}" if default_out else "default lanes-lab/NAME"
     p.add_argument(
         "--out", type=Path, default=default_out, metavar="DIR", help=f"results ({where})"
     )

@@ -1,23 +1,28 @@
 """``lanes demo``: the built-in experiment on the built-in model zoo, then its report.
 
 Runs the embedded experiment (``lanes/lab/demo.toml``: the demo zoo's OCR mix served by
-``lanes serve`` as ``independent``, ``fifo`` and ``sjf``, five levels, three repeats) with
-``lanes bench run``'s runner, writes ``summary.json`` and ``report.html`` into ``--out``
-(default ``lanes-demo/``) and prints the summary table. ``--quick``: one repeat, three levels.
-``--sim``: the same comparison on the simulator (``lanes sim ocr``), in seconds.
+``lanes serve`` as ``independent``, ``fifo`` and ``sjf``, five levels, three repeats, then a
+bisection of each repeat's capacity) with ``lanes bench run``'s runner, writes ``summary.json``
+and ``report.html`` into ``--out`` (default ``lanes-demo/``) and prints the summary table and
+the headline: each variant's capacity at SLO and its goodput against the baseline's, with 95 %
+intervals (:mod:`lanes.lab.headline`). ``--quick``: one repeat, three levels. ``--sim``: the
+same comparison on the simulator (:mod:`lanes.lab.simdemo`), in seconds, written into ``--out``
+(default ``lanes-demo-sim/``) as ``sim.json``, ``summary.json`` and ``report.html``;
+``--repeats N`` sets its seeds.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 DEFAULT_OUT = Path("lanes-demo")
-SIM_ARGS = ["sim", "ocr", "--policies", "independent,fifo,sjf", "--loads", "0.5,0.7,0.8,0.9"]
-SIM_ARGS += ["--seeds", "2", "--requests", "50000", "--capacity"]
+DEFAULT_SIM_OUT = Path("lanes-demo-sim")
+SIM_SEEDS = 2
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,12 +32,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "demo",
         help="compare independent, fifo and sjf serving the demo zoo on this host (the lab)",
         description="Run the built-in experiment: the demo zoo's OCR mix under independent, "
-        "fifo and sjf, five load levels, three repeats (about 6 minutes on 2 cores); write "
-        "report.html and summary.json and print the summary. Guide: docs/lab.md.",
+        "fifo and sjf, five load levels, three repeats, a capacity search (about 10 minutes on 2 "
+        "cores); write report.html and summary.json and print the summary and the headline "
+        "(capacity at SLO, goodput ratios, 95 % intervals). Guide: docs/lab.md.",
     )
-    add_run_options(p, default_out=DEFAULT_OUT)
+    add_run_options(
+        p, default_out=None, where=f"default {DEFAULT_OUT}, {DEFAULT_SIM_OUT} with --sim"
+    )
     p.add_argument(
-        "--sim", action="store_true", help="the simulator instead (lanes sim ocr): seconds"
+        "--sim",
+        action="store_true",
+        help=f"the simulator instead (lanes sim ocr, {SIM_SEEDS} seeds or --repeats): seconds",
     )
     p.set_defaults(handler=handle)
 
@@ -44,11 +54,11 @@ def demo_text() -> str:
 
 def handle(args: argparse.Namespace) -> int:
     if args.sim:
-        from lanes.cli import main
-
-        return main(SIM_ARGS)
+        return _sim(args)
     from lanes.cli.bench_run import execute
 
+    if args.out is None:
+        args.out = DEFAULT_OUT
     out = execute(None, demo_text(), args)
     try:
         from lanes.lab.report import build_report
@@ -61,17 +71,36 @@ def handle(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sim(args: argparse.Namespace) -> int:
+    from lanes.lab.simdemo import run_sim_demo
+    from lanes.sim.table import print_results
+
+    out: Path = args.out if args.out is not None else DEFAULT_SIM_OUT
+    command = shlex.join(["lanes", *getattr(args, "argv", ["demo", "--sim"])])
+    results = run_sim_demo(out, args.repeats or SIM_SEEDS, command)
+    print_results(results)
+    print_headline(json.loads((out / "summary.json").read_text(encoding="utf-8")))
+    print(
+        f"report: {out / 'report.html'}; summary: {out / 'summary.json'}; all points: "
+        f"{out / 'sim.json'}"
+    )
+    return 0
+
+
 def print_summary(path: Path) -> None:
-    """The summary table of ``summary.json`` (rich), one row per variant and level."""
-    from rich.console import Console
+    """The summary table of ``summary.json`` (rich), one row per variant and level, then the
+    headline."""
     from rich.table import Table
+
+    from lanes.sim.table import make_console
 
     if not path.exists():
         return
     summary: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     slo = summary.get("slo_ms")
     table = Table(title=f"{summary.get('experiment', '')} — SLO {slo:g} ms" if slo else None)
-    for col in ("variant", "offered/s", "achieved/s", "p50 ms", "p99 ms", "SLO att.", "capacity"):
+    columns = ("variant", "offered/s", "achieved/s", "goodput/s", "p50 ms", "p99 ms", "SLO att.")
+    for col in (*columns, "grid capacity"):
         table.add_column(col, justify="left" if col == "variant" else "right")
     for name, v in summary["variants"].items():
         cap = v.get("capacity_at_slo")
@@ -80,13 +109,37 @@ def print_summary(path: Path) -> None:
                 name if i == 0 else "",
                 _fmt(lv.get("offered_rps") or lv.get("concurrency"), "{:g}"),
                 _fmt(lv.get("achieved_rps"), "{:.1f}"),
+                _fmt(lv.get("goodput_rps"), "{:.1f}"),
                 _fmt(lv["latency_ms"].get("p50"), "{:.1f}"),
                 _fmt(lv["latency_ms"].get("p99"), "{:.1f}"),
                 _fmt(lv.get("slo_attainment"), "{:.1%}"),
                 (_fmt(cap, "{:g}") if cap is not None else "none") if i == 0 else "",
             )
-    Console().print(table)
+    make_console().print(table)
+    print_headline(summary)
     print(f"baseline: {summary.get('baseline')}; summary: {path}")
+
+
+def print_headline(summary: dict[str, Any]) -> None:
+    """The headline (:mod:`lanes.lab.headline`): capacity at SLO and goodput against the
+    baseline, with 95 % intervals over repeats."""
+    from rich.table import Table
+
+    from lanes.lab.headline import headline
+    from lanes.sim.table import make_console
+
+    head = headline(summary)
+    steps = f"{head.steps} bisection steps" if head.steps else "no bisection"
+    title = (
+        f"capacity at SLO (>= 99 % within {summary.get('slo_ms'):g} ms; {steps}); mean "
+        "[95 % CI] over repeats, ratios paired by repeat"
+    )
+    table = Table(title=title)
+    for i, col in enumerate(head.columns):
+        table.add_column(col, justify="left" if i == 0 else "right")
+    for row in head.rows:
+        table.add_row(*row)
+    make_console().print(table)
 
 
 def _fmt(value: object, pattern: str) -> str:

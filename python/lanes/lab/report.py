@@ -24,6 +24,7 @@ from typing import IO, Any
 from lanes.errors import BAD_ARGUMENT, MISSING_DEPENDENCY, OUTPUT_FAILED, LanesError
 from lanes.files import check_writable, write_atomic
 from lanes.lab import aggregate as agg
+from lanes.lab.headline import NONE, headline, model_rows, number
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -162,16 +163,10 @@ def render_html(
     labels = level_labels(summary)
     base = summary["baseline"]
     ratios = agg.ratios(summary, base)["variants"]
-    title = html.escape(f"lanes lab: {summary['experiment']}")
     parts = [
-        f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{title}</title>",
-        f"<style>{_CSS}</style></head><body>",
-        f"<h1>{title}</h1>",
         _meta(summary, root, command),
         "<h2>Capacity at SLO</h2>",
-        f"<p class='note'>The highest offered load at which at least 99 % of requests were "
-        f"answered within the SLO ({_num(summary.get('slo_ms'))} ms), mean over repeats; "
-        f"ratios to the baseline <b>{html.escape(base)}</b>.</p>",
+        _capacity_note(summary),
         _capacity_table(summary, ratios),
         "<h2>Response time over pressure</h2>",
         _img(images, "response_time.png", "response time over offered and achieved throughput"),
@@ -189,13 +184,30 @@ def render_html(
         _summary_table(summary, ratios, labels),
         "<h2>Devices</h2>",
         _device_table(summary, labels),
+        "<h2>Per-model capacity at SLO</h2>",
+        "<p class='note'>The same rule on the same loads, for each model's own requests; the "
+        "probes are placed for the overall capacity, so a model whose boundary lies elsewhere "
+        "is resolved to the grid's gap there.</p>",
+        html_table(
+            ["variant", "model", "capacity at SLO [95 % CI]", "resolution"],
+            [("", [html.escape(c) for c in _no_data(row)]) for row in model_rows(summary)],
+        ),
         "<h2>Per-model latency and slowdown</h2>",
         "<p class='note'>Slowdown: the model's p50 under this load over its p50 unloaded.</p>",
         _model_table(summary, labels),
         _experiment_file(root),
-        "</body></html>\n",
     ]
-    return "\n".join(parts)
+    return html_page(f"lanes lab: {summary['experiment']}", parts)
+
+
+def html_page(title: str, parts: list[str]) -> str:
+    """A self-contained page: ``title`` (text) as its title and heading, then ``parts``
+    (HTML), with the report's inline CSS."""
+    t = html.escape(title)
+    head = f"<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'><title>{t}</title>"
+    return "\n".join(
+        [head, f"<style>{_CSS}</style></head><body>", f"<h1>{t}</h1>", *parts, "</body></html>\n"]
+    )
 
 
 def _meta(summary: Mapping[str, Any], root: Path, command: str | None) -> str:
@@ -248,7 +260,7 @@ def _img(images: Mapping[str, bytes], name: str, alt: str) -> str:
     return f"<img alt='{html.escape(alt)}' src='data:image/png;base64,{data}'>"
 
 
-def _table(head: list[str], rows: list[tuple[str, list[str]]]) -> str:
+def html_table(head: list[str], rows: list[tuple[str, list[str]]]) -> str:
     """A table: the first column is a name; ``rows`` are ``(css class, cells)``; cells are
     already-escaped HTML."""
     th = "".join(
@@ -264,22 +276,43 @@ def _table(head: list[str], rows: list[tuple[str, list[str]]]) -> str:
     return f"<table><thead><tr>{th}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
+def _capacity_note(summary: Mapping[str, Any]) -> str:
+    steps = max(int(v["capacity_search"]["steps"]) for v in summary["variants"].values())
+    search = (
+        f"then {steps} bisection step{'s' if steps != 1 else ''} between the highest load that "
+        "met it and the lowest that missed"
+        if steps
+        else "no bisection (the experiment asks for none: workload.capacity_search)"
+    )
+    return (
+        f"<p class='note'>The highest load at which at least 99 % of requests were answered "
+        f"within the SLO ({_num(summary.get('slo_ms'))} ms), found in each repeat from its grid "
+        f"levels, {search}; mean over repeats with its 95 % interval (Student's t). Resolution: "
+        "the boundary lies below capacity + resolution. Ratios to the baseline "
+        f"<b>{html.escape(summary['baseline'])}</b> are taken repeat by repeat (the variants of "
+        "a repeat ran interleaved), mean with its 95 % interval. <i>On the grid</i>: the highest "
+        "grid level whose mean attainment met the SLO.</p>"
+    )
+
+
 def _capacity_table(summary: Mapping[str, Any], ratios: Mapping[str, Any]) -> str:
+    head = headline(summary)
     rows = []
-    for name, variant in summary["variants"].items():
+    for cells, (name, variant) in zip(head.rows, summary["variants"].items(), strict=True):
         unit = "rps" if variant.get("capacity_unit", "rps") == "rps" else "concurrent"
         cap = variant["capacity_at_slo"]
-        rows.append(
-            (
-                "",
-                [
-                    html.escape(name),
-                    NO_DATA if cap is None else f"{_num(cap)} {unit}",
-                    _ratio(ratios[name]["capacity"]),
-                ],
-            )
-        )
-    return _table(["variant", "capacity at SLO", f"vs {html.escape(summary['baseline'])}"], rows)
+        grid = [
+            NO_DATA if cap is None else f"{_num(cap)} {unit}",
+            _ratio(ratios[name]["capacity"]),
+        ]
+        rows.append(("", [html.escape(c) for c in _no_data(cells)] + grid))
+    base = html.escape(summary["baseline"])
+    columns = [html.escape(c) for c in head.columns] + ["on the grid", f"grid vs {base}"]
+    return f"<div class='wide'>{html_table(columns, rows)}</div>"
+
+
+def _no_data(cells: list[str]) -> list[str]:
+    return [NO_DATA if c == NONE else c for c in cells]
 
 
 def _summary_table(
@@ -322,7 +355,7 @@ def _summary_table(
             busy or NO_DATA,
         ]
         rows.append((css.strip(), cells))
-    return f"<div class='wide'>{_table(head, rows)}</div>"
+    return f"<div class='wide'>{html_table(head, rows)}</div>"
 
 
 def _device_table(summary: Mapping[str, Any], labels: Mapping[int, str]) -> str:
@@ -341,7 +374,7 @@ def _device_table(summary: Mapping[str, Any], labels: Mapping[int, str]) -> str:
                     _num(d.get("jobs")),
                 ]  # fmt: skip
                 rows.append(("", cells))
-    return _table(head, rows)
+    return html_table(head, rows)
 
 
 def _model_table(summary: Mapping[str, Any], labels: Mapping[int, str]) -> str:
@@ -359,7 +392,7 @@ def _model_table(summary: Mapping[str, Any], labels: Mapping[int, str]) -> str:
                     _pct(m.get("slo_attainment")),
                 ]  # fmt: skip
                 rows.append(("", cells))
-    return _table(head, rows)
+    return html_table(head, rows)
 
 
 def _experiment_file(root: Path) -> str:
@@ -375,14 +408,7 @@ def _experiment_file(root: Path) -> str:
 
 def _num(value: float | None) -> str:
     """A figure with about three significant digits; ``no data`` for None."""
-    if value is None:
-        return NO_DATA
-    v = float(value)
-    if v == int(v) and abs(v) < 1e6:
-        return f"{int(v)}"
-    if abs(v) >= 100:
-        return f"{v:.0f}"
-    return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+    return number(value, NO_DATA)
 
 
 def _pct(value: float | None) -> str:

@@ -1,0 +1,156 @@
+"""The lab's headline: capacity at SLO and goodput, each variant against the baseline.
+
+:func:`headline` turns a summary (:mod:`lanes.lab.aggregate`) into one row of text cells per
+variant, which ``lanes demo`` prints and the report shows:
+
+- the searched capacity at SLO (``capacity_search.capacity``: the mean over repeats of the
+  highest load each repeat measured to meet the SLO) with its 95 % interval over repeats;
+- its resolution: ``+R`` where the boundary lies below ``capacity + R`` (``high``), with the
+  bisection steps asked for; ``every load met`` when the capacity is at least the highest load
+  measured; ``below the grid`` when no load met the SLO in some repeat;
+- its ratio to the baseline's, repeat by repeat, with its 95 % interval
+  (:func:`lanes.lab.aggregate.paired_ratio`);
+- the capacity at which every model meets the SLO;
+- the goodput ratio to the baseline at the highest grid levels (:data:`TOP_LEVELS`), with its
+  interval; where the baseline's goodput is 0 (no ratio), the variant's goodput ``"97 rps vs 0"``.
+
+A missing figure is :data:`NONE`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from lanes.lab import aggregate as agg
+
+TOP_LEVELS = 2
+"""How many of the highest grid levels get a goodput ratio."""
+NONE = "-"
+TIMES = "\N{MULTIPLICATION SIGN}"
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The headline table: ``columns`` and one row of text per variant (the name first)."""
+
+    columns: list[str]
+    rows: list[list[str]]
+    baseline: str
+    steps: int
+
+
+def headline(summary: Mapping[str, Any]) -> Headline:
+    """The headline of ``summary`` (see the module doc)."""
+    base = str(summary["baseline"])
+    ratios = agg.ratios(summary, base)["variants"]
+    labels = _labels(summary["variants"][base])
+    base_goodput = {lv["level"]: lv["goodput_rps"] for lv in summary["variants"][base]["levels"]}
+    top = sorted(labels)[-TOP_LEVELS:]
+    steps = max(int(v["capacity_search"]["steps"]) for v in summary["variants"].values())
+    columns = [
+        "variant",
+        "capacity [95 % CI]",
+        "resolution",
+        f"vs {base}",
+        "every model",
+        *(f"goodput vs {base} at {labels[i]}" for i in top),
+    ]
+    rows = []
+    for name, variant in summary["variants"].items():
+        unit = " rps" if variant.get("capacity_unit", "rps") == "rps" else ""
+        search = variant.get("capacity_search") or {}
+        every = variant.get("every_model_capacity") or {}
+        pairs = zip(variant["levels"], ratios[name]["goodput"], strict=True)
+        goodput = {lv["level"]: _goodput(lv, g, base_goodput.get(lv["level"])) for lv, g in pairs}
+        rows.append(
+            [
+                name,
+                _with_ci(search.get("capacity"), search.get("capacity_ci"), unit),
+                resolution(search, unit),
+                _ratio(ratios[name].get("capacity_search")),
+                _capacity(every, unit),
+                *(goodput.get(i, NONE) for i in top),
+            ]
+        )
+    return Headline(columns, rows, base, steps)
+
+
+def resolution(block: Mapping[str, Any], unit: str = "") -> str:
+    """``+R unit`` (the boundary lies below ``capacity + R``), or why there is no bound."""
+    if block.get("capacity") is None:
+        repeats = block.get("repeats") or []
+        return "below the grid" if repeats else NONE
+    if block.get("resolution") is None:
+        return "every load met"
+    return f"+{number(block['resolution'])}{unit}"
+
+
+def number(value: float | None, none: str = NONE) -> str:
+    """A figure with about three significant digits; ``none`` for None."""
+    if value is None:
+        return none
+    v = float(value)
+    if v == int(v) and abs(v) < 1e6:
+        return f"{int(v)}"
+    if abs(v) >= 100:
+        return f"{v:.0f}"
+    return f"{v:.1f}" if abs(v) >= 10 else f"{v:.2f}"
+
+
+def _capacity(block: Mapping[str, Any], unit: str) -> str:
+    if block.get("capacity") is None:
+        return resolution(block)
+    return f"{number(block['capacity'])}{unit} ({resolution(block, unit)})"
+
+
+def _goodput(level: Mapping[str, Any], paired: Mapping[str, Any] | None, base: float | None) -> str:
+    """The paired goodput ratio; where the baseline's goodput is 0, the variant's goodput."""
+    if paired is None and base == 0 and level.get("goodput_rps") is not None:
+        return f"{number(level['goodput_rps'])} rps vs 0"
+    return _ratio(paired)
+
+
+def _with_ci(value: float | None, ci: list[float] | None, unit: str) -> str:
+    if value is None:
+        return NONE
+    if ci is None or ci[0] == ci[1]:
+        return f"{number(value)}{unit}"
+    return f"{number(value)}{unit} [{number(ci[0])}, {number(ci[1])}]"
+
+
+def _ratio(paired: Mapping[str, Any] | None) -> str:
+    if paired is None:
+        return NONE
+    lo, hi = paired["ratio_ci"]
+    text = f"{paired['ratio']:.2f}{TIMES}"
+    return text if lo == hi else f"{text} [{lo:.2f}, {hi:.2f}]"
+
+
+def _labels(variant: Mapping[str, Any]) -> dict[int, str]:
+    out = {}
+    for lv in variant["levels"]:
+        if lv["offered_rps"] is not None:
+            out[lv["level"]] = f"{number(lv['offered_rps'])} rps"
+        else:
+            out[lv["level"]] = f"c={lv['concurrency']}"
+    return out
+
+
+def model_rows(summary: Mapping[str, Any]) -> list[list[str]]:
+    """One row per variant and model: ``[variant, model, capacity [95 % CI], resolution]``
+    (``per_model_capacity``)."""
+    rows = []
+    for name, variant in summary["variants"].items():
+        unit = " rps" if variant.get("capacity_unit", "rps") == "rps" else ""
+        for model, block in (variant.get("per_model_capacity") or {}).items():
+            rows.append(
+                [
+                    name,
+                    model,
+                    _with_ci(block.get("capacity"), block.get("capacity_ci"), unit),
+                    resolution(block, unit),
+                ]
+            )
+    return rows

@@ -1,0 +1,82 @@
+"""``lanes demo --sim --out DIR``: the simulated demo writes its report, summary.json and the
+simulator's JSON into DIR (the real simulator; it takes seconds)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from lanes.cli import main
+
+POLICIES = ["independent", "fifo", "sjf"]
+TIMES = "\N{MULTIPLICATION SIGN}"
+
+
+@pytest.fixture(scope="module")
+def sim_demo(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    out = tmp_path_factory.mktemp("demo") / "sim"
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["demo", "--sim", "--out", str(out)]) == 0
+    return out, printed.getvalue()
+
+
+def test_writes_the_report_the_summary_and_the_points(sim_demo: tuple[Path, str]) -> None:
+    out, printed = sim_demo
+    names = {p.relative_to(out).as_posix() for p in out.rglob("*")}
+    assert {"report.html", "summary.json", "sim.json"} <= names
+    assert not [n for n in names if Path(n).name.startswith(".")]  # no temporary left
+    assert f"summary: {out / 'summary.json'}" in printed
+
+
+def test_the_summary_has_the_labs_shape(sim_demo: tuple[Path, str]) -> None:
+    out, _ = sim_demo
+    summary = json.loads((out / "summary.json").read_text())
+    points = json.loads((out / "sim.json").read_text())
+    assert summary["baseline"] == "independent"
+    assert summary["slo_ms"] == 150.0
+    assert list(summary["variants"]) == POLICIES
+    per_load = points["points"][0]["offered_rps"] / points["points"][0]["load"]
+    for policy, variant in summary["variants"].items():
+        pooled = points["capacity"][policy]["overall"]
+        assert variant["capacity_at_slo"] == pytest.approx(pooled * per_load)
+        assert variant["capacity_unit"] == "rps"
+        search = variant["capacity_search"]
+        assert [r["repeat"] for r in search["repeats"]] == [1, 2]  # a seed is a repeat
+        low, high = search["capacity_ci"]
+        assert low <= search["capacity"] <= high
+        assert search["resolution"] == pytest.approx(0.01 * per_load)  # the simulator's grid
+        assert [lv["load"] for lv in variant["levels"]] == points["loads"]
+        level = variant["levels"][-1]
+        assert set(level["goodput_rps_by_repeat"]) == {"1", "2"}
+        assert set(level["models"]) == {"cnn", "rnn_zh", "rnn_en"}
+        assert variant["every_model_capacity"]["capacity"] <= search["capacity"]
+    ratios = summary["ratios"]["variants"]
+    assert ratios["independent"]["capacity_search"]["ratio"] == pytest.approx(1.0)
+    assert ratios["sjf"]["capacity_search"]["pairs"] == 2
+    assert len(ratios["sjf"]["goodput"]) == len(points["loads"])
+
+
+def test_the_report_shows_the_headline_offline(sim_demo: tuple[Path, str]) -> None:
+    out, printed = sim_demo
+    page = (out / "report.html").read_text()
+    assert "<h2>Capacity at SLO</h2>" in page
+    assert "vs independent" in page and "goodput vs independent at" in page
+    assert not re.search(r"<(script|link|iframe)\b|https?://", page)
+    assert "capacity at SLO (>= 99 % within 150 ms; 7 bisection steps)" in printed
+    sjf = next(line for line in printed.splitlines() if line.startswith("│ sjf"))
+    assert re.search(r"│ +\d+ rps( \[\d+, \d+\])? +│ +\+\d+\.\d+ rps +│ +\d\.\d\d" + TIMES, sjf)
+
+
+def test_an_out_folder_that_cannot_be_made_is_one_error_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "a-file").write_text("not a folder")
+    assert main(["demo", "--sim", "--out", str(tmp_path / "a-file" / "sim")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "cannot write there" in err[0]

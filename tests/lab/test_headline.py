@@ -1,0 +1,71 @@
+"""The headline's text cells: capacity with its interval and resolution, paired ratios."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from lanes.lab import headline as hl
+
+TIMES = "\N{MULTIPLICATION SIGN}"
+
+
+def block(lows: list[float | None], highs: list[float | None]) -> dict[str, Any]:
+    from lanes.lab.aggregate import capacity_block
+    from lanes.lab.capacity import Bracket
+
+    return capacity_block(
+        {r: Bracket(lo, hi) for r, (lo, hi) in enumerate(zip(lows, highs, strict=True), 1)}
+    )
+
+
+def variant(lows: list[float | None], highs: list[float | None], goodput: list[list[float]]):
+    levels = [
+        {"level": i, "offered_rps": 100.0 * (i + 1), "concurrency": None,
+         "goodput_rps": sum(g) / len(g), "latency_ms": {"p99": 10.0},
+         "goodput_rps_by_repeat": {str(r): x for r, x in enumerate(g, 1)}}
+        for i, g in enumerate(goodput)
+    ]  # fmt: skip
+    return {
+        "capacity_at_slo": None,
+        "capacity_unit": "rps",
+        "capacity_search": {**block(lows, highs), "steps": 3},
+        "every_model_capacity": block(lows, highs),
+        "levels": levels,
+    }
+
+
+def summary(**variants: Any) -> dict[str, Any]:
+    return {"baseline": "base", "variants": variants}
+
+
+def test_a_row_per_variant_with_intervals() -> None:
+    head = hl.headline(
+        summary(
+            base=variant([100.0, 100.0], [150.0, 150.0], [[50.0, 50.0], [40.0, 60.0], [0.0, 0.0]]),
+            sjf=variant([200.0, 300.0], [250.0, 350.0], [[50.0, 50.0], [80.0, 120.0], [9.0, 9.0]]),
+        )
+    )
+    assert head.columns[-2:] == ["goodput vs base at 200 rps", "goodput vs base at 300 rps"]
+    assert head.steps == 3
+    name, cap, resolution, ratio, every, at_200, at_300 = head.rows[1]
+    assert (name, resolution) == ("sjf", "+50 rps")
+    assert cap.startswith("250 rps [")  # mean of 200 and 300 with its t interval
+    assert ratio.startswith(f"2.50{TIMES} [")  # per-repeat 2.0 and 3.0
+    assert every == "250 rps (+50 rps)"  # the mean and its resolution
+    assert at_200 == f"2.00{TIMES}"  # 80 / 40 and 120 / 60: no spread
+    assert at_300 == "9 rps vs 0"  # no ratio to a goodput of 0
+    assert head.rows[0][3] == f"1.00{TIMES}"
+
+
+@pytest.mark.parametrize(
+    ("lows", "highs", "text"),
+    [
+        ([100.0, 120.0], [150.0, 170.0], "+50 rps"),
+        ([100.0, 120.0], [150.0, None], "every load met"),
+        ([100.0, None], [150.0, 100.0], "below the grid"),
+    ],
+)
+def test_resolution(lows: list[float | None], highs: list[float | None], text: str) -> None:
+    assert hl.resolution(block(lows, highs), " rps") == text
