@@ -29,6 +29,9 @@ pub enum ServeError {
     /// (`queued` false) or dropped from the queue (`queued` true).
     #[error("model '{model}': predicted to miss its deadline (edf); {}", if *.queued { "dropped" } else { "not queued" })]
     DeadlineUnreachable { model: String, queued: bool },
+    /// A model the state cannot serve (no device holds it, or too many models).
+    #[error("model '{model}': {reason}")]
+    BadModel { model: String, reason: String },
     /// A request for a model index the state does not have.
     #[error("no model with index {model}")]
     UnknownModel { model: u32 },
@@ -48,6 +51,7 @@ impl ServeError {
             Self::QueueFull { .. } => "queue_full",
             Self::DeadlineExceeded { .. } => "deadline_exceeded",
             Self::DeadlineUnreachable { .. } => "deadline_unreachable",
+            Self::BadModel { .. } => "bad_model",
             Self::UnknownModel { .. } => "model_not_found",
             Self::BadRows { .. } => "bad_request",
         }
@@ -60,6 +64,7 @@ impl ServeError {
             Self::DeadlineExceeded { .. } | Self::DeadlineUnreachable { .. } => 504,
             Self::UnknownModel { .. } => 404,
             Self::BadRows { .. } => 400,
+            Self::BadModel { .. } => 500,
         }
     }
 

@@ -40,7 +40,6 @@ use lanes_policy::{
     CostConfig, CostModel, Decision, DeviceId, DeviceSet, DeviceSpec, Job, JobId, Nanos, Policy,
     PolicyError, Prior, Scheduler,
 };
-use rustc_hash::FxHashMap;
 
 use crate::error::ServeError;
 use crate::queue::{Batching, ModelQueue, Queued, RequestId};
@@ -89,8 +88,8 @@ pub enum Action {
     /// Answer this request (it left the queue) with `error`.
     Fail {
         model: ModelIx,
-        request: Queued,
-        error: ServeError,
+        request: RequestId,
+        error: Box<ServeError>,
     },
     /// (`External`) ask for a device for `job`, the model's next batch.
     Ask {
@@ -115,17 +114,28 @@ struct Served {
     /// Index into `engines` (0 when shared; the model's own under `independent`).
     engine: usize,
     /// The job standing for the next batch, and the rows it was costed for.
-    job: Option<(JobId, u32)>,
+    job: Option<Standing>,
+    /// Batches running now: (job, rows).
+    running: Vec<(JobId, u32)>,
     inflight: u32,
     limit: u32,
     /// When the model becomes ready (a partial batch waiting for company).
     ready_at: Option<Nanos>,
 }
 
+/// Job ids carry their model in the low bits, so no map is needed to find it.
+const MODEL_BITS: u32 = 20;
+const MODEL_MASK: JobId = (1 << MODEL_BITS) - 1;
+
+/// The most models one state serves.
+pub const MAX_MODELS: usize = 1 << MODEL_BITS;
+
+/// The job standing for a model's next batch.
 #[derive(Debug, Clone, Copy)]
-enum JobState {
-    Waiting(ModelIx),
-    Running { model: ModelIx, rows: u32 },
+struct Standing {
+    id: JobId,
+    rows: u32,
+    cost: Nanos,
 }
 
 /// The serving state of one server (or one simulated host).
@@ -136,60 +146,87 @@ pub struct ServingState {
     engines: Vec<Scheduler>,
     costs: CostModel,
     models: Vec<Served>,
-    jobs: FxHashMap<JobId, JobState>,
     next_job: JobId,
     dirty: Vec<ModelIx>,
     is_dirty: Vec<bool>,
     decisions: Vec<Decision>,
+    /// Per engine: changed since its last dispatch (a job in, a slot freed, time).
+    stale: Vec<bool>,
     scratch: Vec<Queued>,
+    /// Emptied batch vectors handed back by the driver, for the next batches.
+    spare: Vec<Vec<Queued>>,
 }
 
 impl ServingState {
     /// A state over `devices` devices (ids `0..devices`), each running one job
-    /// at a time unless the policy says otherwise.
+    /// at a time.
     pub fn new(grants: Grants, devices: usize, cost: CostConfig) -> Result<Self, PolicyError> {
+        Self::with_devices(grants, &vec![DeviceSpec::default(); devices], cost)
+    }
+
+    /// A state over `devices` as specified (their capacity applies to a shared
+    /// engine; under `independent` a device runs `num_batch_threads` batches of
+    /// every model).
+    pub fn with_devices(
+        grants: Grants,
+        devices: &[DeviceSpec],
+        cost: CostConfig,
+    ) -> Result<Self, PolicyError> {
+        // Validates the device list the same way for every source.
+        let shared = Scheduler::new(
+            match grants {
+                Grants::Engine(policy) => policy,
+                _ => Policy::Fifo,
+            },
+            devices,
+        )?;
         let engines = match grants {
-            Grants::Engine(policy) => vec![Scheduler::new(
-                policy,
-                &vec![DeviceSpec::default(); devices],
-            )?],
-            _ => {
-                // Validate the device count the same way for every source.
-                Scheduler::new(Policy::Fifo, &vec![DeviceSpec::default(); devices])?;
-                Vec::new()
-            }
+            Grants::Engine(_) => vec![shared],
+            _ => Vec::new(),
         };
+        let engines_len = engines.len();
+        let devices = devices.len();
         Ok(Self {
             grants,
             devices,
             engines,
             costs: CostModel::new(cost),
             models: Vec::new(),
-            jobs: FxHashMap::default(),
             next_job: 1,
             dirty: Vec::new(),
             is_dirty: Vec::new(),
             decisions: Vec::new(),
+            stale: vec![true; engines_len],
             scratch: Vec::new(),
+            spare: Vec::new(),
         })
     }
 
     /// Adds a model; its index is the number of models before it.
-    pub fn add_model(&mut self, config: ModelConfig) -> Result<ModelIx, PolicyError> {
+    pub fn add_model(&mut self, config: ModelConfig) -> Result<ModelIx, ServeError> {
         let ix = self.models.len() as ModelIx;
+        let bad = |reason: String| ServeError::BadModel {
+            model: config.name.clone(),
+            reason,
+        };
+        if self.models.len() >= MAX_MODELS {
+            return Err(bad(format!("at most {MAX_MODELS} models per server")));
+        }
         let devices = config.devices.intersect(DeviceSet::all(self.devices));
         if devices.is_empty() {
-            return Err(PolicyError::NoEligibleDevice {
-                job: 0,
-                devices: self.devices,
-            });
+            return Err(bad(format!(
+                "no replica on any of the {} devices",
+                self.devices
+            )));
         }
         let threads = config.batching.num_batch_threads.max(1);
         let (engine, limit) = match self.grants {
             Grants::Independent => {
                 let spec = DeviceSpec { capacity: threads };
-                self.engines
-                    .push(Scheduler::new(Policy::Fifo, &vec![spec; self.devices])?);
+                let engine = Scheduler::new(Policy::Fifo, &vec![spec; self.devices])
+                    .map_err(|e| bad(e.to_string()))?;
+                self.engines.push(engine);
+                self.stale.push(true);
                 (
                     self.engines.len() - 1,
                     threads * devices.iter().count() as u32,
@@ -206,6 +243,7 @@ impl ServingState {
             devices,
             engine,
             job: None,
+            running: Vec::new(),
             inflight: 0,
             limit,
             ready_at: None,
@@ -344,6 +382,7 @@ impl ServingState {
     /// Acts on time passing: expired requests, partial batches whose timeout
     /// ran out. Call it at [`ServingState::next_wake`].
     pub fn poll(&mut self, now: Nanos, out: &mut Vec<Action>) {
+        self.stale.fill(true);
         for ix in 0..self.models.len() as ModelIx {
             let s = &self.models[ix as usize];
             if s.queue.next_expiry() <= now || s.ready_at.is_some_and(|t| t <= now) {
@@ -370,12 +409,21 @@ impl ServingState {
         device: DeviceId,
         out: &mut Vec<Action>,
     ) -> bool {
-        let Some(&JobState::Waiting(model)) = self.jobs.get(&job) else {
+        let Some(model) = self.waiting(job) else {
             return false;
         };
         self.start(now, job, model, device, out);
         self.pump(now, out);
         true
+    }
+
+    /// Hands a finished batch's request vector back for reuse (optional: a
+    /// driver that keeps it loses nothing but an allocation per batch).
+    pub fn recycle(&mut self, mut requests: Vec<Queued>) {
+        if self.spare.len() < 64 {
+            requests.clear();
+            self.spare.push(requests);
+        }
     }
 
     /// A batch finished at `now`; `run` is its measured device time (`None`
@@ -387,14 +435,14 @@ impl ServingState {
         run: Option<Nanos>,
         out: &mut Vec<Action>,
     ) -> Option<ModelIx> {
-        let Some(JobState::Running { model, rows }) = self.jobs.get(&job).copied() else {
-            return None;
-        };
-        self.jobs.remove(&job);
-        let s = &mut self.models[model as usize];
+        let model = (job & MODEL_MASK) as ModelIx;
+        let s = self.models.get_mut(model as usize)?;
+        let i = s.running.iter().position(|&(j, _)| j == job)?;
+        let (_, rows) = s.running.swap_remove(i);
         s.inflight -= 1;
         if self.grants != Grants::External {
             let _ = self.engines[s.engine].complete(job, now);
+            self.stale[s.engine] = true;
         }
         if let Some(run) = run {
             self.costs.observe(model, rows, run);
@@ -402,6 +450,13 @@ impl ServingState {
         self.mark(model);
         self.pump(now, out);
         Some(model)
+    }
+
+    /// The model whose standing job is `job`, if it is one.
+    fn waiting(&self, job: JobId) -> Option<ModelIx> {
+        let model = (job & MODEL_MASK) as ModelIx;
+        let s = self.models.get(model as usize)?;
+        s.job.filter(|j| j.id == job).map(|_| model)
     }
 
     fn mark(&mut self, model: ModelIx) {
@@ -417,18 +472,27 @@ impl ServingState {
         loop {
             while let Some(model) = self.dirty.pop() {
                 self.is_dirty[model as usize] = false;
-                self.expire(now, model, out);
+                if self.models[model as usize].queue.next_expiry() <= now {
+                    self.expire(now, model, out);
+                }
                 self.refresh(now, model, out);
             }
             let mut progress = false;
             let mut decisions = std::mem::take(&mut self.decisions);
             for e in 0..self.engines.len() {
-                self.engines[e].dispatch(now, &mut decisions);
+                // An engine untouched since its last dispatch, or with no free
+                // slot, has nothing to decide (`edf` may still drop jobs).
+                let engine = &mut self.engines[e];
+                let idle = engine.free_devices().is_empty() && engine.policy() != Policy::Edf;
+                if !std::mem::take(&mut self.stale[e]) || idle {
+                    continue;
+                }
+                engine.dispatch(now, &mut decisions);
                 for d in decisions.drain(..) {
                     progress = true;
                     match d {
                         Decision::Run { job, device } => {
-                            if let Some(&JobState::Waiting(model)) = self.jobs.get(&job.id) {
+                            if let Some(model) = self.waiting(job.id) {
                                 self.start(now, job.id, model, device, out);
                             }
                         }
@@ -450,8 +514,8 @@ impl ServingState {
         for request in gone.drain(..) {
             out.push(Action::Fail {
                 model,
-                error: ServeError::expired(&s.name, request.arrival, now),
-                request,
+                request: request.id,
+                error: Box::new(ServeError::expired(&s.name, request.arrival, now)),
             });
         }
         self.scratch = gone;
@@ -470,8 +534,8 @@ impl ServingState {
             }
             _ => None,
         };
-        if let (Some(rows), Some((_, costed))) = (want, s.job) {
-            if rows == costed {
+        if let (Some(rows), Some(job)) = (want, s.job) {
+            if rows == job.rows {
                 return;
             }
         }
@@ -479,13 +543,12 @@ impl ServingState {
         let Some(rows) = want else {
             return;
         };
-        let id = self.next_job;
+        let id = self.next_job << MODEL_BITS | JobId::from(model);
         self.next_job += 1;
         let cost = self.costs.estimate(model, rows.max(1));
         let s = &mut self.models[model as usize];
         let first = *s.queue.front().expect("a ready model has a queued request");
-        s.job = Some((id, rows));
-        self.jobs.insert(id, JobState::Waiting(model));
+        s.job = Some(Standing { id, rows, cost });
         match self.grants {
             Grants::External => out.push(Action::Ask {
                 job: id,
@@ -503,16 +566,16 @@ impl ServingState {
                 self.engines[s.engine]
                     .submit(job)
                     .expect("job ids are unique and devices were checked at add_model");
+                self.stale[s.engine] = true;
             }
         }
     }
 
     fn cancel_job(&mut self, model: ModelIx, out: &mut Vec<Action>) {
         let s = &mut self.models[model as usize];
-        let Some((id, _)) = s.job.take() else {
+        let Some(Standing { id, .. }) = s.job.take() else {
             return;
         };
-        self.jobs.remove(&id);
         match self.grants {
             Grants::External => out.push(Action::Withdraw { job: id }),
             _ => {
@@ -530,42 +593,49 @@ impl ServingState {
         device: DeviceId,
         out: &mut Vec<Action>,
     ) {
-        self.expire(now, model, out);
+        if self.models[model as usize].queue.next_expiry() <= now {
+            self.expire(now, model, out);
+        }
         let s = &mut self.models[model as usize];
-        s.job = None;
-        let mut requests = Vec::with_capacity(s.queue.len().min(64));
+        let costed = s.job.take().filter(|j| j.id == job);
+        let mut requests = self.spare.pop().unwrap_or_default();
         let mut gone = std::mem::take(&mut self.scratch);
         let rows = s.queue.take(now, &mut requests, &mut gone);
         debug_assert!(gone.is_empty(), "expired requests left before the cut");
         self.scratch = gone;
         let engine = s.engine;
         if requests.is_empty() {
-            self.jobs.remove(&job);
+            self.spare.push(requests);
             match self.grants {
                 Grants::External => out.push(Action::Release { job, device }),
                 _ => {
                     let _ = self.engines[engine].complete(job, now);
+                    self.stale[engine] = true;
                 }
             }
             self.mark(model);
             return;
         }
         s.inflight += 1;
+        s.running.push((job, rows));
+        let estimate = match costed {
+            Some(c) if c.rows == rows => c.cost,
+            _ => self.costs.estimate(model, rows),
+        };
         self.mark(model);
-        self.jobs.insert(job, JobState::Running { model, rows });
         out.push(Action::Start(Batch {
             job,
             model,
             device,
             rows,
-            estimate: self.costs.estimate(model, rows),
+            estimate,
             requests,
         }));
     }
 
     /// (`edf`) the engine dropped `job`: fail what cannot make its deadline.
     fn unreachable(&mut self, now: Nanos, job: Job, out: &mut Vec<Action>) {
-        let Some(JobState::Waiting(model)) = self.jobs.remove(&job.id) else {
+        let Some(model) = self.waiting(job.id) else {
             return;
         };
         let s = &mut self.models[model as usize];
@@ -582,11 +652,11 @@ impl ServingState {
         for request in gone.drain(..) {
             out.push(Action::Fail {
                 model,
-                request,
-                error: ServeError::DeadlineUnreachable {
+                request: request.id,
+                error: Box::new(ServeError::DeadlineUnreachable {
                     model: s.name.clone(),
                     queued: true,
-                },
+                }),
             });
         }
         self.scratch = gone;

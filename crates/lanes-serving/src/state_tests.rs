@@ -72,7 +72,7 @@ fn fails(actions: &[Action]) -> Vec<(u64, &'static str, u16)> {
         .iter()
         .filter_map(|a| match a {
             Action::Fail { request, error, .. } => {
-                Some((request.id, error.code(), error.http_status()))
+                Some((*request, error.code(), error.http_status()))
             }
             _ => None,
         })

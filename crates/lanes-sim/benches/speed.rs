@@ -15,9 +15,14 @@ const REQUESTS: u64 = 1_000_000;
 const REPEATS: usize = 5;
 
 fn main() {
+    // LANES_SIM_BENCH_REQUESTS: fewer requests per run (e.g. under a profiler).
+    let requests: u64 = std::env::var("LANES_SIM_BENCH_REQUESTS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(REQUESTS);
     let sc = common::ocr();
     println!(
-        "ocr at load 0.8, {REQUESTS} requests per run, median of {REPEATS} runs, one thread\n"
+        "ocr at load 0.8, {requests} requests per run, median of {REPEATS} runs, one thread\n"
     );
     println!("| mode | simulated requests/s (median) | min | max |");
     println!("|---|---|---|---|");
@@ -34,9 +39,9 @@ fn main() {
         let mut rates: Vec<f64> = (0..REPEATS)
             .map(|seed| {
                 let t = Instant::now();
-                let r = simulate(&sc, &mode, 0.8, seed as u64 + 1, REQUESTS).expect("simulate");
+                let r = simulate(&sc, &mode, 0.8, seed as u64 + 1, requests).expect("simulate");
                 std::hint::black_box(r);
-                REQUESTS as f64 / t.elapsed().as_secs_f64()
+                requests as f64 / t.elapsed().as_secs_f64()
             })
             .collect();
         rates.sort_by(f64::total_cmp);

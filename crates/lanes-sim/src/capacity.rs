@@ -1,7 +1,9 @@
 //! Capacity at SLO: the highest load at which at least 99 % of requests finish
 //! within their SLO.
 //!
-//! Rule: loads are searched on a grid of 0.01 in `[0.01, 1.00]`. A load
+//! Rule: loads are searched on a grid of 0.01 in `[0.01, 1.00]`, or in
+//! `[0.01, 10.00]` when a service batches (load counts batches of one, so a
+//! batching host can carry more than 1). A load
 //! *passes* when the attainment pooled over all seeds (requests within SLO ÷
 //! requests, summed across seeds) is at least [`TARGET`] — overall for
 //! `overall`, and for every service separately for `every_service`. Bisection
@@ -86,7 +88,12 @@ pub fn capacity(
             allowed: "must name at least one seed",
         });
     }
-    let mut cache: Vec<Option<(f64, f64)>> = vec![None; 101];
+    let batching = scenario
+        .services
+        .iter()
+        .any(|s| s.batching.max_batch_size > 1);
+    let top: u32 = if batching { 1000 } else { 100 };
+    let mut cache: Vec<Option<(f64, f64)>> = vec![None; top as usize + 1];
     let mut eval = |step: u32| -> Result<(f64, f64), SimError> {
         if let Some(a) = cache[step as usize] {
             return Ok(a);
@@ -100,7 +107,7 @@ pub fn capacity(
         cache[step as usize] = Some(a);
         Ok(a)
     };
-    let overall = bisect(100, |s| Ok(eval(s)?.0 >= TARGET))?;
+    let overall = bisect(top, |s| Ok(eval(s)?.0 >= TARGET))?;
     let every = bisect(overall, |s| Ok(eval(s)?.1 >= TARGET))?;
     Ok(Capacity {
         overall: f64::from(overall) / 100.0,

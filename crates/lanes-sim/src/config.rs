@@ -90,6 +90,76 @@ pub struct Service {
     pub slo_ms: Option<f64>,
     #[serde(default)]
     pub deadline_ms: Option<f64>,
+    #[serde(default)]
+    pub batching: BatchingSpec,
+}
+
+/// How a service's requests are batched, with `lanes serve`'s knobs, and what
+/// a batch costs on a GPU.
+///
+/// **Batch cost.** The mean GPU time of a batch of n items is the curve
+/// through `(1, gpu.mean_ms)` and the `batch_ms` points, linear between points
+/// and extrapolated from the last two (from `(1, gpu.mean_ms)` alone: `n ×
+/// gpu.mean_ms`, no gain from batching). A batch's actual time is that mean
+/// scaled by its requests' own GPU samples: `curve(n) × mean(work) /
+/// gpu.mean_ms`, so a batch of one costs exactly its request's sample.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchingSpec {
+    /// Items per batch at most; 1 (the default) is no batching.
+    #[serde(default = "one")]
+    pub max_batch_size: u32,
+    /// How long a partial batch waits for company while a GPU is free.
+    #[serde(default)]
+    pub batch_timeout_micros: u64,
+    /// Batches of this service in flight at once (engine modes); default: one
+    /// per GPU slot, i.e. no limit of its own. `lanes serve`'s default is 1.
+    #[serde(default)]
+    pub num_batch_threads: Option<u32>,
+    /// `(n, ms)`: mean GPU time of a batch of n items (n > 1, ascending).
+    #[serde(default)]
+    pub batch_ms: Vec<(u32, f64)>,
+}
+
+impl Default for BatchingSpec {
+    fn default() -> Self {
+        Self {
+            max_batch_size: 1,
+            batch_timeout_micros: 0,
+            num_batch_threads: None,
+            batch_ms: Vec::new(),
+        }
+    }
+}
+
+impl BatchingSpec {
+    /// `curve(n) / curve(1)` for a service whose batch of one costs `solo_ms`
+    /// (see the type's docs).
+    pub fn factor(&self, solo_ms: f64, n: u32) -> f64 {
+        if n <= 1 {
+            return 1.0;
+        }
+        let x = f64::from(n);
+        let mut prev = (1.0, solo_ms);
+        let mut before = None;
+        for &(pn, pms) in &self.batch_ms {
+            let p = (f64::from(pn), pms);
+            if x <= p.0 {
+                return lerp(prev, p, x) / solo_ms;
+            }
+            before = Some(prev);
+            prev = p;
+        }
+        let y = match before {
+            Some(b) => lerp(b, prev, x),
+            None => solo_ms * x,
+        };
+        y.max(prev.1) / solo_ms
+    }
+}
+
+fn lerp(a: (f64, f64), b: (f64, f64), x: f64) -> f64 {
+    a.1 + (b.1 - a.1) * (x - a.0) / (b.0 - a.0)
 }
 
 /// The host's resources.
@@ -232,6 +302,36 @@ impl Scenario {
             }
             if let Some(d) = s.deadline_ms.filter(|v| !positive(*v)) {
                 return Err(self.invalid(key("deadline_ms"), d, "must be a number > 0"));
+            }
+            let b = &s.batching;
+            if !(1..=4096).contains(&b.max_batch_size) {
+                return Err(self.invalid(
+                    key("batching.max_batch_size"),
+                    b.max_batch_size,
+                    "must be an integer in 1..=4096",
+                ));
+            }
+            if b.batch_timeout_micros > 10_000_000 {
+                return Err(self.invalid(
+                    key("batching.batch_timeout_micros"),
+                    b.batch_timeout_micros,
+                    "must be an integer in 0..=10000000 (10 s)",
+                ));
+            }
+            if b.num_batch_threads == Some(0) {
+                return Err(self.invalid(key("batching.num_batch_threads"), 0, "must be >= 1"));
+            }
+            let mut last = (1, s.gpu.mean_ms);
+            for &(n, ms) in &b.batch_ms {
+                if n <= last.0 || !positive(ms) || ms < last.1 {
+                    return Err(self.invalid(
+                        key("batching.batch_ms"),
+                        format!("[{n}, {ms}]"),
+                        "points [n, ms] need n > 1 ascending and ms > 0 not below the \
+                         previous point's (the first point is [1, gpu.mean_ms])",
+                    ));
+                }
+                last = (n, ms);
             }
         }
         Ok(())

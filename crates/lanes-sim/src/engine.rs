@@ -4,20 +4,27 @@
 //! completions, processed in time order (ties in the order they were
 //! scheduled). A request's path:
 //!
-//! - engine modes: arrival → CPU pre → job submitted to the policy engine
-//!   (cost from the online estimator, target = arrival + SLO, deadline if the
-//!   service has one) → dispatched to a GPU → CPU post → done. Measured GPU
-//!   times feed the estimator; dropped jobs count as SLO misses.
-//! - `independent`: arrival → bound round-robin to a GPU → waits for one of the
-//!   service's workers on that GPU → pre → GPU (overlapping whatever else runs
-//!   there) → post → the worker takes the next request.
-//! - `semaphore`: as `independent`, but the worker also holds one of the GPU's
-//!   semaphore permits from before pre until after post.
+//! - engine modes and `independent`: arrival → CPU pre → the service's queue
+//!   in `lanes-serving`'s [`ServingState`] — the very state `lanes serve`
+//!   runs: admission, late batch formation with the service's
+//!   `max_batch_size` and `batch_timeout_micros`, one job per ready service,
+//!   expiry at the deadline, target = arrival + SLO → a batch dispatched to a
+//!   GPU (by the shared policy engine, or under `independent` by the service's
+//!   own engine with `workers_per_gpu` batches per GPU, overlapping other
+//!   services) → CPU post for each request → done. A batch's GPU time follows
+//!   the service's cost curve in batch size ([`crate::config::BatchingSpec`]);
+//!   measured batch times feed the estimator; requests failed at their
+//!   deadline count as dropped and as SLO misses.
+//! - `semaphore` (the field's per-GPU limit, one request at a time): arrival →
+//!   bound round-robin to a GPU → waits for one of the service's workers on
+//!   that GPU and one of the GPU's semaphore permits, both held from before
+//!   pre until after post → GPU (overlapping whatever else runs there).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
-use lanes_policy::{CostConfig, CostModel, Decision, DeviceSpec, Job, Prior, Scheduler};
+use lanes_policy::{CostConfig, DeviceSet, DeviceSpec, Prior};
+use lanes_serving::{Action, Batching, Grants, ModelConfig, Queued, ServingState};
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
@@ -34,6 +41,7 @@ enum Ev {
     Arrival(u8),
     Cpu(u32),
     Gpu(u16, u32),
+    Wake,
 }
 
 impl Ev {
@@ -43,6 +51,7 @@ impl Ev {
             Self::Arrival(s) => u64::from(s),
             Self::Cpu(r) => 1 << 56 | u64::from(r),
             Self::Gpu(g, v) => 2 << 56 | u64::from(g) << 32 | u64::from(v),
+            Self::Wake => 3 << 56,
         }
     }
 
@@ -50,7 +59,8 @@ impl Ev {
         match word >> 56 {
             0 => Self::Arrival(word as u8),
             1 => Self::Cpu(word as u32),
-            _ => Self::Gpu((word >> 32) as u16, word as u32),
+            2 => Self::Gpu((word >> 32) as u16, word as u32),
+            _ => Self::Wake,
         }
     }
 }
@@ -89,7 +99,17 @@ struct ServiceRt {
     deadline: Option<u64>,
 }
 
-/// Worker pools and semaphores of the status-quo modes, indexed
+/// One batch on a GPU: its job in the serving state and its requests.
+#[derive(Debug, Default)]
+struct SimBatch {
+    job: u64,
+    reqs: Vec<u32>,
+    cost: u64,
+    start: u64,
+    measured: bool,
+}
+
+/// Worker pools and semaphores of the `semaphore` mode, indexed
 /// `service * gpus + gpu` (workers) and `gpu` (semaphores).
 #[derive(Debug)]
 struct Pools {
@@ -126,9 +146,13 @@ struct Sim<'a> {
     free: Vec<u32>,
     cpu: CpuPool<u32>,
     gpus: Vec<Gpu>,
-    sched: Option<Scheduler>,
-    costs: CostModel,
-    decisions: Vec<Decision>,
+    /// The serving state (every mode but `semaphore`).
+    state: Option<ServingState>,
+    actions: Vec<Action>,
+    batches: Vec<SimBatch>,
+    free_batches: Vec<u32>,
+    /// The earliest pending wake-up event (`u64::MAX`: none).
+    wake_at: u64,
     done: Vec<u32>,
     pools: Pools,
     services: Vec<ServiceRt>,
@@ -211,28 +235,7 @@ impl<'a> Sim<'a> {
                 deadline: s.deadline_ms.map(|d| (d * 1e6) as u64),
             })
             .collect();
-        let sched = match mode {
-            Mode::Engine(policy) => Some(Scheduler::new(
-                policy,
-                &vec![
-                    DeviceSpec {
-                        capacity: sc.host.gpu_capacity
-                    };
-                    g
-                ],
-            )?),
-            _ => None,
-        };
-        let mut costs = CostModel::new(CostConfig::default());
-        for (i, s) in sc.services.iter().enumerate() {
-            costs.set_prior(
-                i as u32,
-                Prior {
-                    fixed: 0.0,
-                    per_item: s.gpu.mean_ms * 1e6,
-                },
-            );
-        }
+        let state = serving_state(sc, mode)?;
         let n = sc.services.len();
         let pools = Pools {
             idle_workers: sc
@@ -255,9 +258,11 @@ impl<'a> Sim<'a> {
             free: Vec::new(),
             cpu: CpuPool::new(sc.host.cpu_cores),
             gpus: (0..g).map(|_| Gpu::new()).collect(),
-            sched,
-            costs,
-            decisions: Vec::new(),
+            state,
+            actions: Vec::new(),
+            batches: Vec::new(),
+            free_batches: Vec::new(),
+            wake_at: u64::MAX,
             done: Vec::new(),
             pools,
             services,
@@ -295,6 +300,7 @@ impl<'a> Sim<'a> {
                 Ev::Arrival(s) => self.on_arrival(s as usize),
                 Ev::Cpu(r) => self.on_cpu_done(r),
                 Ev::Gpu(g, version) => self.on_gpu_done(g as usize, version),
+                Ev::Wake => self.on_wake(t),
             }
         }
     }
@@ -338,8 +344,8 @@ impl<'a> Sim<'a> {
         };
         self.schedule_arrival(service);
         match self.mode {
-            Mode::Engine(_) => self.begin_cpu(r, Phase::Pre),
-            Mode::Independent | Mode::Semaphore => {
+            Mode::Engine(_) | Mode::Independent => self.begin_cpu(r, Phase::Pre),
+            Mode::Semaphore => {
                 let g = self.pools.next_gpu[service];
                 self.pools.next_gpu[service] = (g + 1) % self.gpus.len();
                 self.reqs[r as usize].gpu = g as u16;
@@ -420,52 +426,115 @@ impl<'a> Sim<'a> {
     }
 
     fn request_gpu(&mut self, r: u32) {
-        if self.sched.is_none() {
+        let Some(state) = self.state.as_mut() else {
             let g = self.reqs[r as usize].gpu as usize;
             self.start_gpu(r, g);
             return;
-        }
+        };
         let q = &mut self.reqs[r as usize];
         q.waiting_since = self.now;
         let svc = &self.services[q.service as usize];
-        let mut job = Job::new(
-            u64::from(r),
-            u32::from(q.service),
-            self.costs.estimate(u32::from(q.service), 1),
-            self.now,
-            self.sched.as_ref().expect("engine mode").all_devices(),
-        )
-        .with_target(q.arrival + svc.slo);
-        job.deadline = svc.deadline.map(|d| q.arrival + d);
-        self.sched
-            .as_mut()
-            .expect("engine mode")
-            .submit(job)
-            .expect("request slots are unique job ids");
-        self.dispatch();
+        let model = u32::from(q.service);
+        let deadline = svc.deadline.map(|d| q.arrival + d);
+        if state.admit(self.now, model, 1, deadline).is_err() {
+            self.record_drop(r);
+            self.free.push(r);
+            return;
+        }
+        let request = Queued {
+            id: u64::from(r),
+            rows: 1,
+            arrival: q.arrival,
+            enqueued: self.now,
+            deadline,
+            target: Some(q.arrival + svc.slo),
+        };
+        let mut actions = std::mem::take(&mut self.actions);
+        state.enqueue(self.now, model, request, &mut actions);
+        self.apply(actions);
     }
 
-    fn dispatch(&mut self) {
-        let Some(sched) = self.sched.as_mut() else {
-            return;
-        };
-        let mut decisions = std::mem::take(&mut self.decisions);
-        sched.dispatch(self.now, &mut decisions);
-        for d in decisions.drain(..) {
-            match d {
-                Decision::Run { job, device } => {
-                    let r = job.id as u32;
+    /// Carries out the serving state's actions, then keeps a wake-up event
+    /// pending for its next timer.
+    fn apply(&mut self, mut actions: Vec<Action>) {
+        for action in actions.drain(..) {
+            match action {
+                Action::Start(batch) => self.start_batch(batch),
+                Action::Fail { request, .. } => {
+                    let r = request as u32;
                     self.end_wait(r);
-                    self.start_gpu(r, device);
-                }
-                Decision::Drop { job, .. } => {
-                    let r = job.id as u32;
                     self.record_drop(r);
                     self.free.push(r);
                 }
+                // Grants are never external here.
+                Action::Ask { .. } | Action::Withdraw { .. } | Action::Release { .. } => {}
             }
         }
-        self.decisions = decisions;
+        self.actions = actions;
+        let next = self.state.as_ref().and_then(ServingState::next_wake);
+        if let Some(t) = next.filter(|&t| t < self.wake_at) {
+            self.wake_at = t;
+            self.at(t.max(self.now), Ev::Wake);
+        }
+    }
+
+    fn on_wake(&mut self, t: u64) {
+        if t != self.wake_at {
+            return; // superseded by an earlier wake-up
+        }
+        self.wake_at = u64::MAX;
+        let mut actions = std::mem::take(&mut self.actions);
+        if let Some(state) = self.state.as_mut() {
+            state.poll(self.now, &mut actions);
+        }
+        self.apply(actions);
+    }
+
+    /// A batch starts on its GPU: its time is the service's curve at its size
+    /// scaled by its requests' own samples (config::BatchingSpec).
+    fn start_batch(&mut self, batch: lanes_serving::Batch) {
+        let service = batch.model as usize;
+        let spec = &self.sc.services[service];
+        let n = batch.requests.len() as u32;
+        let slot = match self.free_batches.pop() {
+            Some(slot) => slot,
+            None => {
+                self.batches.push(SimBatch::default());
+                (self.batches.len() - 1) as u32
+            }
+        };
+        let mut reqs = std::mem::take(&mut self.batches[slot as usize].reqs);
+        let (mut work, mut measured) = (0u64, false);
+        for q in &batch.requests {
+            let r = q.id as u32;
+            reqs.push(r);
+            self.end_wait(r);
+            let req = &mut self.reqs[r as usize];
+            req.gpu = batch.device as u16;
+            req.gpu_start = self.now;
+            work += req.work;
+            measured |= req.measured;
+        }
+        let factor = spec.batching.factor(spec.gpu.mean_ms, n);
+        let cost = ((work as f64 / f64::from(n.max(1))) * factor + 0.5).max(1.0) as u64;
+        if let Some(state) = self.state.as_mut() {
+            state.recycle(batch.requests);
+        }
+        self.batches[slot as usize] = SimBatch {
+            job: batch.job,
+            reqs,
+            cost,
+            start: self.now,
+            measured,
+        };
+        if measured {
+            self.per_service[service].batch(n as usize);
+        }
+        let g = batch.device;
+        if let Some(t) = self.gpus[g].start(slot, cost, self.now, &self.sc.host.eta) {
+            let v = self.gpus[g].version;
+            self.at(t, Ev::Gpu(g as u16, v));
+        }
     }
 
     fn start_gpu(&mut self, r: u32, g: usize) {
@@ -485,23 +554,36 @@ impl<'a> Sim<'a> {
             let v = self.gpus[g].version;
             self.at(t, Ev::Gpu(g as u16, v));
         }
-        for &r in &done {
-            let q = self.reqs[r as usize];
-            if q.measured {
-                self.gpu_time.effective += q.work;
-                self.gpu_time.overlap += (self.now - q.gpu_start).saturating_sub(q.work);
+        let mut actions = std::mem::take(&mut self.actions);
+        for &id in &done {
+            if self.state.is_none() {
+                let q = self.reqs[id as usize];
+                if q.measured {
+                    self.gpu_time.effective += q.work;
+                    self.gpu_time.overlap += (self.now - q.gpu_start).saturating_sub(q.work);
+                }
+                self.begin_cpu(id, Phase::Post);
+                continue;
             }
-            if let Some(sched) = self.sched.as_mut() {
-                let c = sched
-                    .complete(u64::from(r), self.now)
-                    .expect("job is running");
-                self.costs.observe(u32::from(q.service), 1, c.held);
+            let batch = std::mem::take(&mut self.batches[id as usize]);
+            self.free_batches.push(id);
+            let held = self.now - batch.start;
+            if batch.measured {
+                self.gpu_time.effective += batch.cost;
+                self.gpu_time.overlap += held.saturating_sub(batch.cost);
             }
-            self.begin_cpu(r, Phase::Post);
+            let state = self.state.as_mut().expect("batch modes have a state");
+            state.complete(self.now, batch.job, Some(held), &mut actions);
+            for &r in &batch.reqs {
+                self.begin_cpu(r, Phase::Post);
+            }
+            let mut reqs = batch.reqs;
+            reqs.clear();
+            self.batches[id as usize].reqs = reqs;
         }
         done.clear();
         self.done = done;
-        self.dispatch();
+        self.apply(actions);
     }
 
     fn finish(&mut self, r: u32) {
@@ -516,8 +598,7 @@ impl<'a> Sim<'a> {
         }
         let pool = q.service as usize * self.gpus.len() + q.gpu as usize;
         match self.mode {
-            Mode::Engine(_) => {}
-            Mode::Independent => self.worker_released(pool),
+            Mode::Engine(_) | Mode::Independent => {}
             Mode::Semaphore => {
                 let g = q.gpu as usize;
                 match self.pools.permit_queue[g].pop_front() {
@@ -586,6 +667,7 @@ impl<'a> Sim<'a> {
             },
             cpu_idle: (1.0 - cpu_used / (self.sc.host.cpu_cores as f64 * window as f64))
                 .clamp(0.0, 1.0),
+            mean_batch_size: all.mean_batch_size(),
             gpu_time_s: GpuTime {
                 effective: self.gpu_time.effective as f64 / 1e9,
                 overlap: self.gpu_time.overlap as f64 / 1e9,
@@ -594,4 +676,58 @@ impl<'a> Sim<'a> {
             services,
         }
     }
+}
+
+/// The serving state for `mode` (none for `semaphore`): one model per
+/// service with its batching, its GPU cost curve as the estimator's prior.
+fn serving_state(sc: &Scenario, mode: Mode) -> Result<Option<ServingState>, SimError> {
+    let g = sc.host.gpus;
+    let grants = match mode {
+        Mode::Engine(policy) => Grants::Engine(policy),
+        Mode::Independent => Grants::Independent,
+        Mode::Semaphore => return Ok(None),
+    };
+    let spec = DeviceSpec {
+        capacity: sc.host.gpu_capacity,
+    };
+    let mut state = ServingState::with_devices(grants, &vec![spec; g], CostConfig::default())?;
+    for s in &sc.services {
+        let b = &s.batching;
+        let threads = match mode {
+            Mode::Independent => s.workers_per_gpu,
+            _ => b
+                .num_batch_threads
+                .unwrap_or(g as u32 * sc.host.gpu_capacity),
+        };
+        let max = b.max_batch_size;
+        let solo = s.gpu.mean_ms * 1e6;
+        let per_item = if max > 1 {
+            (solo * b.factor(s.gpu.mean_ms, max) - solo) / f64::from(max - 1)
+        } else {
+            solo
+        };
+        state
+            .add_model(ModelConfig {
+                name: s.name.clone(),
+                batching: Batching {
+                    max_batch_size: max,
+                    batch_timeout: b.batch_timeout_micros * 1000,
+                    num_batch_threads: threads,
+                    // The simulator measures queues, it does not bound them.
+                    max_enqueued_batches: u32::MAX / max.max(1),
+                },
+                devices: DeviceSet::all(g),
+                prior: Some(Prior {
+                    fixed: solo - per_item,
+                    per_item,
+                }),
+            })
+            .map_err(|e| SimError::InvalidScenario {
+                scenario: sc.name.clone(),
+                key: format!("service {}", s.name),
+                value: e.code().to_owned(),
+                allowed: e.to_string(),
+            })?;
+    }
+    Ok(Some(state))
 }

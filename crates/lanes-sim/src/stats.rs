@@ -47,6 +47,8 @@ pub struct ServiceResult {
     pub max_wait_ms: f64,
     pub slo_attainment: f64,
     pub dropped: u64,
+    /// Mean requests per GPU batch of measured requests (1 without batching).
+    pub mean_batch_size: f64,
 }
 
 /// GPU time accounting, seconds.
@@ -76,6 +78,8 @@ pub struct PointResult {
     pub gpu_imbalance: f64,
     pub cpu_idle: f64,
     pub gpu_time_s: GpuTime,
+    /// Mean requests per GPU batch over all services.
+    pub mean_batch_size: f64,
     pub services: BTreeMap<String, ServiceResult>,
 }
 
@@ -90,6 +94,8 @@ pub struct Recorder {
     within_slo: u64,
     dropped: u64,
     max_wait: u64,
+    batches: u64,
+    batched: u64,
 }
 
 impl Recorder {
@@ -100,6 +106,8 @@ impl Recorder {
             within_slo: 0,
             dropped: 0,
             max_wait: 0,
+            batches: 0,
+            batched: 0,
         }
     }
 
@@ -131,8 +139,25 @@ impl Recorder {
             all.within_slo += p.within_slo;
             all.dropped += p.dropped;
             all.max_wait = all.max_wait.max(p.max_wait);
+            all.batches += p.batches;
+            all.batched += p.batched;
         }
         all
+    }
+
+    /// A GPU batch of `n` requests started.
+    pub fn batch(&mut self, n: usize) {
+        self.batches += 1;
+        self.batched += n as u64;
+    }
+
+    /// Mean requests per batch (1 when no batch was recorded).
+    pub fn mean_batch_size(&self) -> f64 {
+        if self.batches == 0 {
+            1.0
+        } else {
+            self.batched as f64 / self.batches as f64
+        }
     }
 
     /// A request dropped before it ran.
@@ -209,6 +234,7 @@ impl Recorder {
             max_wait_ms: self.max_wait_ms(),
             slo_attainment: self.attainment(),
             dropped: self.dropped,
+            mean_batch_size: self.mean_batch_size(),
         }
     }
 }

@@ -43,8 +43,11 @@ _TOP_KEYS = ("name", "description", "slo_ms", "host", "service")
 _HOST_KEYS = ("gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta")
 _SERVICE_KEYS = (
     "name", "share", "workers_per_gpu", "arrival", "pre", "gpu", "post", "slo_ms", "deadline_ms",
+    "batching",
 )  # fmt: skip
 _COST_KEYS = ("dist", "mean_ms", "cv")
+_BATCHING_KEYS = ("max_batch_size", "batch_timeout_micros", "num_batch_threads", "batch_ms")
+_BATCHING_NEEDS = "must be a table: { max_batch_size = 16, batch_timeout_micros = 0, ... }"
 _COST_NEEDS = "must be a table like { mean_ms = 5, cv = 0.3 } (dist, mean_ms, cv)"
 _ARRIVAL_NEEDS = (
     'must be "poisson" or a table { kind = "poisson" }, { kind = "bursty", cv = 2.0 } '
@@ -124,6 +127,30 @@ class Host:
 
 
 @dataclass(frozen=True)
+class Batching:
+    """A service's batching, with ``lanes serve``'s knobs, and its GPU cost curve in batch size.
+
+    A batch of n items costs, on average, the curve through ``(1, gpu.mean_ms)`` and the
+    ``batch_ms`` points: linear between points, extrapolated from the last two (with no points,
+    ``n x gpu.mean_ms``: no gain). Each batch is that mean scaled by its requests' own GPU samples.
+    """
+
+    max_batch_size: int = 1
+    batch_timeout_micros: int = 0
+    num_batch_threads: int | None = None
+    """Batches in flight at once; ``None``: one per GPU slot (``lanes serve``'s default is 1)."""
+    batch_ms: tuple[tuple[int, float], ...] = ()
+
+    def to_core(self) -> dict[str, Any]:
+        return {
+            "max_batch_size": self.max_batch_size,
+            "batch_timeout_micros": self.batch_timeout_micros,
+            "num_batch_threads": self.num_batch_threads,
+            "batch_ms": [list(p) for p in self.batch_ms],
+        }
+
+
+@dataclass(frozen=True)
 class Service:
     """One model served on the host: its traffic and the cost of its requests."""
 
@@ -139,6 +166,8 @@ class Service:
     """This service's latency objective (the scenario's unless overridden)."""
     deadline_ms: float | None = None
     """Hard deadline: a request still unfinished this long after arrival is dropped."""
+    batching: Batching | None = None
+    """How requests are batched and what a batch costs; ``None``: batches of one."""
 
     def to_core(self) -> dict[str, Any]:
         return {
@@ -151,6 +180,7 @@ class Service:
             "post": self.post.to_core(),
             "slo_ms": self.slo_ms,
             "deadline_ms": self.deadline_ms,
+            **({"batching": self.batching.to_core()} if self.batching else {}),
         }
 
 
@@ -260,16 +290,56 @@ def _host(t: Table) -> Host:
 
 def _service(t: Table, slo_ms: float, base_dir: Path) -> Service:
     t.only(_SERVICE_KEYS)
+    gpu = _cost(t.table("gpu", needs=_COST_NEEDS), positive=True)
+    gpu_ms = gpu.mean_ms
     return Service(
         name=t.name("name"),
         share=t.number("share", low=0, low_open=True, high=1),
         workers_per_gpu=t.integer("workers_per_gpu", low=1, high=1024, default=1),
         arrival=_arrival(t, base_dir),
         pre=_cost(t.table("pre", needs=_COST_NEEDS), positive=False),
-        gpu=_cost(t.table("gpu", needs=_COST_NEEDS), positive=True),
+        gpu=gpu,
         post=_cost(t.table("post", needs=_COST_NEEDS), positive=False),
         slo_ms=t.number("slo_ms", low=0, low_open=True, default=slo_ms),
         deadline_ms=t.optional_number("deadline_ms", low=0, low_open=True),
+        batching=_batching(t.table("batching", needs=_BATCHING_NEEDS), gpu_ms)
+        if t.has("batching")
+        else None,
+    )
+
+
+def _batching(t: Table, gpu_ms: float) -> Batching:
+    t.only(_BATCHING_KEYS)
+    threads = (
+        t.integer("num_batch_threads", low=1, high=4096) if t.has("num_batch_threads") else None
+    )
+    rule = (
+        "must be an array of [n, ms] points: n > 1 ascending, ms > 0 and not below the previous "
+        "point's (the implied first point is [1, gpu.mean_ms])"
+    )
+    points: list[tuple[int, float]] = []
+    last = (1, gpu_ms)
+    raw = t.raw.get("batch_ms", [])
+    if not isinstance(raw, list):
+        t.fail("batch_ms", rule)
+    for i, point in enumerate(raw):
+        ok = (
+            isinstance(point, list)
+            and len(point) == 2
+            and isinstance(point[0], int)
+            and not isinstance(point[0], bool)
+            and isinstance(point[1], int | float)
+            and not isinstance(point[1], bool)
+        )
+        if not ok or point[0] <= last[0] or not point[1] > 0 or point[1] < last[1]:
+            raise t.error(f"batch_ms[{i}]", point, rule)
+        last = (point[0], float(point[1]))
+        points.append(last)
+    return Batching(
+        max_batch_size=t.integer("max_batch_size", low=1, high=4096, default=1),
+        batch_timeout_micros=t.integer("batch_timeout_micros", low=0, high=10_000_000, default=0),
+        num_batch_threads=threads,
+        batch_ms=tuple(points),
     )
 
 
