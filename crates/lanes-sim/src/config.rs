@@ -176,6 +176,11 @@ pub struct Host {
     /// value repeats); each of the k jobs progresses at `eta(k)/k`.
     #[serde(default = "solo_eta")]
     pub eta: Vec<f64>,
+    /// The GPUs are cores of the CPU pool (CPU executors on a CPU-only host):
+    /// a running batch holds one of the `cpu_cores` cores, queueing for it
+    /// with the CPU phases, so device work and CPU phases share the cores.
+    #[serde(default)]
+    pub shared_cores: bool,
 }
 
 fn one() -> u32 {

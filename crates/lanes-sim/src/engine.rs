@@ -33,6 +33,10 @@ use crate::host::{CpuPool, Gpu};
 use crate::stats::{GpuTime, PointResult, Recorder};
 use crate::workload::{ArrivalGen, CostSampler};
 
+/// CPU-pool tokens with this bit are batches waiting for a core
+/// (`host.shared_cores`); the rest are requests' CPU phases.
+const BATCH_TOKEN: u32 = 1 << 31;
+
 /// Fraction of arrivals that warm the host up and are not measured.
 pub const WARMUP_FRACTION: f64 = 0.05;
 
@@ -103,6 +107,7 @@ struct ServiceRt {
 #[derive(Debug, Default)]
 struct SimBatch {
     job: u64,
+    device: usize,
     reqs: Vec<u32>,
     cost: u64,
     start: u64,
@@ -416,9 +421,7 @@ impl<'a> Sim<'a> {
     }
 
     fn on_cpu_done(&mut self, r: u32) {
-        if let Some((next, cost)) = self.cpu.release() {
-            self.at(self.now + cost, Ev::Cpu(next));
-        }
+        self.release_core();
         match self.reqs[r as usize].phase {
             Phase::Pre => self.request_gpu(r),
             Phase::Post => self.finish(r),
@@ -522,6 +525,7 @@ impl<'a> Sim<'a> {
         }
         self.batches[slot as usize] = SimBatch {
             job: batch.job,
+            device: batch.device,
             reqs,
             cost,
             start: self.now,
@@ -530,10 +534,29 @@ impl<'a> Sim<'a> {
         if measured {
             self.per_service[service].batch(n as usize);
         }
-        let g = batch.device;
+        if !self.sc.host.shared_cores || self.cpu.request(slot | BATCH_TOKEN, cost).is_some() {
+            self.run_batch(slot);
+        }
+    }
+
+    /// The batch in `slot` starts on its device (holding a core if shared).
+    fn run_batch(&mut self, slot: u32) {
+        let b = &self.batches[slot as usize];
+        let (g, cost) = (b.device, b.cost);
         if let Some(t) = self.gpus[g].start(slot, cost, self.now, &self.sc.host.eta) {
             let v = self.gpus[g].version;
             self.at(t, Ev::Gpu(g as u16, v));
+        }
+    }
+
+    /// A core of the CPU pool is free: the next waiting phase or batch takes it.
+    fn release_core(&mut self) {
+        if let Some((next, cost)) = self.cpu.release() {
+            if next & BATCH_TOKEN != 0 {
+                self.run_batch(next & !BATCH_TOKEN);
+            } else {
+                self.at(self.now + cost, Ev::Cpu(next));
+            }
         }
     }
 
@@ -571,6 +594,9 @@ impl<'a> Sim<'a> {
             if batch.measured {
                 self.gpu_time.effective += batch.cost;
                 self.gpu_time.overlap += held.saturating_sub(batch.cost);
+            }
+            if self.sc.host.shared_cores {
+                self.release_core();
             }
             let state = self.state.as_mut().expect("batch modes have a state");
             state.complete(self.now, batch.job, Some(held), &mut actions);

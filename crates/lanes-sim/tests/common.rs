@@ -43,6 +43,7 @@ pub fn ocr() -> Scenario {
             gpu_capacity: 1,
             semaphore: 1,
             eta: vec![1.0],
+            shared_cores: false,
         },
         services: vec![
             service("cnn", 0.60, 2, 2.0, 5.0, 0.3, 1.0),
@@ -63,6 +64,7 @@ pub fn single_server(gpu: Cost) -> Scenario {
             gpu_capacity: 1,
             semaphore: 1,
             eta: vec![1.0],
+            shared_cores: false,
         },
         services: vec![Service {
             name: "only".into(),

@@ -40,7 +40,7 @@ SHARE_TOLERANCE = 1e-6
 _BUILTIN_DIR = Path(__file__).with_name("scenarios")
 
 _TOP_KEYS = ("name", "description", "slo_ms", "host", "service")
-_HOST_KEYS = ("gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta")
+_HOST_KEYS = ("gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta", "shared_cores")
 _SERVICE_KEYS = (
     "name", "share", "workers_per_gpu", "arrival", "pre", "gpu", "post", "slo_ms", "deadline_ms",
     "batching",
@@ -115,6 +115,8 @@ class Host:
     eta: tuple[float, ...] = (1.0,)
     """GPU throughput with k overlapping jobs is ``eta[k-1]`` (last value repeats); each of the
     k jobs progresses at ``eta(k) / k``."""
+    shared_cores: bool = False
+    """The GPUs are cores of the CPU pool (CPU executors): a running batch holds a core."""
 
     def to_core(self) -> dict[str, Any]:
         return {
@@ -123,6 +125,7 @@ class Host:
             "gpu_capacity": self.gpu_capacity,
             "semaphore": self.semaphore,
             "eta": list(self.eta),
+            "shared_cores": self.shared_cores,
         }
 
 
@@ -285,7 +288,10 @@ def _host(t: Table) -> Host:
             raise t.error(
                 f"eta[{k - 1}]", value, f"must be <= {k}: {k} jobs cannot run {value:g}x as fast"
             )
-    return Host(gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta))
+    shared = t.raw.get("shared_cores", False)
+    if not isinstance(shared, bool):
+        t.fail("shared_cores", "must be true or false")
+    return Host(gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared)
 
 
 def _service(t: Table, slo_ms: float, base_dir: Path) -> Service:
