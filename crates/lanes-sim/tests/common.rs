@@ -2,7 +2,7 @@
 
 #![allow(dead_code)]
 
-use lanes_sim::config::{Arrival, Cost, Dist, Host, Service};
+use lanes_sim::config::{Arrival, BatchingSpec, Cost, Dist, Host, Service};
 use lanes_sim::Scenario;
 
 pub fn cost(dist: Dist, mean_ms: f64, cv: f64) -> Cost {
@@ -34,6 +34,25 @@ fn service(
 
 /// The built-in `ocr` scenario (python/lanes/sim/scenarios/ocr.toml).
 pub fn ocr() -> Scenario {
+    let mut sc = ocr_unbatched();
+    let curves: [(u32, &[(u32, f64)]); 3] = [
+        (16, &[(4, 8.0), (16, 20.0)]),
+        (8, &[(8, 90.0)]),
+        (8, &[(8, 45.0)]),
+    ];
+    for (s, (max, curve)) in sc.services.iter_mut().zip(curves) {
+        s.batching = BatchingSpec {
+            max_batch_size: max,
+            batch_ms: curve.to_vec(),
+            ..BatchingSpec::default()
+        };
+    }
+    sc
+}
+
+/// `ocr` with batches of one: the worst case for the simulator's speed (one
+/// GPU job per request).
+pub fn ocr_unbatched() -> Scenario {
     Scenario {
         name: "ocr".into(),
         slo_ms: 150.0,

@@ -1,11 +1,13 @@
-//! The simulator end to end: determinism, queueing theory, and the modes.
+//! The simulator end to end: determinism, queueing theory, and the modes
+//! (on `ocr` without batching where a test reasons about one job per request;
+//! batching has its own tests in batching.rs).
 
 mod common;
 
 use lanes_sim::config::{Arrival, Dist, Mode};
 use lanes_sim::{capacity, simulate, simulate_points, Point};
 
-use common::{cost, ocr, single_server};
+use common::{cost, ocr, ocr_unbatched, single_server};
 
 fn mode(name: &str) -> Mode {
     name.parse().unwrap()
@@ -85,7 +87,7 @@ fn processor_sharing_is_mg1_ps() {
 
 #[test]
 fn load_sets_offered_rate_and_busy_time() {
-    let sc = ocr();
+    let sc = ocr_unbatched();
     let r = simulate(&sc, &mode("fifo"), 0.6, 1, 100_000).unwrap();
     let rate = 0.6 * 2.0 * 1000.0 / sc.mean_gpu_ms();
     assert!((r.offered_rps - rate).abs() < 1e-9);
@@ -107,7 +109,7 @@ fn load_sets_offered_rate_and_busy_time() {
 
 #[test]
 fn semaphore_loses_throughput_and_sjf_beats_independent() {
-    let sc = ocr();
+    let sc = ocr_unbatched();
     let at = |name: &str| simulate(&sc, &mode(name), 0.8, 1, 100_000).unwrap();
     let (ind, sem, sjf) = (at("independent"), at("semaphore"), at("sjf"));
     // The whole-request semaphore idles the GPU during CPU phases: it cannot
@@ -122,7 +124,7 @@ fn semaphore_loses_throughput_and_sjf_beats_independent() {
 
 #[test]
 fn deadlines_drop_work_in_every_mode() {
-    let mut sc = ocr();
+    let mut sc = ocr_unbatched();
     for s in &mut sc.services {
         s.deadline_ms = Some(40.0);
     }
@@ -135,19 +137,19 @@ fn deadlines_drop_work_in_every_mode() {
 
 #[test]
 fn trace_and_bursty_arrivals_run() {
-    let mut sc = ocr();
+    let mut sc = ocr_unbatched();
     sc.services[0].arrival = Arrival::Bursty { cv: 4.0 };
     sc.services[1].arrival = Arrival::Trace {
         times: vec![0.0, 0.1, 0.15, 0.4, 1.0],
     };
     let bursty = simulate(&sc, &mode("sjf"), 0.7, 1, 50_000).unwrap();
-    let smooth = simulate(&ocr(), &mode("sjf"), 0.7, 1, 50_000).unwrap();
+    let smooth = simulate(&ocr_unbatched(), &mode("sjf"), 0.7, 1, 50_000).unwrap();
     assert!(bursty.latency_ms.p99 > smooth.latency_ms.p99);
 }
 
 #[test]
 fn capacity_of_fifo_is_between_bounds() {
-    let sc = ocr();
+    let sc = ocr_unbatched();
     let c = capacity(&sc, &mode("fifo"), &[1, 2], 20_000).unwrap();
     assert!(c.every_service <= c.overall);
     assert!(c.overall > 0.5 && c.overall < 1.0, "{c:?}");
@@ -155,7 +157,7 @@ fn capacity_of_fifo_is_between_bounds() {
 
 #[test]
 fn bad_arguments_are_refused_with_codes() {
-    let sc = ocr();
+    let sc = ocr_unbatched();
     let e = simulate(&sc, &mode("fifo"), 0.0, 1, 1000).unwrap_err();
     assert_eq!(e.code(), "bad_argument");
     let e = simulate(&sc, &mode("fifo"), 0.5, 1, 10).unwrap_err();
@@ -163,7 +165,7 @@ fn bad_arguments_are_refused_with_codes() {
     let e = "lifo".parse::<Mode>().unwrap_err();
     assert_eq!(e.code(), "unknown_policy");
     assert!(e.to_string().contains("independent, semaphore"), "{e}");
-    let mut bad = ocr();
+    let mut bad = ocr_unbatched();
     bad.services[1].gpu.cv = -1.0;
     let e = bad.validate().unwrap_err();
     assert_eq!(e.code(), "scenario_invalid");
