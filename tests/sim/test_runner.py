@@ -135,4 +135,4 @@ def test_capacity(core) -> None:
     assert set(caps["fifo"]) == {"overall", "every_service"}
     for value in caps["fifo"].values():
         assert isinstance(value, float)
-        assert 0.0 <= value <= 1.0
+        assert 0.0 <= value <= 10.0  # ocr batches: loads above 1 are searched

@@ -61,7 +61,7 @@ def test_builtin_ocr_is_listed_and_normalises_to_the_core_dict() -> None:
     def phase(mean: float, cv: float) -> dict[str, object]:
         return {"dist": "lognormal", "mean_ms": mean, "cv": cv}
 
-    def service(name, share, workers, pre, gpu, gpu_cv, post):
+    def service(name, share, workers, pre, gpu, gpu_cv, post, batch, curve):
         return {
             "name": name,
             "share": share,
@@ -72,17 +72,30 @@ def test_builtin_ocr_is_listed_and_normalises_to_the_core_dict() -> None:
             "post": phase(post, 0.3),
             "slo_ms": 150.0,
             "deadline_ms": None,
+            "batching": {
+                "max_batch_size": batch,
+                "batch_timeout_micros": 0,
+                "num_batch_threads": None,
+                "batch_ms": curve,
+            },
         }
 
     core = Scenario.load("ocr").to_core()
     assert core == {
         "name": "ocr",
         "slo_ms": 150.0,
-        "host": {"gpus": 2, "cpu_cores": 8, "gpu_capacity": 1, "semaphore": 1, "eta": [1.0]},
+        "host": {
+            "gpus": 2,
+            "cpu_cores": 8,
+            "gpu_capacity": 1,
+            "semaphore": 1,
+            "eta": [1.0],
+            "shared_cores": False,
+        },
         "services": [
-            service("cnn", 0.60, 2, 2.0, 5.0, 0.3, 1.0),
-            service("rnn_zh", 0.25, 1, 3.0, 25.0, 0.5, 2.0),
-            service("rnn_en", 0.15, 1, 2.0, 12.0, 0.5, 1.0),
+            service("cnn", 0.60, 2, 2.0, 5.0, 0.3, 1.0, 16, [[4, 8.0], [16, 20.0]]),
+            service("rnn_zh", 0.25, 1, 3.0, 25.0, 0.5, 2.0, 8, [[8, 90.0]]),
+            service("rnn_en", 0.15, 1, 2.0, 12.0, 0.5, 1.0, 8, [[8, 45.0]]),
         ],
     }
     assert math.fsum(s["share"] for s in core["services"]) == pytest.approx(1.0, abs=1e-12)
@@ -91,7 +104,8 @@ def test_builtin_ocr_is_listed_and_normalises_to_the_core_dict() -> None:
 
 def test_core_dict_types() -> None:
     core = Scenario.load("ocr").to_core()
-    assert all(type(v) is int for k, v in core["host"].items() if k != "eta")
+    assert all(type(v) is int for k, v in core["host"].items() if k not in ("eta", "shared_cores"))
+    assert type(core["host"]["shared_cores"]) is bool
     assert all(type(x) is float for x in core["host"]["eta"])
     for s in core["services"]:
         assert type(s["share"]) is float
@@ -170,6 +184,7 @@ def test_all_optional_keys(tmp_path: Path) -> None:
         "gpu_capacity": 2,
         "semaphore": 3,
         "eta": [1.0, 1.3, 1.5],
+        "shared_cores": False,
     }
     a, b = scenario.to_core()["services"]
     assert a["gpu"] == {"dist": "exponential", "mean_ms": 5.0, "cv": 1.0}
@@ -440,6 +455,42 @@ MALFORMED = [
     ),
     ("toml syntax error", "gpus = 2", "gpus = ", ["TOML syntax error", "line 5"]),
     ("toml duplicate key", "gpus = 2", "gpus = 2\ngpus = 3", ["TOML syntax error"]),
+    (
+        "unknown batching key",
+        A_GPU,
+        A_GPU + "\nbatching = { max_batch = 8 }",
+        ["service[0].batching.max_batch = 8", "unknown key", "max_batch_size"],
+    ),
+    (
+        "batching max_batch_size 0",
+        A_GPU,
+        A_GPU + "\nbatching = { max_batch_size = 0 }",
+        ["service[0].batching.max_batch_size = 0", ">= 1 and <= 4096"],
+    ),
+    (
+        "batch_ms point below batch of one",
+        A_GPU,
+        A_GPU + "\nbatching = { max_batch_size = 8, batch_ms = [[4, 3]] }",
+        ["service[0].batching.batch_ms[0]", "not below the previous"],
+    ),
+    (
+        "batch_ms n not ascending",
+        A_GPU,
+        A_GPU + "\nbatching = { max_batch_size = 8, batch_ms = [[4, 9], [4, 10]] }",
+        ["service[0].batching.batch_ms[1]", "n > 1 ascending"],
+    ),
+    (
+        "batching not a table",
+        A_GPU,
+        A_GPU + "\nbatching = 8",
+        ["service[0].batching = 8", "must be a table"],
+    ),
+    (
+        "shared_cores not a bool",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = 1",
+        ["host.shared_cores = 1", "true or false"],
+    ),
 ]
 
 
@@ -499,3 +550,19 @@ def test_binary_file_is_refused(tmp_path: Path) -> None:
         Scenario.load(path)
     assert info.value.code == "scenario_invalid"
     assert "UTF-8" in info.value.message
+
+
+def test_batching_table_round_trips(tmp_path: Path) -> None:
+    text = edit(
+        A_GPU,
+        A_GPU + "\nbatching = { max_batch_size = 16, batch_timeout_micros = 500, "
+        "num_batch_threads = 2, batch_ms = [[4, 8], [16, 20.5]] }",
+    )
+    core = Scenario.load(write(tmp_path, text)).to_core()
+    assert core["services"][0]["batching"] == {
+        "max_batch_size": 16,
+        "batch_timeout_micros": 500,
+        "num_batch_threads": 2,
+        "batch_ms": [[4, 8.0], [16, 20.5]],
+    }
+    assert "batching" not in core["services"][1]  # absent: batches of one

@@ -46,9 +46,9 @@ pub const ALLOWED: &str = "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off], e
 
 /// `sjf`'s default aging rate α (cost-nanoseconds forgiven per nanosecond
 /// waited), chosen by simulation: docs/results/sim.md.
-pub const DEFAULT_SJF_ALPHA: f64 = 0.5;
+pub const DEFAULT_SJF_ALPHA: f64 = 4.0;
 /// `sjf`'s default slack margin, chosen by simulation: docs/results/sim.md.
-pub const DEFAULT_SJF_SLACK: Option<Nanos> = Some(40_000_000);
+pub const DEFAULT_SJF_SLACK: Option<Nanos> = Some(80_000_000);
 
 /// A scheduling policy. Parse one from its name with [`str::parse`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -192,9 +192,9 @@ mod tests {
             ("edf", "edf"),
             ("limit:3", "limit:3"),
             ("sjf", "sjf"),
-            ("sjf:alpha=0", "sjf:alpha=0,slack=40"),
+            ("sjf:alpha=0", "sjf:alpha=0,slack=80"),
             ("sjf:alpha=0.25,slack=off", "sjf:alpha=0.25,slack=off"),
-            ("sjf:slack=5", "sjf:alpha=0.5,slack=5"),
+            ("sjf:slack=5", "sjf:alpha=4,slack=5"),
         ];
         for (name, canonical) in cases {
             let p: Policy = name.parse().unwrap();
