@@ -68,7 +68,7 @@ def test_the_report_shows_the_headline_offline(sim_demo: tuple[Path, str]) -> No
     assert "<h2>Capacity at SLO</h2>" in page
     assert "vs independent" in page and "goodput vs independent at" in page
     assert not re.search(r"<(script|link|iframe)\b|https?://", page)
-    assert "capacity at SLO (>= 99 % within 150 ms; 7 bisection steps)" in printed
+    assert "capacity at SLO (>= 99 % within 150 ms; 10 bisection steps)" in printed
     sjf = next(line for line in printed.splitlines() if line.startswith("│ sjf"))
     assert re.search(r"│ +\d+ rps( \[\d+, \d+\])? +│ +\+\d+\.\d+ rps +│ +\d\.\d\d" + TIMES, sjf)
 
