@@ -96,7 +96,8 @@ class Scheduler:
         default_cost_ns: int = 1_000_000,
         ewma_weight: float = 0.1,
     ) -> Scheduler:
-        """``policy``: ``fifo``, ``limit:K``, ``sjf[:alpha=A,slack=MS|off]`` or ``edf``;
+        """``policy``: ``fifo``, ``limit:K``, ``sjf[:alpha=A,slack=MS|off]``,
+        ``fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS]`` or ``edf``;
         ``capacities``: jobs each device runs at once (device ids are the indices).
         Raises ``LanesError`` (``unknown_policy``, ``bad_policy_argument``, ``bad_device_count``,
         ``bad_capacity``, ``bad_argument``)."""

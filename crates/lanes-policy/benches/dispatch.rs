@@ -79,6 +79,8 @@ fn main() {
         ("sjf", 8, false),
         ("sjf", 8, true),
         ("limit:2", 8, true),
+        ("fair", 1, false),
+        ("fair", 8, true),
     ] {
         let h = bench(policy, devices, mixed);
         println!(

@@ -23,6 +23,7 @@ pub mod job;
 pub mod policy;
 mod queue;
 pub mod scheduler;
+mod share;
 
 pub use error::PolicyError;
 pub use estimator::{CostConfig, CostModel, Prior};

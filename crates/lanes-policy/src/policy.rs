@@ -5,6 +5,7 @@
 //! | `fifo` | arrival order; each device runs up to its capacity (1 by default) |
 //! | `limit:K` | arrival order; every device runs up to `K` jobs at once |
 //! | `sjf` | shortest estimated cost first, with aging and slack (below) |
+//! | `fair` | `sjf`, except that a model running ahead of its equal share of device time yields (below) |
 //! | `edf` | earliest deadline first; jobs that can no longer finish by their deadline are dropped |
 //!
 //! Every policy drops a job whose hard deadline has passed before it is
@@ -35,6 +36,43 @@
 //! priority would have saved it.
 //!
 //! Arguments: `sjf:alpha=A,slack=MS` (`slack` in milliseconds, or `off`).
+//!
+//! ## The `fair` rule
+//!
+//! `sjf` lets one model's burst delay every other model: its jobs age, become
+//! urgent, and take every device in turn. `fair` is `sjf` plus a per-model
+//! share of device time kept by deficit counters (the accounting is in
+//! `share.rs`):
+//!
+//! - **Shares.** A model is *active* while it has a job queued or running.
+//!   When a job finishes after holding its device for `h` (measured, not
+//!   estimated), every active model is credited `h / n` (`n` active models,
+//!   equal shares) and the job's model is debited `h`. A model's *deficit* is
+//!   thus the device time it was entitled to minus what it got; it is kept
+//!   within `±cap` and forgotten (reset to 0) whenever the model goes idle.
+//! - **Yield.** A model whose deficit is below `−threshold` is *ahead of its
+//!   share*. Its jobs lose the slack lift and go after every job of a model
+//!   that is not ahead; among themselves they keep the aging order. When
+//!   nothing else is eligible they still run: the scheduler stays work
+//!   conserving.
+//! - **No contention, no change.** While no model is ahead (one model alone is
+//!   never charged: it is credited all it runs), the order is exactly `sjf`'s.
+//!
+//! *Starvation bound.* While a job J of model m waits, m is active, so each
+//! `h` of device time another model completes credits m with at least `h/M`
+//! (`M` models); m's deficit is never below `−cap`, so m stays ahead for at
+//! most `M·(cap − threshold)` of other models' device time at a stretch. A new
+//! stretch needs one of m's own jobs to finish first, and between stretches J
+//! is ordered as under `sjf`, where the aging bound above applies. When all of
+//! m's jobs may use the same devices (the usual case), the m-jobs that run
+//! before J are those before it in aging order — finitely many — so J's wait
+//! is bounded. If m's jobs are pinned to different devices, m can stay ahead
+//! through jobs on other devices; J then waits only while models that are not
+//! ahead keep every device J may use busy — finite, like `sjf`'s bound,
+//! whenever the load on those devices is below 1.
+//!
+//! Arguments: `fair:alpha=A,slack=MS,threshold=MS,cap=MS` (`alpha` and
+//! `slack` as `sjf`; `threshold` >= 0 and < `cap`, in milliseconds).
 
 use std::fmt;
 use std::str::FromStr;
@@ -42,13 +80,21 @@ use std::str::FromStr;
 use crate::{Nanos, PolicyError, NANOS_PER_MS};
 
 /// The allowed policy names, for error messages.
-pub const ALLOWED: &str = "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off], edf";
+pub const ALLOWED: &str =
+    "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off], fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS], edf";
 
 /// `sjf`'s default aging rate α (cost-nanoseconds forgiven per nanosecond
 /// waited), chosen by simulation: docs/results/sim.md.
 pub const DEFAULT_SJF_ALPHA: f64 = 4.0;
 /// `sjf`'s default slack margin, chosen by simulation: docs/results/sim.md.
 pub const DEFAULT_SJF_SLACK: Option<Nanos> = Some(80_000_000);
+
+/// `fair`'s default threshold: how far (device time) a model may run ahead of
+/// its share before it yields. Chosen by simulation: docs/results/sim.md.
+pub const DEFAULT_FAIR_THRESHOLD: Nanos = 20_000_000;
+/// `fair`'s default cap on a deficit counter, either way: how much of a
+/// burst is remembered. Chosen by simulation: docs/results/sim.md.
+pub const DEFAULT_FAIR_CAP: Nanos = 200_000_000;
 
 /// A scheduling policy. Parse one from its name with [`str::parse`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -59,6 +105,15 @@ pub enum Policy {
     Limit(u32),
     /// Shortest first with aging rate `alpha` and an optional slack margin.
     Sjf { alpha: f64, slack: Option<Nanos> },
+    /// `sjf`, except that a model more than `threshold` of device time ahead
+    /// of its equal share yields to the other models (deficits kept within
+    /// `±cap`).
+    Fair {
+        alpha: f64,
+        slack: Option<Nanos>,
+        threshold: Nanos,
+        cap: Nanos,
+    },
     /// Earliest deadline first, dropping jobs that cannot finish in time.
     Edf,
 }
@@ -69,6 +124,24 @@ impl Policy {
         Self::Sjf {
             alpha: DEFAULT_SJF_ALPHA,
             slack: DEFAULT_SJF_SLACK,
+        }
+    }
+
+    /// `fair` with the default aging, slack, threshold and cap.
+    pub fn fair() -> Self {
+        Self::Fair {
+            alpha: DEFAULT_SJF_ALPHA,
+            slack: DEFAULT_SJF_SLACK,
+            threshold: DEFAULT_FAIR_THRESHOLD,
+            cap: DEFAULT_FAIR_CAP,
+        }
+    }
+
+    /// `sjf`'s aging rate and slack margin, for `sjf` and `fair`.
+    pub(crate) fn shortest_first(&self) -> Option<(f64, Option<Nanos>)> {
+        match *self {
+            Self::Sjf { alpha, slack } | Self::Fair { alpha, slack, .. } => Some((alpha, slack)),
+            _ => None,
         }
     }
 
@@ -91,19 +164,37 @@ fn bad(policy: &str, key: &str, value: &str, allowed: &str) -> PolicyError {
     }
 }
 
-fn parse_sjf(name: &str, args: &str) -> Result<Policy, PolicyError> {
+fn milliseconds(name: &str, key: &str, value: &str) -> Result<Nanos, PolicyError> {
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|ms| ms.is_finite() && *ms >= 0.0)
+        .map(|ms| (ms * NANOS_PER_MS) as Nanos)
+        .ok_or_else(|| bad(name, key, value, "must be milliseconds >= 0"))
+}
+
+/// `sjf:KEY=VALUE,...` and `fair:KEY=VALUE,...`; `fair` alone takes
+/// `threshold` and `cap`.
+fn parse_shortest_first(name: &str, fair: bool, args: &str) -> Result<Policy, PolicyError> {
     let (mut alpha, mut slack) = (DEFAULT_SJF_ALPHA, DEFAULT_SJF_SLACK);
+    let (mut threshold, mut cap) = (DEFAULT_FAIR_THRESHOLD, DEFAULT_FAIR_CAP);
+    let keys = if fair {
+        "alpha, slack, threshold, cap"
+    } else {
+        "alpha, slack"
+    };
     for pair in args.split(',') {
         let Some((key, value)) = pair.split_once('=') else {
             return Err(bad(
                 name,
                 "argument",
                 pair,
-                "expected KEY=VALUE with KEY alpha or slack",
+                &format!("expected KEY=VALUE with KEY one of {keys}"),
             ));
         };
-        match key.trim() {
-            "alpha" => {
+        match (key.trim(), fair) {
+            ("alpha", _) => {
                 alpha = value
                     .trim()
                     .parse::<f64>()
@@ -111,24 +202,44 @@ fn parse_sjf(name: &str, args: &str) -> Result<Policy, PolicyError> {
                     .filter(|a| a.is_finite() && *a >= 0.0)
                     .ok_or_else(|| bad(name, "alpha", value, "must be a number >= 0"))?;
             }
-            "slack" => {
+            ("slack", _) => {
                 slack = match value.trim() {
                     "off" | "none" => None,
-                    v => Some(
-                        v.parse::<f64>()
-                            .ok()
-                            .filter(|s| s.is_finite() && *s >= 0.0)
-                            .map(|ms| (ms * NANOS_PER_MS) as Nanos)
-                            .ok_or_else(|| {
-                                bad(name, "slack", value, "must be milliseconds >= 0 or off")
-                            })?,
-                    ),
+                    v => Some(milliseconds(name, "slack", v).map_err(|_| {
+                        bad(name, "slack", value, "must be milliseconds >= 0 or off")
+                    })?),
                 };
             }
-            other => return Err(bad(name, "argument", other, "allowed are alpha, slack")),
+            ("threshold", true) => threshold = milliseconds(name, "threshold", value)?,
+            ("cap", true) => {
+                cap = milliseconds(name, "cap", value)?;
+                if cap == 0 {
+                    return Err(bad(name, "cap", value, "must be milliseconds > 0"));
+                }
+            }
+            (other, _) => {
+                return Err(bad(name, "argument", other, &format!("allowed are {keys}")));
+            }
         }
     }
-    Ok(Policy::Sjf { alpha, slack })
+    if !fair {
+        return Ok(Policy::Sjf { alpha, slack });
+    }
+    if threshold >= cap {
+        let value = format!("{}", threshold as f64 / NANOS_PER_MS);
+        return Err(bad(
+            name,
+            "threshold",
+            &value,
+            "must be less than cap (a deficit never goes below -cap)",
+        ));
+    }
+    Ok(Policy::Fair {
+        alpha,
+        slack,
+        threshold,
+        cap,
+    })
 }
 
 impl FromStr for Policy {
@@ -143,7 +254,9 @@ impl FromStr for Policy {
             ("fifo", None) => Ok(Self::Fifo),
             ("edf", None) => Ok(Self::Edf),
             ("sjf", None) => Ok(Self::sjf()),
-            ("sjf", Some(a)) => parse_sjf(name, a),
+            ("sjf", Some(a)) => parse_shortest_first(name, false, a),
+            ("fair", None) => Ok(Self::fair()),
+            ("fair", Some(a)) => parse_shortest_first(name, true, a),
             ("limit", Some(k)) => k
                 .parse::<u32>()
                 .ok()
@@ -171,13 +284,40 @@ impl fmt::Display for Policy {
                 if *alpha == DEFAULT_SJF_ALPHA && *slack == DEFAULT_SJF_SLACK {
                     return f.write_str("sjf");
                 }
-                write!(f, "sjf:alpha={alpha}")?;
-                match slack {
-                    None => f.write_str(",slack=off"),
-                    Some(ns) => write!(f, ",slack={}", *ns as f64 / NANOS_PER_MS),
+                write!(f, "sjf:")?;
+                write_shortest_first(f, *alpha, *slack)
+            }
+            Self::Fair {
+                alpha,
+                slack,
+                threshold,
+                cap,
+            } => {
+                if *self == Self::fair() {
+                    return f.write_str("fair");
                 }
+                write!(f, "fair:")?;
+                write_shortest_first(f, *alpha, *slack)?;
+                write!(
+                    f,
+                    ",threshold={},cap={}",
+                    *threshold as f64 / NANOS_PER_MS,
+                    *cap as f64 / NANOS_PER_MS
+                )
             }
         }
+    }
+}
+
+fn write_shortest_first(
+    f: &mut fmt::Formatter<'_>,
+    alpha: f64,
+    slack: Option<Nanos>,
+) -> fmt::Result {
+    write!(f, "alpha={alpha}")?;
+    match slack {
+        None => f.write_str(",slack=off"),
+        Some(ns) => write!(f, ",slack={}", ns as f64 / NANOS_PER_MS),
     }
 }
 
@@ -195,12 +335,32 @@ mod tests {
             ("sjf:alpha=0", "sjf:alpha=0,slack=80"),
             ("sjf:alpha=0.25,slack=off", "sjf:alpha=0.25,slack=off"),
             ("sjf:slack=5", "sjf:alpha=4,slack=5"),
+            ("fair", "fair"),
+            (
+                "fair:alpha=1,slack=5,threshold=5",
+                "fair:alpha=1,slack=5,threshold=5,cap=200",
+            ),
+            (
+                "fair:slack=off,cap=1000,alpha=0",
+                "fair:alpha=0,slack=off,threshold=20,cap=1000",
+            ),
         ];
         for (name, canonical) in cases {
             let p: Policy = name.parse().unwrap();
             assert_eq!(p.to_string(), canonical, "{name}");
             assert_eq!(canonical.parse::<Policy>().unwrap(), p, "{name}");
         }
+        // `fair` spelled out with every default is `fair` (it shares `sjf`'s
+        // alpha and slack).
+        let slack = DEFAULT_SJF_SLACK.map_or("off".to_string(), |ns| {
+            (ns as f64 / NANOS_PER_MS).to_string()
+        });
+        let long = format!(
+            "fair:alpha={DEFAULT_SJF_ALPHA},slack={slack},threshold={},cap={}",
+            DEFAULT_FAIR_THRESHOLD as f64 / NANOS_PER_MS,
+            DEFAULT_FAIR_CAP as f64 / NANOS_PER_MS
+        );
+        assert_eq!(long.parse::<Policy>().unwrap().to_string(), "fair");
     }
 
     #[test]
@@ -214,6 +374,14 @@ mod tests {
             ("sjf:beta=1", "bad_policy_argument", "alpha, slack"),
             ("sjf:slack=soon", "bad_policy_argument", "'soon'"),
             ("fifo:2", "bad_policy_argument", "takes none"),
+            ("sjf:threshold=5", "bad_policy_argument", "alpha, slack"),
+            ("fair:weight=2", "bad_policy_argument", "threshold, cap"),
+            ("fair:threshold=-1", "bad_policy_argument", "'-1'"),
+            ("fair:cap=0", "bad_policy_argument", "> 0"),
+            ("fair:cap=soon", "bad_policy_argument", "'soon'"),
+            ("fair:threshold=300", "bad_policy_argument", "less than cap"),
+            ("fair:threshold", "bad_policy_argument", "KEY=VALUE"),
+            ("fiar", "unknown_policy", "fair["),
         ];
         for (name, code, fragment) in cases {
             let err = name.parse::<Policy>().unwrap_err();

@@ -2,13 +2,14 @@
 //!
 //! Jobs live in a slab; heaps hold `(key, seq, slot, generation)` entries and
 //! removal is lazy (an entry whose slot generation moved on is skipped when it
-//! surfaces). Jobs are grouped by their eligible device set, so finding the
-//! best job for a set of free devices peeks one heap top per group — there are
-//! as many groups as distinct eligibility sets (usually one or a few), not jobs.
+//! surfaces). Jobs are grouped by their eligible device set (and under `fair`
+//! also by model), so finding the best job for a set of free devices peeks one
+//! heap top per group — there are as many groups as distinct eligibility sets
+//! (times models, under `fair`), usually a few, not jobs.
 //!
 //! Keys are static, so every operation is O(log n):
-//! - order key: `fifo`/`limit` arrival; `sjf` `cost + α·arrival`; `edf` deadline;
-//! - urgency key (`sjf` with slack, jobs with a target): latest start `target − cost`
+//! - order key: `fifo`/`limit` arrival; `sjf`/`fair` `cost + α·arrival`; `edf` deadline;
+//! - urgency key (`sjf`/`fair` with slack, jobs with a target): latest start `target − cost`
 //!   (an entry leaves for good once `now` passes it);
 //! - drop key (jobs with a deadline): the last instant the job may still be
 //!   dispatched — `deadline`, or `deadline − cost` under `edf`.
@@ -18,7 +19,8 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::FxHashMap;
 
-use crate::{DeviceSet, Job, JobId, Nanos, Policy};
+use crate::share::Shares;
+use crate::{DeviceSet, Job, JobId, ModelId, Nanos, Policy};
 
 /// A heap entry: smallest key first, then submission order.
 type Entry = Reverse<(u64, u64, u32, u32)>;
@@ -26,12 +28,15 @@ type Entry = Reverse<(u64, u64, u32, u32)>;
 #[derive(Debug)]
 struct Slot {
     generation: u32,
+    group: u32,
     job: Option<Job>,
 }
 
 #[derive(Debug)]
 struct Group {
     devices: DeviceSet,
+    /// Under `fair`, the model's slot in [`Shares`]; otherwise 0 for all.
+    share: u32,
     live: usize,
     order: BinaryHeap<Entry>,
     urgent: BinaryHeap<Entry>,
@@ -42,6 +47,8 @@ struct Group {
 pub(crate) enum Class {
     Urgent = 0,
     Normal = 1,
+    /// (`fair`) a job of a model ahead of its share.
+    Yielding = 2,
 }
 
 /// The best job a group offers right now.
@@ -63,6 +70,8 @@ pub(crate) struct ReadyQueue {
     groups: Vec<Group>,
     expiry: BinaryHeap<Entry>,
     seq: u64,
+    /// `fair` only: per-model deficit counters.
+    shares: Option<Shares>,
 }
 
 impl ReadyQueue {
@@ -75,7 +84,24 @@ impl ReadyQueue {
             groups: Vec::new(),
             expiry: BinaryHeap::new(),
             seq: 0,
+            shares: match policy {
+                Policy::Fair { threshold, cap, .. } => Some(Shares::new(threshold, cap)),
+                _ => None,
+            },
         }
+    }
+
+    /// A job of `model` finished after holding its slot for `held`.
+    pub fn finished(&mut self, model: ModelId, held: Nanos) {
+        if let Some(shares) = &mut self.shares {
+            shares.finished(model, held);
+        }
+    }
+
+    /// (`fair`) the deficit of `model`: device time owed (> 0) or taken
+    /// beyond its share (< 0).
+    pub fn deficit(&self, model: ModelId) -> Option<i64> {
+        self.shares.as_ref().map(|s| s.deficit(model))
     }
 
     pub fn len(&self) -> usize {
@@ -91,7 +117,9 @@ impl ReadyQueue {
             Policy::Fifo | Policy::Limit(_) => job.arrival,
             Policy::Edf => job.deadline.unwrap_or(u64::MAX),
             // Non-negative finite floats order like their bit patterns.
-            Policy::Sjf { alpha, .. } => (job.cost as f64 + alpha * job.arrival as f64).to_bits(),
+            Policy::Sjf { alpha, .. } | Policy::Fair { alpha, .. } => {
+                (job.cost as f64 + alpha * job.arrival as f64).to_bits()
+            }
         }
     }
 
@@ -110,6 +138,7 @@ impl ReadyQueue {
             None => {
                 self.slots.push(Slot {
                     generation: 0,
+                    group: 0,
                     job: None,
                 });
                 (self.slots.len() - 1) as u32
@@ -119,18 +148,30 @@ impl ReadyQueue {
         self.seq += 1;
         let seq = self.seq;
         let order = self.order_key(&job);
-        let urgent = match (self.policy, job.target) {
-            (Policy::Sjf { slack: Some(_), .. }, Some(t)) => Some(t.saturating_sub(job.cost)),
+        let urgent = match (self.policy.shortest_first(), job.target) {
+            (Some((_, Some(_))), Some(t)) => Some(t.saturating_sub(job.cost)),
             _ => None,
         };
         if let Some(at) = self.drop_key(&job) {
             self.expiry.push(Reverse((at, seq, slot, generation)));
         }
-        let g = match self.groups.iter().position(|g| g.devices == job.devices) {
+        let share = match &mut self.shares {
+            Some(shares) => {
+                shares.queued(job.model);
+                shares.slot(job.model)
+            }
+            None => 0,
+        };
+        let found = self
+            .groups
+            .iter()
+            .position(|g| g.devices == job.devices && g.share == share);
+        let g = match found {
             Some(g) => g,
             None => {
                 self.groups.push(Group {
                     devices: job.devices,
+                    share,
                     live: 0,
                     order: BinaryHeap::new(),
                     urgent: BinaryHeap::new(),
@@ -147,19 +188,44 @@ impl ReadyQueue {
                 .push(Reverse((latest_start, seq, slot, generation)));
         }
         self.index.insert(job.id, slot);
-        self.slots[slot as usize].job = Some(job);
+        let s = &mut self.slots[slot as usize];
+        s.group = g as u32;
+        s.job = Some(job);
     }
 
-    /// Removes the job in `slot` and returns it.
-    pub fn take(&mut self, slot: u32) -> Job {
+    /// (`fair`) forgets the deficits of models that went idle; call before
+    /// choosing.
+    pub fn settle(&mut self) {
+        if let Some(shares) = &mut self.shares {
+            shares.settle();
+        }
+    }
+
+    /// Removes the job in `slot` to run it now.
+    pub fn start(&mut self, slot: u32) -> Job {
+        let job = self.remove(slot);
+        if let Some(shares) = &mut self.shares {
+            shares.started(job.model);
+        }
+        job
+    }
+
+    /// Removes the job in `slot` for good (dropped or cancelled).
+    fn take(&mut self, slot: u32) -> Job {
+        let job = self.remove(slot);
+        if let Some(shares) = &mut self.shares {
+            shares.unqueued(job.model);
+        }
+        job
+    }
+
+    fn remove(&mut self, slot: u32) -> Job {
         let s = &mut self.slots[slot as usize];
         let job = s.job.take().expect("take: slot holds a live job");
         s.generation = s.generation.wrapping_add(1);
         self.free.push(slot);
         self.index.remove(&job.id);
-        if let Some(g) = self.groups.iter_mut().find(|g| g.devices == job.devices) {
-            g.live -= 1;
-        }
+        self.groups[s.group as usize].live -= 1;
         job
     }
 
@@ -191,21 +257,22 @@ impl ReadyQueue {
 
     /// The best job eligible for at least one device in `free`, if any.
     ///
-    /// Urgent jobs (slack at most the margin) beat normal ones; within a class
-    /// the smaller key wins, then the earlier submission.
+    /// Urgent jobs (slack at most the margin) beat normal ones, and normal
+    /// ones beat those of a model ahead of its share (`fair`; such jobs are
+    /// never urgent); within a class the smaller key wins, then the earlier
+    /// submission.
     pub fn best(&mut self, free: DeviceSet, now: Nanos) -> Option<Candidate> {
-        let margin = match self.policy {
-            Policy::Sjf { slack: Some(m), .. } => Some(m),
-            _ => None,
-        };
+        let margin = self.policy.shortest_first().and_then(|(_, slack)| slack);
         let slots = &self.slots;
+        let shares = self.shares.as_ref();
         let mut best: Option<Candidate> = None;
         for group in &mut self.groups {
             if group.live == 0 || group.devices.intersect(free).is_empty() {
                 continue;
             }
+            let yielding = shares.is_some_and(|s| s.ahead(group.share));
             let mut candidate = None;
-            if let Some(margin) = margin {
+            if let (Some(margin), false) = (margin, yielding) {
                 // Entries past their latest start can no longer make their
                 // target: they leave the urgent heap for good (the job stays
                 // in the order heap, where aging still bounds its wait).
@@ -224,7 +291,12 @@ impl ReadyQueue {
                 while let Some(top) = group.order.peek() {
                     if Self::is_live(slots, top) {
                         let Reverse((key, seq, slot, _)) = *top;
-                        candidate = Some((Class::Normal, (key, seq), slot));
+                        let class = if yielding {
+                            Class::Yielding
+                        } else {
+                            Class::Normal
+                        };
+                        candidate = Some((class, (key, seq), slot));
                         break;
                     }
                     group.order.pop();

@@ -12,11 +12,15 @@
 //!
 //! **Deadlines.** Before choosing, jobs past their drop instant are removed and
 //! reported as [`Decision::Drop`]; they are never dispatched.
+//!
+//! **Shares** (`fair`). [`Scheduler::complete`] charges the job's measured run
+//! time (`now − started`) to its model's deficit counter; the policy reads the
+//! counters at the next dispatch (rule: [`crate::policy`]).
 
 use rustc_hash::FxHashMap;
 
 use crate::queue::ReadyQueue;
-use crate::{DeviceId, DeviceSet, Job, JobId, Nanos, Policy, PolicyError};
+use crate::{DeviceId, DeviceSet, Job, JobId, ModelId, Nanos, Policy, PolicyError};
 
 /// A device as configured: how many jobs it runs at once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,7 +72,10 @@ struct Device {
 
 #[derive(Debug, Clone, Copy)]
 struct Running {
-    device: DeviceId,
+    /// A [`DeviceId`] (at most 64 devices), kept small with the model so an
+    /// entry stays 16 bytes.
+    device: u32,
+    model: ModelId,
     started: Nanos,
 }
 
@@ -159,6 +166,12 @@ impl Scheduler {
             }
     }
 
+    /// (`fair`) device time `model` is owed (> 0) or has taken beyond its
+    /// share (< 0), in ns; `None` under other policies.
+    pub fn deficit(&self, model: ModelId) -> Option<i64> {
+        self.queue.deficit(model)
+    }
+
     /// Queues a job. Its eligible set is narrowed to existing devices; a job
     /// left with none, or whose id is queued or running, is refused.
     pub fn submit(&mut self, mut job: Job) -> Result<(), PolicyError> {
@@ -191,13 +204,14 @@ impl Scheduler {
         while let Some(job) = self.queue.pop_expired(now) {
             out.push(Decision::Drop { job, reason });
         }
+        self.queue.settle();
         while !self.free.is_empty() && self.queue.len() > 0 {
             let Some(candidate) = self.queue.best(self.free, now) else {
                 break;
             };
             let device = self.pick_device(candidate.devices.intersect(self.free), now);
-            let job = self.queue.take(candidate.slot);
-            self.start(job.id, device, now);
+            let job = self.queue.start(candidate.slot);
+            self.start(&job, device, now);
             out.push(Decision::Run { job, device });
         }
     }
@@ -210,7 +224,7 @@ impl Scheduler {
             .expect("pick_device: at least one free eligible device")
     }
 
-    fn start(&mut self, id: JobId, device: DeviceId, now: Nanos) {
+    fn start(&mut self, job: &Job, device: DeviceId, now: Nanos) {
         let d = &mut self.devices[device];
         if d.running == 0 {
             d.busy_since = now;
@@ -220,9 +234,10 @@ impl Scheduler {
             self.free.0 &= !(1u64 << device);
         }
         self.running.insert(
-            id,
+            job.id,
             Running {
-                device,
+                device: device as u32,
+                model: job.model,
                 started: now,
             },
         );
@@ -235,14 +250,15 @@ impl Scheduler {
             .running
             .remove(&id)
             .ok_or(PolicyError::NotRunning { job: id })?;
-        let d = &mut self.devices[r.device];
+        let d = &mut self.devices[r.device as usize];
         d.running -= 1;
         if d.running == 0 {
             d.busy += now.saturating_sub(d.busy_since);
         }
         self.free.0 |= 1u64 << r.device;
+        self.queue.finished(r.model, now.saturating_sub(r.started));
         Ok(Completed {
-            device: r.device,
+            device: r.device as DeviceId,
             started: r.started,
             held: now.saturating_sub(r.started),
         })
@@ -252,3 +268,7 @@ impl Scheduler {
 #[cfg(test)]
 #[path = "scheduler_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "fair_tests.rs"]
+mod fair_tests;

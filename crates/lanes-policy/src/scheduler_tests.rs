@@ -124,22 +124,31 @@ fn aging_bounds_a_long_jobs_wait() {
         long_job_start("sjf:alpha=0,slack=off", long, short, 100_000),
         None
     );
-    for alpha in [0.25, 0.5, 1.0, 4.0] {
-        let start = long_job_start(
-            &format!("sjf:alpha={alpha},slack=off"),
-            long,
-            short,
-            100_000,
-        )
-        .expect("aging: the long job runs");
+    // `fair` keeps the bound: with a 20 ms threshold these ns-scale jobs never
+    // get a model ahead (pure sjf); with threshold 0 and cap 100 ns the stream
+    // of shorts gets ahead and yields, so the long job runs sooner.
+    for (policy, alpha) in [0.25, 0.5, 1.0, 4.0].into_iter().flat_map(|alpha| {
+        [
+            format!("sjf:alpha={alpha},slack=off"),
+            format!("fair:alpha={alpha},slack=off"),
+            format!("fair:alpha={alpha},slack=off,threshold=0,cap=0.0001"),
+        ]
+        .map(|p| (p, alpha))
+    }) {
+        let start = long_job_start(&policy, long, short, 100_000)
+            .unwrap_or_else(|| panic!("{policy}: aging, the long job runs"));
         // Bound from the policy docs: jobs queued at its arrival (one short)
         // plus those arriving within long/alpha, each taking `short`.
         let window = (long as f64 / alpha) as Nanos;
         let bound = short + (window / short + 1) * short;
         assert!(
             start <= bound,
-            "alpha={alpha}: started at {start}, bound {bound}"
+            "{policy}: started at {start}, bound {bound}"
         );
+        if policy.contains("threshold=0") {
+            // The first short to finish puts the shorts' model ahead.
+            assert_eq!(start, short, "{policy}");
+        }
     }
 }
 
@@ -225,7 +234,17 @@ fn work_conserving_under_random_load() {
         DeviceSpec { capacity: 1 },
         DeviceSpec { capacity: 1 },
     ];
-    for policy in ["fifo", "limit:2", "sjf", "sjf:alpha=0,slack=off", "edf"] {
+    for policy in [
+        "fifo",
+        "limit:2",
+        "sjf",
+        "sjf:alpha=0,slack=off",
+        "edf",
+        "fair",
+        // ns-scale jobs: a tiny threshold and cap make models yield often.
+        "fair:threshold=0,cap=0.0001",
+        "fair:alpha=0,slack=off,threshold=0.00001,cap=0.0002",
+    ] {
         let mut s = Scheduler::new(policy.parse().unwrap(), &specs).unwrap();
         let mut queued: Vec<Job> = Vec::new();
         let mut running: Vec<(Nanos, JobId)> = Vec::new();

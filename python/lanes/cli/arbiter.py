@@ -81,7 +81,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--policy",
         default="sjf",
         metavar="NAME",
-        help="fifo, limit:K, sjf[:alpha=A,slack=MS|off], edf (default sjf)",
+        help="fifo, limit:K, sjf[:alpha=A,slack=MS|off], fair[:...,threshold=MS,cap=MS], edf "
+        "(default sjf)",
     )
     p.add_argument(
         "--max-hold",

@@ -24,7 +24,10 @@ else:
 CONFIG_INVALID = "config_invalid"
 """A ``--config`` file that cannot be read, is not TOML, or has an unknown key."""
 
-POLICIES = "independent, fifo, limit:K, sjf[:alpha=A,slack=MS|off], edf"
+POLICIES = (
+    "independent, fifo, limit:K, sjf[:alpha=A,slack=MS|off], "
+    "fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS], edf"
+)
 
 
 @dataclass(frozen=True)
