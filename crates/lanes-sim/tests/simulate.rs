@@ -110,8 +110,7 @@ fn load_sets_offered_rate_and_busy_time() {
 #[test]
 fn semaphore_loses_throughput_and_sjf_beats_independent() {
     let sc = ocr_unbatched();
-    let at = |name: &str| simulate(&sc, &mode(name), 0.8, 1, 100_000).unwrap();
-    let (ind, sem, sjf) = (at("independent"), at("semaphore"), at("sjf"));
+    let sem = simulate(&sc, &mode("semaphore"), 0.8, 1, 100_000).unwrap();
     // The whole-request semaphore idles the GPU during CPU phases: it cannot
     // carry load 0.8 (its queue grows), so its throughput falls short.
     assert!(
@@ -119,7 +118,16 @@ fn semaphore_loses_throughput_and_sjf_beats_independent() {
         "{}",
         sem.throughput_rps
     );
-    assert!(sjf.latency_ms.mean < ind.latency_ms.mean);
+    // On the batched host, serialised batches beat overlapping ones.
+    let sc = ocr();
+    let at = |name: &str| simulate(&sc, &mode(name), 0.8, 1, 100_000).unwrap();
+    let (ind, sjf) = (at("independent"), at("sjf"));
+    assert!(
+        sjf.latency_ms.mean < 0.9 * ind.latency_ms.mean,
+        "{} vs {}",
+        sjf.latency_ms.mean,
+        ind.latency_ms.mean
+    );
 }
 
 #[test]
