@@ -6,6 +6,7 @@
 //! | `limit:K` | arrival order; every device runs up to `K` jobs at once |
 //! | `sjf` | shortest estimated cost first, with aging and slack (below) |
 //! | `fair` | `sjf`, except that a model running ahead of its equal share of device time yields (below) |
+//! | `lanes` | `sjf`, plus a fast lane: one extra slot per device that only short jobs may take, beside a long job (below) |
 //! | `edf` | earliest deadline first; jobs that can no longer finish by their deadline are dropped |
 //!
 //! Every policy drops a job whose hard deadline has passed before it is
@@ -73,6 +74,45 @@
 //!
 //! Arguments: `fair:alpha=A,slack=MS,threshold=MS,cap=MS` (`alpha` and
 //! `slack` as `sjf`; `threshold` >= 0 and < `cap`, in milliseconds).
+//!
+//! ## The `lanes` rule (fast lane)
+//!
+//! A device runs one job at a time and nothing preempts, so under `sjf` a
+//! short job that arrives while every device runs a long one waits for a
+//! whole long job. `lanes` gives every device, beside its regular slots
+//! (its capacity, 1 by default), one **fast slot** that only short jobs use
+//! (trucks keep to the slow lane so cars can use the fast one):
+//!
+//! - **Short and long.** A job is *short* when its estimated cost is at most
+//!   `fast`, *long* otherwise. The test uses the cost the job was submitted
+//!   with; it never changes while the job waits or runs.
+//! - **Regular slots** are filled exactly as under `sjf`: at each dispatch the
+//!   best job in `sjf` order (aging and slack) eligible for a device with a
+//!   free regular slot takes one, long or short.
+//! - **The fast slot** of a device is *open* when all its regular slots are
+//!   taken, at least one of them by a long job, and no job holds its fast
+//!   slot. Once no regular slot can take a job, the best *short* job in aging
+//!   order (`cost + α·arrival`; slack does not reorder the fast lane)
+//!   eligible for an open fast slot starts there, overlapping the long job.
+//!   Long jobs never take a fast slot; a device runs at most one fast job at
+//!   a time. A fast job keeps its slot until it ends, even if the long job
+//!   ends first (the freed regular slot takes the next job as usual).
+//! - **Device choice.** Among open fast slots the scheduler's usual rule
+//!   applies (fewest running jobs, least busy time, lowest index).
+//! - **Work conserving.** A job never waits while a device it may use has a
+//!   free regular slot or, for a short job, an open fast slot.
+//! - **No short jobs, no change.** A job that is never short is ordered and
+//!   placed exactly as under `sjf`, so without short jobs `lanes` is `sjf`.
+//!
+//! *Cost of the overlap.* On a device that shares its throughput between
+//! overlapping jobs, the long job is slowed by at most the fast job's own
+//! work (at most `fast`) per fast job; one fast job at a time bounds the
+//! slowdown of any long job to `fast` per fast job that overlaps it. The
+//! `sjf` aging bound holds for regular slots unchanged: fast jobs take no
+//! regular slot.
+//!
+//! Arguments: `lanes:alpha=A,slack=MS,fast=MS` (`alpha` and `slack` as
+//! `sjf`; `fast` > 0, in milliseconds).
 
 use std::fmt;
 use std::str::FromStr;
@@ -81,7 +121,7 @@ use crate::{Nanos, PolicyError, NANOS_PER_MS};
 
 /// The allowed policy names, for error messages.
 pub const ALLOWED: &str =
-    "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off], fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS], edf";
+    "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off], fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS], lanes[:alpha=A,slack=MS|off,fast=MS], edf";
 
 /// `sjf`'s default aging rate α (cost-nanoseconds forgiven per nanosecond
 /// waited), chosen by simulation: docs/results/sim.md.
@@ -96,6 +136,11 @@ pub const DEFAULT_FAIR_THRESHOLD: Nanos = 20_000_000;
 /// burst is remembered. Chosen by simulation: docs/results/sim.md.
 pub const DEFAULT_FAIR_CAP: Nanos = 200_000_000;
 
+/// `lanes`' default fast-lane threshold: a job estimated to cost at most this
+/// is short and may take a device's fast slot. Chosen by simulation:
+/// docs/results/sim.md.
+pub const DEFAULT_LANES_FAST: Nanos = 20_000_000;
+
 /// A scheduling policy. Parse one from its name with [`str::parse`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum Policy {
@@ -107,12 +152,20 @@ pub enum Policy {
     Sjf { alpha: f64, slack: Option<Nanos> },
     /// `sjf`, except that a model more than `threshold` of device time ahead
     /// of its equal share yields to the other models (deficits kept within
-    /// `±cap`).
+    /// `±cap`); with `fast`, also `lanes`' fast slot per device.
     Fair {
         alpha: f64,
         slack: Option<Nanos>,
         threshold: Nanos,
         cap: Nanos,
+        fast: Option<Nanos>,
+    },
+    /// `sjf` on the regular slots, plus one fast slot per device that a job
+    /// of estimated cost at most `fast` may take beside a long job.
+    Lanes {
+        alpha: f64,
+        slack: Option<Nanos>,
+        fast: Nanos,
     },
     /// Earliest deadline first, dropping jobs that cannot finish in time.
     Edf,
@@ -134,15 +187,43 @@ impl Policy {
             slack: DEFAULT_SJF_SLACK,
             threshold: DEFAULT_FAIR_THRESHOLD,
             cap: DEFAULT_FAIR_CAP,
+            fast: None,
         }
     }
 
-    /// `sjf`'s aging rate and slack margin, for `sjf` and `fair`.
+    /// `lanes` with the default aging, slack and fast threshold.
+    pub fn lanes() -> Self {
+        Self::Lanes {
+            alpha: DEFAULT_SJF_ALPHA,
+            slack: DEFAULT_SJF_SLACK,
+            fast: DEFAULT_LANES_FAST,
+        }
+    }
+
+    /// `sjf`'s aging rate and slack margin, for `sjf`, `fair` and `lanes`.
     pub(crate) fn shortest_first(&self) -> Option<(f64, Option<Nanos>)> {
         match *self {
-            Self::Sjf { alpha, slack } | Self::Fair { alpha, slack, .. } => Some((alpha, slack)),
+            Self::Sjf { alpha, slack }
+            | Self::Fair { alpha, slack, .. }
+            | Self::Lanes { alpha, slack, .. } => Some((alpha, slack)),
             _ => None,
         }
+    }
+
+    /// (`lanes`) the largest estimated cost of a short job, which may take a
+    /// device's fast slot; `None` under other policies.
+    pub fn fast_lane(&self) -> Option<Nanos> {
+        match *self {
+            Self::Lanes { fast, .. } => Some(fast),
+            Self::Fair { fast, .. } => fast,
+            _ => None,
+        }
+    }
+
+    /// Fast slots per device under this policy (1 under `lanes`, else 0): a
+    /// driver that sizes per-model concurrency by device slots adds these.
+    pub fn fast_slots(&self) -> u32 {
+        u32::from(self.fast_lane().is_some())
     }
 
     /// Jobs a device may run at once under this policy, given its configured
@@ -174,15 +255,27 @@ fn milliseconds(name: &str, key: &str, value: &str) -> Result<Nanos, PolicyError
         .ok_or_else(|| bad(name, key, value, "must be milliseconds >= 0"))
 }
 
-/// `sjf:KEY=VALUE,...` and `fair:KEY=VALUE,...`; `fair` alone takes
-/// `threshold` and `cap`.
-fn parse_shortest_first(name: &str, fair: bool, args: &str) -> Result<Policy, PolicyError> {
+/// Which shortest-first policy [`parse_shortest_first`] reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Family {
+    Sjf,
+    Fair,
+    Lanes,
+}
+
+/// `sjf:KEY=VALUE,...`, `fair:KEY=VALUE,...` and `lanes:KEY=VALUE,...`;
+/// `fair` alone takes `threshold` and `cap`, `lanes` alone `fast`.
+fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy, PolicyError> {
     let (mut alpha, mut slack) = (DEFAULT_SJF_ALPHA, DEFAULT_SJF_SLACK);
     let (mut threshold, mut cap) = (DEFAULT_FAIR_THRESHOLD, DEFAULT_FAIR_CAP);
-    let keys = if fair {
-        "alpha, slack, threshold, cap"
-    } else {
-        "alpha, slack"
+    let mut fast = DEFAULT_LANES_FAST;
+    let mut fair_fast = None;
+    let fair = family == Family::Fair;
+    let lanes = family == Family::Lanes;
+    let keys = match family {
+        Family::Sjf => "alpha, slack",
+        Family::Fair => "alpha, slack, threshold, cap, fast",
+        Family::Lanes => "alpha, slack, fast",
     };
     for pair in args.split(',') {
         let Some((key, value)) = pair.split_once('=') else {
@@ -193,8 +286,8 @@ fn parse_shortest_first(name: &str, fair: bool, args: &str) -> Result<Policy, Po
                 &format!("expected KEY=VALUE with KEY one of {keys}"),
             ));
         };
-        match (key.trim(), fair) {
-            ("alpha", _) => {
+        match (key.trim(), fair, lanes) {
+            ("alpha", _, _) => {
                 alpha = value
                     .trim()
                     .parse::<f64>()
@@ -202,7 +295,7 @@ fn parse_shortest_first(name: &str, fair: bool, args: &str) -> Result<Policy, Po
                     .filter(|a| a.is_finite() && *a >= 0.0)
                     .ok_or_else(|| bad(name, "alpha", value, "must be a number >= 0"))?;
             }
-            ("slack", _) => {
+            ("slack", _, _) => {
                 slack = match value.trim() {
                     "off" | "none" => None,
                     v => Some(milliseconds(name, "slack", v).map_err(|_| {
@@ -210,20 +303,41 @@ fn parse_shortest_first(name: &str, fair: bool, args: &str) -> Result<Policy, Po
                     })?),
                 };
             }
-            ("threshold", true) => threshold = milliseconds(name, "threshold", value)?,
-            ("cap", true) => {
+            ("threshold", true, _) => threshold = milliseconds(name, "threshold", value)?,
+            ("fast", false, true) => {
+                fast = milliseconds(name, "fast", value)?;
+                if fast == 0 {
+                    return Err(bad(name, "fast", value, "must be milliseconds > 0"));
+                }
+            }
+            ("fast", true, _) => {
+                fair_fast = match value.trim() {
+                    "off" | "none" => None,
+                    v => Some(
+                        milliseconds(name, "fast", v)
+                            .ok()
+                            .filter(|&ns| ns > 0)
+                            .ok_or_else(|| {
+                                bad(name, "fast", value, "must be milliseconds > 0 or off")
+                            })?,
+                    ),
+                };
+            }
+            ("cap", true, _) => {
                 cap = milliseconds(name, "cap", value)?;
                 if cap == 0 {
                     return Err(bad(name, "cap", value, "must be milliseconds > 0"));
                 }
             }
-            (other, _) => {
+            (other, _, _) => {
                 return Err(bad(name, "argument", other, &format!("allowed are {keys}")));
             }
         }
     }
-    if !fair {
-        return Ok(Policy::Sjf { alpha, slack });
+    match family {
+        Family::Sjf => return Ok(Policy::Sjf { alpha, slack }),
+        Family::Lanes => return Ok(Policy::Lanes { alpha, slack, fast }),
+        Family::Fair => {}
     }
     if threshold >= cap {
         let value = format!("{}", threshold as f64 / NANOS_PER_MS);
@@ -239,6 +353,7 @@ fn parse_shortest_first(name: &str, fair: bool, args: &str) -> Result<Policy, Po
         slack,
         threshold,
         cap,
+        fast: fair_fast,
     })
 }
 
@@ -254,9 +369,11 @@ impl FromStr for Policy {
             ("fifo", None) => Ok(Self::Fifo),
             ("edf", None) => Ok(Self::Edf),
             ("sjf", None) => Ok(Self::sjf()),
-            ("sjf", Some(a)) => parse_shortest_first(name, false, a),
+            ("sjf", Some(a)) => parse_shortest_first(name, Family::Sjf, a),
             ("fair", None) => Ok(Self::fair()),
-            ("fair", Some(a)) => parse_shortest_first(name, true, a),
+            ("fair", Some(a)) => parse_shortest_first(name, Family::Fair, a),
+            ("lanes", None) => Ok(Self::lanes()),
+            ("lanes", Some(a)) => parse_shortest_first(name, Family::Lanes, a),
             ("limit", Some(k)) => k
                 .parse::<u32>()
                 .ok()
@@ -292,6 +409,7 @@ impl fmt::Display for Policy {
                 slack,
                 threshold,
                 cap,
+                fast,
             } => {
                 if *self == Self::fair() {
                     return f.write_str("fair");
@@ -303,7 +421,19 @@ impl fmt::Display for Policy {
                     ",threshold={},cap={}",
                     *threshold as f64 / NANOS_PER_MS,
                     *cap as f64 / NANOS_PER_MS
-                )
+                )?;
+                match fast {
+                    Some(ns) => write!(f, ",fast={}", *ns as f64 / NANOS_PER_MS),
+                    None => Ok(()),
+                }
+            }
+            Self::Lanes { alpha, slack, fast } => {
+                if *self == Self::lanes() {
+                    return f.write_str("lanes");
+                }
+                write!(f, "lanes:")?;
+                write_shortest_first(f, *alpha, *slack)?;
+                write!(f, ",fast={}", *fast as f64 / NANOS_PER_MS)
             }
         }
     }
@@ -344,6 +474,17 @@ mod tests {
                 "fair:slack=off,cap=1000,alpha=0",
                 "fair:alpha=0,slack=off,threshold=20,cap=1000",
             ),
+            ("fair:fast=off", "fair"),
+            (
+                "fair:fast=20",
+                "fair:alpha=4,slack=80,threshold=20,cap=200,fast=20",
+            ),
+            ("lanes", "lanes"),
+            ("lanes:fast=10", "lanes:alpha=4,slack=80,fast=10"),
+            (
+                "lanes:slack=off,fast=2.5,alpha=0",
+                "lanes:alpha=0,slack=off,fast=2.5",
+            ),
         ];
         for (name, canonical) in cases {
             let p: Policy = name.parse().unwrap();
@@ -375,13 +516,30 @@ mod tests {
             ("sjf:slack=soon", "bad_policy_argument", "'soon'"),
             ("fifo:2", "bad_policy_argument", "takes none"),
             ("sjf:threshold=5", "bad_policy_argument", "alpha, slack"),
-            ("fair:weight=2", "bad_policy_argument", "threshold, cap"),
+            (
+                "fair:weight=2",
+                "bad_policy_argument",
+                "threshold, cap, fast",
+            ),
             ("fair:threshold=-1", "bad_policy_argument", "'-1'"),
             ("fair:cap=0", "bad_policy_argument", "> 0"),
             ("fair:cap=soon", "bad_policy_argument", "'soon'"),
             ("fair:threshold=300", "bad_policy_argument", "less than cap"),
             ("fair:threshold", "bad_policy_argument", "KEY=VALUE"),
             ("fiar", "unknown_policy", "fair["),
+            ("lane", "unknown_policy", "lanes["),
+            ("lanes:fast=0", "bad_policy_argument", "> 0"),
+            ("lanes:fast=-5", "bad_policy_argument", "'-5'"),
+            ("lanes:fast=soon", "bad_policy_argument", "'soon'"),
+            (
+                "lanes:threshold=5",
+                "bad_policy_argument",
+                "alpha, slack, fast",
+            ),
+            ("sjf:fast=5", "bad_policy_argument", "alpha, slack"),
+            ("fair:fast=0", "bad_policy_argument", "> 0 or off"),
+            ("fair:fast=soon", "bad_policy_argument", "'soon'"),
+            ("lanes:fast", "bad_policy_argument", "KEY=VALUE"),
         ];
         for (name, code, fragment) in cases {
             let err = name.parse::<Policy>().unwrap_err();
@@ -396,5 +554,8 @@ mod tests {
     fn limit_overrides_capacity() {
         assert_eq!(Policy::Limit(3).slots(1), 3);
         assert_eq!(Policy::Fifo.slots(2), 2);
+        assert_eq!(Policy::lanes().slots(1), 1, "the fast slot is extra");
+        assert_eq!(Policy::lanes().fast_slots(), 1);
+        assert_eq!(Policy::sjf().fast_slots(), 0);
     }
 }

@@ -8,9 +8,11 @@
 //! (times models, under `fair`), usually a few, not jobs.
 //!
 //! Keys are static, so every operation is O(log n):
-//! - order key: `fifo`/`limit` arrival; `sjf`/`fair` `cost + α·arrival`; `edf` deadline;
-//! - urgency key (`sjf`/`fair` with slack, jobs with a target): latest start `target − cost`
+//! - order key: `fifo`/`limit` arrival; `sjf`/`fair`/`lanes` `cost + α·arrival`; `edf` deadline;
+//! - urgency key (`sjf`/`fair`/`lanes` with slack, jobs with a target): latest start `target − cost`
 //!   (an entry leaves for good once `now` passes it);
+//! - short key (`lanes`, jobs of cost at most `fast`): the order key, in a
+//!   heap of its own, so the fast lane finds the best short job at once;
 //! - drop key (jobs with a deadline): the last instant the job may still be
 //!   dispatched — `deadline`, or `deadline − cost` under `edf`.
 
@@ -40,6 +42,8 @@ struct Group {
     live: usize,
     order: BinaryHeap<Entry>,
     urgent: BinaryHeap<Entry>,
+    /// (`lanes`) short jobs only, in order-key order.
+    short: BinaryHeap<Entry>,
 }
 
 /// Which heap of a group a candidate came from.
@@ -117,7 +121,9 @@ impl ReadyQueue {
             Policy::Fifo | Policy::Limit(_) => job.arrival,
             Policy::Edf => job.deadline.unwrap_or(u64::MAX),
             // Non-negative finite floats order like their bit patterns.
-            Policy::Sjf { alpha, .. } | Policy::Fair { alpha, .. } => {
+            Policy::Sjf { alpha, .. }
+            | Policy::Fair { alpha, .. }
+            | Policy::Lanes { alpha, .. } => {
                 (job.cost as f64 + alpha * job.arrival as f64).to_bits()
             }
         }
@@ -175,6 +181,7 @@ impl ReadyQueue {
                     live: 0,
                     order: BinaryHeap::new(),
                     urgent: BinaryHeap::new(),
+                    short: BinaryHeap::new(),
                 });
                 self.groups.len() - 1
             }
@@ -186,6 +193,9 @@ impl ReadyQueue {
             group
                 .urgent
                 .push(Reverse((latest_start, seq, slot, generation)));
+        }
+        if self.policy.fast_lane().is_some_and(|fast| job.cost <= fast) {
+            group.short.push(Reverse((order, seq, slot, generation)));
         }
         self.index.insert(job.id, slot);
         let s = &mut self.slots[slot as usize];
@@ -302,6 +312,15 @@ impl ReadyQueue {
                     group.order.pop();
                 }
             }
+            // Keep the fast lane's heap free of entries already gone (the
+            // order heap is cleaned the same way as its tops surface).
+            while group
+                .short
+                .peek()
+                .is_some_and(|top| !Self::is_live(slots, top))
+            {
+                group.short.pop();
+            }
             let Some((class, key, slot)) = candidate else {
                 continue;
             };
@@ -316,6 +335,34 @@ impl ReadyQueue {
                     slot,
                     devices: group.devices,
                 });
+            }
+        }
+        best
+    }
+
+    /// (`lanes`) the best short job (aging order) eligible for at least one
+    /// device in `open` (devices with an open fast slot), if any.
+    pub fn best_short(&mut self, open: DeviceSet) -> Option<Candidate> {
+        let slots = &self.slots;
+        let mut best: Option<Candidate> = None;
+        for group in &mut self.groups {
+            if group.live == 0 || group.devices.intersect(open).is_empty() {
+                continue;
+            }
+            while let Some(top) = group.short.peek() {
+                if Self::is_live(slots, top) {
+                    let Reverse((key, seq, slot, _)) = *top;
+                    if best.is_none_or(|b| (key, seq) < b.key) {
+                        best = Some(Candidate {
+                            class: Class::Normal,
+                            key: (key, seq),
+                            slot,
+                            devices: group.devices,
+                        });
+                    }
+                    break;
+                }
+                group.short.pop();
             }
         }
         best

@@ -13,6 +13,14 @@
 //! **Deadlines.** Before choosing, jobs past their drop instant are removed and
 //! reported as [`Decision::Drop`]; they are never dispatched.
 //!
+//! **Fast lane** (`lanes`). Each device also has one fast slot, open while
+//! its regular slots are all taken, at least one by a long job (estimated
+//! cost above `fast`), and no fast job runs there. When no regular slot can
+//! take a job, the best short job (cost at most `fast`, aging order) eligible
+//! for an open fast slot starts there, overlapping the long job; the device
+//! is chosen among open fast slots by the rule above. Long jobs never take a
+//! fast slot (rule: [`crate::policy`]).
+//!
 //! **Shares** (`fair`). [`Scheduler::complete`] charges the job's measured run
 //! time (`now − started`) to its model's deficit counter; the policy reads the
 //! counters at the next dispatch (rule: [`crate::policy`]).
@@ -64,7 +72,12 @@ pub struct Completed {
 #[derive(Debug, Clone)]
 struct Device {
     slots: u32,
+    /// Jobs running, fast slot included.
     running: u32,
+    /// (`lanes`) long jobs running in regular slots.
+    long: u32,
+    /// (`lanes`) a short job holds the fast slot.
+    fast: bool,
     /// Time with at least one job running, up to `busy_since`.
     busy: Nanos,
     busy_since: Nanos,
@@ -72,11 +85,24 @@ struct Device {
 
 #[derive(Debug, Clone, Copy)]
 struct Running {
-    /// A [`DeviceId`] (at most 64 devices), kept small with the model so an
-    /// entry stays 16 bytes.
-    device: u32,
+    /// A [`DeviceId`] (at most 64 devices), kept small with the lane and the
+    /// model so an entry stays 16 bytes.
+    device: u16,
+    lane: Lane,
     model: ModelId,
     started: Nanos,
+}
+
+/// Which slot a running job holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Lane {
+    /// A regular slot, with a job that is short (or any job when there is no
+    /// fast lane).
+    Regular,
+    /// (`lanes`) a regular slot, with a long job.
+    RegularLong,
+    /// (`lanes`) the fast slot.
+    Fast,
 }
 
 /// The policy engine's state for one host. See the module docs for the rules.
@@ -107,6 +133,8 @@ impl Scheduler {
             .map(|d| Device {
                 slots: policy.slots(d.capacity),
                 running: 0,
+                long: 0,
+                fast: false,
                 busy: 0,
                 busy_since: 0,
             })
@@ -150,9 +178,35 @@ impl Scheduler {
         self.devices[device].running
     }
 
-    /// Devices with a free slot.
+    /// Devices with a free regular slot.
     pub fn free_devices(&self) -> DeviceSet {
         self.free
+    }
+
+    /// (`lanes`) devices whose fast slot is open: regular slots all taken,
+    /// at least one by a long job, no fast job running. Empty under other
+    /// policies.
+    pub fn fast_open(&self) -> DeviceSet {
+        if self.policy.fast_lane().is_none() {
+            return DeviceSet::default();
+        }
+        self.devices
+            .iter()
+            .enumerate()
+            .filter(|(i, d)| !self.free.contains(*i) && d.long > 0 && !d.fast)
+            .map(|(i, _)| i)
+            .collect()
+    }
+
+    /// Whether a dispatch now could start a job somewhere: a free regular
+    /// slot or an open fast slot.
+    pub fn has_room(&self) -> bool {
+        !self.free.is_empty() || !self.fast_open().is_empty()
+    }
+
+    /// (`lanes`) whether a short job holds `device`'s fast slot.
+    pub fn fast_running(&self, device: DeviceId) -> bool {
+        self.devices[device].fast
     }
 
     /// Time `device` has had at least one job running, as of `now`.
@@ -205,13 +259,27 @@ impl Scheduler {
             out.push(Decision::Drop { job, reason });
         }
         self.queue.settle();
-        while !self.free.is_empty() && self.queue.len() > 0 {
-            let Some(candidate) = self.queue.best(self.free, now) else {
+        while self.queue.len() > 0 {
+            if !self.free.is_empty() {
+                if let Some(candidate) = self.queue.best(self.free, now) {
+                    let device = self.pick_device(candidate.devices.intersect(self.free), now);
+                    let job = self.queue.start(candidate.slot);
+                    self.start(&job, device, Lane::Regular, now);
+                    out.push(Decision::Run { job, device });
+                    continue;
+                }
+            }
+            // No regular slot can take a job: the fast lane, if any.
+            let open = self.fast_open();
+            if open.is_empty() {
+                break;
+            }
+            let Some(candidate) = self.queue.best_short(open) else {
                 break;
             };
-            let device = self.pick_device(candidate.devices.intersect(self.free), now);
+            let device = self.pick_device(candidate.devices.intersect(open), now);
             let job = self.queue.start(candidate.slot);
-            self.start(&job, device, now);
+            self.start(&job, device, Lane::Fast, now);
             out.push(Decision::Run { job, device });
         }
     }
@@ -224,19 +292,29 @@ impl Scheduler {
             .expect("pick_device: at least one free eligible device")
     }
 
-    fn start(&mut self, job: &Job, device: DeviceId, now: Nanos) {
+    fn start(&mut self, job: &Job, device: DeviceId, lane: Lane, now: Nanos) {
+        let lane = match (lane, self.policy.fast_lane()) {
+            (Lane::Regular, Some(fast)) if job.cost > fast => Lane::RegularLong,
+            (lane, _) => lane,
+        };
         let d = &mut self.devices[device];
         if d.running == 0 {
             d.busy_since = now;
         }
         d.running += 1;
-        if d.running >= d.slots {
+        match lane {
+            Lane::Fast => d.fast = true,
+            Lane::RegularLong => d.long += 1,
+            Lane::Regular => {}
+        }
+        if d.running - u32::from(d.fast) >= d.slots {
             self.free.0 &= !(1u64 << device);
         }
         self.running.insert(
             job.id,
             Running {
-                device: device as u32,
+                device: device as u16,
+                lane,
                 model: job.model,
                 started: now,
             },
@@ -252,10 +330,17 @@ impl Scheduler {
             .ok_or(PolicyError::NotRunning { job: id })?;
         let d = &mut self.devices[r.device as usize];
         d.running -= 1;
+        match r.lane {
+            Lane::Fast => d.fast = false,
+            Lane::RegularLong => d.long -= 1,
+            Lane::Regular => {}
+        }
         if d.running == 0 {
             d.busy += now.saturating_sub(d.busy_since);
         }
-        self.free.0 |= 1u64 << r.device;
+        if r.lane != Lane::Fast {
+            self.free.0 |= 1u64 << r.device;
+        }
         self.queue.finished(r.model, now.saturating_sub(r.started));
         Ok(Completed {
             device: r.device as DeviceId,
@@ -272,3 +357,7 @@ mod tests;
 #[cfg(test)]
 #[path = "fair_tests.rs"]
 mod fair_tests;
+
+#[cfg(test)]
+#[path = "lanes_tests.rs"]
+mod lanes_tests;

@@ -14,7 +14,8 @@
 //! **Grants** come from one of three sources ([`Grants`]), an input rather
 //! than a subclass:
 //! - `Engine(policy)`: one policy engine for the whole host, one job per
-//!   device at a time (K under `limit:K`);
+//!   device at a time (K under `limit:K`; under `lanes` a short job may
+//!   also take the device's fast slot beside a long one);
 //! - `Independent`: the status quo — every model its own arrival-order
 //!   engine with `num_batch_threads` slots on every device, so models overlap;
 //! - `External`: another party (the `lanes arbiter` daemon) grants devices:
@@ -481,9 +482,10 @@ impl ServingState {
             let mut decisions = std::mem::take(&mut self.decisions);
             for e in 0..self.engines.len() {
                 // An engine untouched since its last dispatch, or with no free
-                // slot, has nothing to decide (`edf` may still drop jobs).
+                // slot (regular, or `lanes`' open fast slot), has nothing to
+                // decide (`edf` may still drop jobs).
                 let engine = &mut self.engines[e];
-                let idle = engine.free_devices().is_empty() && engine.policy() != Policy::Edf;
+                let idle = !engine.has_room() && engine.policy() != Policy::Edf;
                 if !std::mem::take(&mut self.stale[e]) || idle {
                     continue;
                 }

@@ -338,3 +338,37 @@ fn bad_configurations_are_refused() {
     };
     assert!(s.add_model(none).is_err());
 }
+
+#[test]
+fn lanes_starts_a_short_batch_beside_a_long_one() {
+    // One device; m0 rows cost 90 ms (long), m1 rows 5 ms (short at fast=20).
+    // (policy, does m1's request start while m0's batch runs)
+    let cases = [
+        ("sjf", false),
+        ("lanes", true),
+        ("lanes:fast=4", false),
+        ("fair:fast=20", true),
+    ];
+    for (policy, beside) in cases {
+        let mut s = state(
+            Grants::Engine(policy.parse().unwrap()),
+            1,
+            &[(batching(8, 0, 2), 90.0), (batching(8, 0, 2), 5.0)],
+        );
+        assert_eq!(
+            starts(&send(&mut s, 0, 0, req(1, 0, None))),
+            [(0, 0, vec![1])]
+        );
+        let out = send(&mut s, MS, 1, req(2, MS, None));
+        let expect = if beside {
+            vec![(1, 0, vec![2])]
+        } else {
+            vec![]
+        };
+        assert_eq!(starts(&out), expect, "{policy}");
+        // A second short request waits: one fast job per device.
+        let out = send(&mut s, 2 * MS, 1, req(3, 2 * MS, None));
+        assert_eq!(starts(&out), [], "{policy}");
+        assert_eq!(s.inflight(1), u32::from(beside), "{policy}");
+    }
+}

@@ -721,7 +721,12 @@ fn serving_state(sc: &Scenario, mode: Mode) -> Result<Option<ServingState>, SimE
         let b = &s.batching;
         let threads = match mode {
             Mode::Independent => s.workers_per_gpu,
-            _ => b
+            // No limit of the service's own: every slot of every GPU,
+            // `lanes`' fast slots included.
+            Mode::Engine(policy) => b
+                .num_batch_threads
+                .unwrap_or(g as u32 * (sc.host.gpu_capacity + policy.fast_slots())),
+            Mode::Semaphore => b
                 .num_batch_threads
                 .unwrap_or(g as u32 * sc.host.gpu_capacity),
         };

@@ -27,7 +27,8 @@ devices:  auto (default: every CUDA GPU, else one CPU executor per core, 1 intra
           executors), cuda:0,cuda:1, sim:N (N simulated GPUs)
 policies: independent (each model its own workers, overlapping), fifo, limit:K,
           sjf[:alpha=A,slack=MS|off] (default), fair[:...,threshold=MS,cap=MS]
-          (sjf with a per-model share of device time: docs/policies.md), edf
+          (sjf with a per-model share of device time: docs/policies.md),
+          lanes[:...,fast=MS] (sjf plus a fast slot per device for short jobs), edf
 environment: LANES_SERVE_DEVICES, LANES_SERVE_POLICY, LANES_SERVE_PORT, ... (any option)
 """
 

@@ -25,10 +25,12 @@ under a shared engine, fewer jobs on d than the policy's per-device slots (1, or
 ``num_batch_threads``. The time from the decision point where that becomes true to the one where
 it is false is counted. A work-conserving policy leaves no such device, so it stays 0.
 
-Policies: ``fifo``, ``limit:K``, ``sjf``, ``edf`` run one engine for the whole host, one job per
-device at a time (K under ``limit:K``). ``independent`` is the status quo the field reports
-measured: every model has its own engine over all devices with ``num_batch_threads`` workers per
-device and launches whenever it has work, overlapping the other models.
+Policies: ``fifo``, ``limit:K``, ``sjf``, ``fair``, ``lanes``, ``edf`` run one engine for the whole
+host, one job per device at a time (K under ``limit:K``; under ``lanes`` a short job may also take
+the device's fast slot beside a long one, so a device has two threads). ``independent`` is the
+status quo the field reports measured: every model has its own engine over all devices with
+``num_batch_threads`` workers per device and launches whenever it has work, overlapping the other
+models.
 
 Everything here runs on the event loop; device work runs on the devices' threads.
 """
@@ -101,6 +103,7 @@ class Dispatcher:
         self.timeline: Timeline | None = None
         self.on_add: Callable[[Served], None] | None = None  # metrics bind a model's stats
         self._slots = self.device_slots(policy, [])
+        self._regular = 1 if policy.startswith("lanes") else self._slots
         if policy != INDEPENDENT:
             self._shared = Scheduler(policy, [1] * len(self.runners))
 
@@ -111,6 +114,8 @@ class Dispatcher:
             return max(1, sum(m.batching.num_batch_threads for m in models))
         if policy.startswith("limit:"):
             return max(1, int(policy.split(":", 1)[1]))
+        if policy == "lanes" or policy.startswith("lanes:"):
+            return 2  # the regular slot and the fast lane's slot for a short job
         return 1
 
     def add(self, model: Model, replicas: dict[int, Model]) -> Served:
@@ -276,7 +281,8 @@ class Dispatcher:
             for s in self._jobs.values():
                 for d in s.replicas:
                     if self._shared is not None:
-                        free = occ.running(d) < self._slots
+                        # Regular slots only: `lanes`' fast slot is for short jobs.
+                        free = occ.running(d) < self._regular
                     else:
                         free = s.running.get(d, 0) < s.model.batching.num_batch_threads
                     if free:
