@@ -66,7 +66,7 @@ async def cross_process_order(a: Handle, b: Handle, log: Log) -> None:
         await asyncio.gather(head, *rest)
 
 
-@pytest.mark.parametrize("policy", ["sjf:slack=off", "fifo"])
+@pytest.mark.parametrize("policy", ["sjf:alpha=0,slack=off", "fifo"])
 def test_the_daemon_orders_jobs_across_processes(sock: Path, policy: str) -> None:
     log = Log()
     long = sim_model("long", 150, log)
