@@ -9,7 +9,7 @@
 //! - [`Job`]: one batch of one model — batch size, estimated cost, arrival,
 //!   optional hard deadline and soft target, eligible devices.
 //! - [`Policy`]: the order of ready jobs, chosen by name (`fifo`, `limit:K`,
-//!   `sjf`, `edf`); see [`policy`] for each rule.
+//!   `sjf`, `fair`, `lanes`, `edf`); see [`policy`] for each rule.
 //! - [`Scheduler`]: the ready queue plus the devices. It is work conserving: a
 //!   job never waits while an eligible device has a free slot, and the device
 //!   for each dispatch is chosen at that instant.

@@ -53,7 +53,8 @@ impl Scheduler {
 
 #[pymethods]
 impl Scheduler {
-    /// A scheduler running `policy` (`fifo`, `limit:K`, `sjf[:...]`, `edf`) over
+    /// A scheduler running `policy` (`fifo`, `limit:K`, `sjf[:...]`, `fair[:...]`,
+    /// `lanes[:...]`, `edf`) over
     /// devices with the given capacities (jobs at once; ids are the list's
     /// indices). `default_cost_ns` is the estimate of a model with no prior and
     /// no measurement; `ewma_weight` the weight of the newest run time.
