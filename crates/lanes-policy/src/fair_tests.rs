@@ -4,6 +4,7 @@
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
+use super::test_clock::{advance, Running};
 use super::*;
 
 const MS: Nanos = 1_000_000;
@@ -37,23 +38,15 @@ fn simulate(policy: &str, devices: usize, arrivals: &[Arrival]) -> Vec<Option<St
     .unwrap();
     let all = s.all_devices();
     let mut starts = vec![None; arrivals.len()];
-    let mut running: Vec<(Nanos, JobId)> = Vec::new();
+    let mut running = Running::new();
     let mut out = Vec::new();
     let mut next = 0;
-    loop {
-        let next_end = running.iter().map(|r| r.0).min();
-        let next_arrival = arrivals.get(next).map(|a| a.at);
-        let now = match (next_end, next_arrival) {
-            (None, None) => break,
-            (Some(e), Some(a)) => e.min(a),
-            (e, a) => e.or(a).expect("one is some"),
-        };
-        running.retain(|&(end, id)| {
-            if end == now {
-                s.complete(id, now).unwrap();
-            }
-            end != now
-        });
+    while let Some(now) = advance(
+        &mut s,
+        &mut running,
+        arrivals.get(next).map(|a| a.at),
+        |_| {},
+    ) {
         while next < arrivals.len() && arrivals[next].at == now {
             let a = arrivals[next];
             let mut job = Job::new(next as JobId, a.model, a.cost, a.at, all);

@@ -5,6 +5,7 @@
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
+use super::test_clock::{advance, Running};
 use super::*;
 
 const MS: Nanos = 1_000_000;
@@ -229,32 +230,24 @@ fn simulate(policy: &str, devices: usize, arrivals: &[Arrival]) -> Starts {
     // Per device: the regular job (id, cost), the fast job (id).
     let mut regular: Vec<Option<(JobId, Nanos)>> = vec![None; devices];
     let mut in_fast: Vec<Option<JobId>> = vec![None; devices];
-    let mut running: Vec<(Nanos, JobId)> = Vec::new();
+    let mut running = Running::new();
     let mut queued: Vec<Job> = Vec::new();
     let mut out = Vec::new();
     let mut next = 0;
     loop {
-        let next_end = running.iter().map(|r| r.0).min();
         let next_arrival = arrivals.get(next).map(|a| a.at);
-        let now = match (next_end, next_arrival) {
-            (None, None) => break,
-            (Some(e), Some(a)) => e.min(a),
-            (e, a) => e.or(a).expect("one is some"),
-        };
-        running.retain(|&(end, id)| {
-            if end == now {
-                s.complete(id, now).unwrap();
-                for d in 0..devices {
-                    if regular[d].is_some_and(|r| r.0 == id) {
-                        regular[d] = None;
-                    }
-                    if in_fast[d] == Some(id) {
-                        in_fast[d] = None;
-                    }
+        let Some(now) = advance(&mut s, &mut running, next_arrival, |id| {
+            for d in 0..devices {
+                if regular[d].is_some_and(|r| r.0 == id) {
+                    regular[d] = None;
+                }
+                if in_fast[d] == Some(id) {
+                    in_fast[d] = None;
                 }
             }
-            end != now
-        });
+        }) else {
+            break;
+        };
         while next < arrivals.len() && arrivals[next].at == now {
             let a = arrivals[next];
             let mut job = Job::new(next as JobId, a.model, a.cost, a.at, a.devices);

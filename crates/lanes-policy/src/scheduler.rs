@@ -355,6 +355,10 @@ impl Scheduler {
 mod tests;
 
 #[cfg(test)]
+#[path = "test_clock.rs"]
+mod test_clock;
+
+#[cfg(test)]
 #[path = "fair_tests.rs"]
 mod fair_tests;
 
