@@ -118,7 +118,6 @@ struct Served {
     job: Option<Standing>,
     /// Batches running now: (job, rows).
     running: Vec<(JobId, u32)>,
-    inflight: u32,
     limit: u32,
     /// When the model becomes ready (a partial batch waiting for company).
     ready_at: Option<Nanos>,
@@ -245,7 +244,6 @@ impl ServingState {
             engine,
             job: None,
             running: Vec::new(),
-            inflight: 0,
             limit,
             ready_at: None,
         });
@@ -270,7 +268,7 @@ impl ServingState {
 
     /// Batches of `model` running now.
     pub fn inflight(&self, model: ModelIx) -> u32 {
-        self.models[model as usize].inflight
+        self.models[model as usize].running.len() as u32
     }
 
     /// The online run-time estimate of a batch of `rows` of `model`.
@@ -440,7 +438,6 @@ impl ServingState {
         let s = self.models.get_mut(model as usize)?;
         let i = s.running.iter().position(|&(j, _)| j == job)?;
         let (_, rows) = s.running.swap_remove(i);
-        s.inflight -= 1;
         if self.grants != Grants::External {
             let _ = self.engines[s.engine].complete(job, now);
             self.stale[s.engine] = true;
@@ -529,7 +526,9 @@ impl ServingState {
         s.ready_at = None;
         let ready = s.queue.ready_at(now);
         let want = match ready {
-            Some(t) if t <= now && s.inflight < s.limit => Some(s.queue.next_batch_rows()),
+            Some(t) if t <= now && (s.running.len() as u32) < s.limit => {
+                Some(s.queue.next_batch_rows())
+            }
             Some(t) if t > now => {
                 s.ready_at = Some(t);
                 None
@@ -618,7 +617,6 @@ impl ServingState {
             self.mark(model);
             return;
         }
-        s.inflight += 1;
         s.running.push((job, rows));
         let estimate = match costed {
             Some(c) if c.rows == rows => c.cost,

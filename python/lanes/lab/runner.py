@@ -44,6 +44,7 @@ import socket
 import subprocess
 import sys
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -61,14 +62,15 @@ _OVERLOADED = 0.9
 _STOP_TIMEOUT_S = 20.0
 
 
-class _Named:
+class _Named(ABC):
     """A run's names, from its ``variant`` and file ``stem``: ``id`` and result file path."""
 
     variant: str
 
     @property
+    @abstractmethod
     def stem(self) -> str:
-        raise NotImplementedError
+        """The result file's name without ``.json``, e.g. ``L2-r1``."""
 
     @property
     def id(self) -> str:
