@@ -11,9 +11,14 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from lanes.errors import BAD_ARGUMENT, LanesError
+
+if TYPE_CHECKING:
+    from lanes.bench.result import Result
 
 EXIT_INTERRUPTED = 130
 
@@ -138,6 +143,33 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="frame targets: each body is a sequence of whole length-prefixed frames, each "
         "sent after the previous reply; the exchange timed is the whole sequence",
     )
+    prof = p.add_argument_group("diagnosis (docs/diagnosis.md)")
+    prof.add_argument(
+        "--profile",
+        metavar="PID|COMMAND",
+        help="while the load runs, profile the server: a PID (and its descendants), or a "
+        "command line that starts it (started here, waited for until URL's port accepts, "
+        "stopped at the end); prints the findings",
+    )
+    prof.add_argument(
+        "--profile-out",
+        type=Path,
+        metavar="DIR",
+        help="where the profile's files go: folded stacks, flame graphs, profile.json "
+        "(default ./lanes-profile-<time>)",
+    )
+    prof.add_argument(
+        "--profile-rate",
+        type=positive_int,
+        default=49,
+        metavar="HZ",
+        help="stack samples per second (default 49)",
+    )
+    prof.add_argument(
+        "--profile-native",
+        action="store_true",
+        help="Python servers: record native frames too (py-spy --native)",
+    )
     out = p.add_argument_group("output")
     out.add_argument("--json", type=Path, metavar="FILE", help="write the result as JSON")
     out.add_argument(
@@ -178,12 +210,21 @@ def _check_outputs(args: argparse.Namespace) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from lanes.bench import engine, text
-    from lanes.files import write_text_atomic
-
     if args.rate is not None and args.rate <= 0:
         raise LanesError(BAD_ARGUMENT, f"--rate must be positive, not {args.rate:g}")
     _check_outputs(args)
+    if args.profile is None:
+        return _run(args)
+    from lanes.cli import bench_profile
+
+    return bench_profile.run_profiled(args, _run)
+
+
+def _run(args: argparse.Namespace, after: Callable[[Result], None] | None = None) -> int:
+    """One load run as the arguments say; ``after`` sees the result before it is printed."""
+    from lanes.bench import engine, text
+    from lanes.files import write_text_atomic
+
     show = not args.quiet and sys.stderr.isatty()
 
     def progress(p: engine.Progress) -> None:
@@ -220,6 +261,8 @@ def handle(args: argparse.Namespace) -> int:
     )
     if show:
         print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
+    if after is not None:
+        after(result)
     if args.json is not None:
         write_text_atomic(args.json, result.to_json() + "\n")
     if args.hdr is not None:

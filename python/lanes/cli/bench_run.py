@@ -92,5 +92,20 @@ def handle(args: argparse.Namespace) -> int:
     except (OSError, UnicodeDecodeError) as err:
         raise LanesError(EXPERIMENT_INVALID, f"{args.experiment}: cannot read: {err}") from None
     out = execute(args.experiment, text, args)
+    print_diagnosis(out / "summary.json")
     print(f"results in {out}")
     return 0
+
+
+def print_diagnosis(path: Path) -> None:
+    """The findings and the cost of profiling of ``summary.json``, when runs were profiled."""
+    import json
+
+    from lanes.lab.diagnosis import text_lines
+
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    for line in text_lines(summary.get("diagnosis") or {}):
+        print(line)

@@ -8,7 +8,8 @@ the headline: each variant's capacity at SLO and its goodput against the baselin
 intervals (:mod:`lanes.lab.headline`). ``--quick``: one repeat, three levels. ``--sim``: the
 same comparison on the simulator (:mod:`lanes.lab.simdemo`), in seconds, written into ``--out``
 (default ``lanes-demo-sim/``) as ``sim.json``, ``summary.json`` and ``report.html``;
-``--repeats N`` sets its seeds.
+``--repeats N`` sets its seeds. ``--profile``: the diagnosis too (:mod:`lanes.diagnose`), at
+the middle level in the first repeat, its findings and flame graphs in the report.
 """
 
 from __future__ import annotations
@@ -44,7 +45,23 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help=f"the simulator instead (lanes sim ocr, {SIM_SEEDS} seeds or --repeats): seconds",
     )
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="diagnose too: profile each variant at 300 req/s in the first repeat (stacks, "
+        "syscalls, CPU per core, threads) and add the findings to the report "
+        "(docs/diagnosis.md)",
+    )
     p.set_defaults(handler=handle)
+
+
+PROFILE_TABLE = """
+# lanes demo --profile: diagnosis at the middle level, first repeat only (the other repeats
+# measure the same level unprofiled: the cost of profiling).
+[profile]
+levels = [300]
+repeats = [1]
+"""
 
 
 def demo_text() -> str:
@@ -55,19 +72,22 @@ def demo_text() -> str:
 def handle(args: argparse.Namespace) -> int:
     if args.sim:
         return _sim(args)
-    from lanes.cli.bench_run import execute
+    from lanes.cli.bench_run import execute, print_diagnosis
 
     if args.out is None:
         args.out = DEFAULT_OUT
-    out = execute(None, demo_text(), args)
+    text = demo_text() + (PROFILE_TABLE if args.profile else "")
+    out = execute(None, text, args)
     try:
         from lanes.lab.report import build_report
 
-        files = build_report(out, command="lanes demo" + (" --quick" if args.quick else ""))
+        flags = (" --quick" if args.quick else "") + (" --profile" if args.profile else "")
+        files = build_report(out, command="lanes demo" + flags)
         print(f"report: {files.html}")
     except ImportError:
         pass
     print_summary(out / "summary.json")
+    print_diagnosis(out / "summary.json")
     return 0
 
 

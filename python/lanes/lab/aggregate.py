@@ -240,6 +240,11 @@ def aggregate(results_dir: Path | str, baseline: str | None = None) -> dict[str,
         "variants": variants,
     }
     summary["ratios"] = ratios(summary, chosen)
+    from lanes.lab.diagnosis import collect
+
+    found = collect(root, runs, variants)
+    if found:
+        summary["diagnosis"] = found
     return summary
 
 

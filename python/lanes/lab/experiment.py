@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from lanes.diagnose.config import PROFILE_KEYS, ProfileConfig
 from lanes.errors import EXPERIMENT_INVALID, LanesError
 from lanes.lab.capacity import MAX_STEPS
 
@@ -33,7 +34,7 @@ else:  # pragma: no cover - Python 3.10
 ARRIVALS = ("constant", "poisson", "bursty", "trace")
 """Arrival laws of an open-loop workload."""
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
-_TOP_KEYS = ("name", "description", "baseline", "variant", "workload", "stability")
+_TOP_KEYS = ("name", "description", "baseline", "variant", "workload", "stability", "profile")
 _VARIANT_KEYS = ("name", "command", "url", "metrics_url", "ready_url", "env", "ready_timeout_s")
 _WORKLOAD_KEYS = (
     "mix",
@@ -148,6 +149,8 @@ class Experiment:
     baseline: str | None = None
     description: str = ""
     source: Path | None = None
+    profile: ProfileConfig | None = None
+    """``[profile]``: diagnosis under load at chosen levels and repeats (docs/diagnosis.md)."""
 
     def quick(self) -> Experiment:
         """One repeat, three levels (the lowest, the middle, the highest)."""
@@ -258,7 +261,10 @@ def parse_experiment(
         names = [v.name for v in variants]
         if baseline not in names:
             raise c.fail("baseline", baseline, f"not a variant; allowed: {', '.join(names)}")
-    return Experiment(exp_name, variants, workload, stability, baseline, description, source)
+    profile = _profile(c, data["profile"], workload) if "profile" in data else None
+    return Experiment(
+        exp_name, variants, workload, stability, baseline, description, source, profile
+    )
 
 
 def _variants(c: _Checker, raw: object) -> tuple[Variant, ...]:
@@ -451,3 +457,45 @@ def _stability(c: _Checker, raw: object) -> Stability:
     if "max_extensions" in t:
         kw["max_extensions"] = c.integer(t["max_extensions"], "stability.max_extensions", low=0)
     return Stability(**kw)
+
+
+def _profile(c: _Checker, raw: object, w: Workload) -> ProfileConfig:
+    t = c.table(raw, "profile")
+    c.keys(t, "profile", PROFILE_KEYS)
+    offered = w.concurrency if w.closed else w.levels
+    levels: tuple[float, ...] | None = None
+    if "levels" in t:
+        raw_levels = t["levels"]
+        if not isinstance(raw_levels, list) or not raw_levels:
+            raise c.fail("profile.levels", raw_levels, "allowed: a list of the workload's levels")
+        picked = []
+        for v in raw_levels:
+            value = c.number(v, "profile.levels", low=0, open_low=True)
+            if not any(abs(value - o) <= 1e-9 * max(1.0, o) for o in offered):
+                allowed = ", ".join(f"{o:g}" for o in offered)
+                raise c.fail("profile.levels", v, f"not a workload level; allowed: {allowed}")
+            picked.append(value)
+        levels = tuple(picked)
+    repeats: tuple[int, ...] = (1,)
+    if "repeats" in t:
+        raw_repeats = t["repeats"]
+        if not isinstance(raw_repeats, list) or not raw_repeats:
+            raise c.fail("profile.repeats", raw_repeats, "allowed: a list of repeat numbers")
+        repeats = tuple(c.integer(r, "profile.repeats", low=1) for r in raw_repeats)
+        for r in repeats:
+            if r > w.repeats:
+                raise c.fail("profile.repeats", r, f"allowed: 1 to workload.repeats = {w.repeats}")
+    flags = {}
+    for key in ("stacks", "syscalls", "native"):
+        if key in t:
+            if not isinstance(t[key], bool):
+                raise c.fail(f"profile.{key}", t[key], "allowed: true or false")
+            flags[key] = t[key]
+    rate = c.integer(t.get("rate_hz", 49), "profile.rate_hz", low=1)
+    if rate > 1000:
+        raise c.fail("profile.rate_hz", rate, "allowed: 1 to 1000 samples per second")
+    interval = c.integer(t.get("interval_ms", 100), "profile.interval_ms", low=10)
+    pid = c.integer(t["pid"], "profile.pid", low=1) if "pid" in t else None
+    return ProfileConfig(
+        levels=levels, repeats=repeats, rate_hz=rate, interval_ms=interval, pid=pid, **flags
+    )

@@ -24,6 +24,7 @@ from typing import IO, Any
 from lanes.errors import BAD_ARGUMENT, MISSING_DEPENDENCY, OUTPUT_FAILED, LanesError
 from lanes.files import check_writable, write_atomic
 from lanes.lab import aggregate as agg
+from lanes.lab import diagnosis
 from lanes.lab.headline import NONE, headline, model_rows, number
 
 if sys.version_info >= (3, 11):
@@ -195,6 +196,7 @@ def render_html(
         "<h2>Per-model latency and slowdown</h2>",
         "<p class='note'>Slowdown: the model's p50 under this load over its p50 unloaded.</p>",
         _model_table(summary, labels),
+        diagnosis.section(root, summary.get("diagnosis") or {}),
         _experiment_file(root),
     ]
     return html_page(f"lanes lab: {summary['experiment']}", parts)

@@ -52,6 +52,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from lanes.bench.result import Result, merge
+from lanes.diagnose.session import Session, check_pid
 from lanes.errors import BAD_ARGUMENT, EXPERIMENT_INVALID, OUTPUT_FAILED, LanesError
 from lanes.files import write_text_atomic
 from lanes.lab import capacity, generators, scrape
@@ -373,8 +374,14 @@ def measure(
         conc = w.concurrency[key.level] if w.closed else None
     st = exp.stability
     attempt = 0
+    session: Session | None = None
     while True:
         start = generators.start_time()
+        if session is not None:  # an unstable attempt's profile: measured again below
+            session.finish(requests=0, dispersion=None, arrival=None)
+        session = _profile_session(exp, key, srv, out, rate if conc is None else conc)
+        if session is not None:
+            session.window(start + w.warmup_s, w.measure_s)
         specs, models = [], []
         for i, entry in enumerate(w.mix):
             for clone in range(w.generators):
@@ -427,6 +434,15 @@ def measure(
             "slo_attainment": b["slo_attainment"],
             "slowdown": b["latency_ms"]["p50"] / base if base else None,
         }
+    diagnosis = None
+    if session is not None:
+        diagnosis = session.finish(
+            requests=total.requests,
+            dispersion=getattr(total, "dispersion", lambda _b: None)(10),
+            arrival="closed loop" if w.closed else w.arrival,
+        )
+        if diagnosis.get("profile"):
+            diagnosis["profile"] = f"runs/{key.variant}/{diagnosis['profile']}"
     trace_rel = None
     trace = scrape.timeline(srv.url, w.measure_s)
     if trace is not None:
@@ -448,7 +464,27 @@ def measure(
         "load": load,
         "server": scrape.server_block(before, after, w.measure_s),
         "timeline": trace_rel,
+        **({"diagnosis": diagnosis} if diagnosis is not None else {}),
     }
+
+
+def _profile_session(
+    exp: Experiment, key: RunKey | Probe, srv: Server, out: Path, offered: float | None
+) -> Session | None:
+    """A profiling session for this run when ``[profile]`` asks for it (docs/diagnosis.md)."""
+    prof = exp.profile
+    if prof is None or offered is None:
+        return None
+    if not prof.wants(offered, key.repeat, probe=isinstance(key, Probe)):
+        return None
+    pid = prof.pid or srv.pid
+    if pid is None:
+        raise LanesError(
+            BAD_ARGUMENT,
+            f"variant {key.variant}: [profile] needs a process: the variant has no command "
+            "(a running url); set profile.pid",
+        )
+    return Session(prof, pid, out / "runs" / key.variant / f"{key.stem}.profile")
 
 
 class _Sampler:
@@ -489,6 +525,8 @@ def run_experiment(
     """Run every pending cell of the plan and, after each (repeat, variant)'s grid, its
     capacity search (:func:`pending_probe`), writing ``runs/...json``; returns the runs done
     now."""
+    if exp.profile is not None and exp.profile.pid is not None:
+        check_pid(exp.profile.pid)  # before anything runs
     keys = prepare(exp, out, experiment_text, resume=resume)
     session = _Session(exp, out, progress)
     groups: dict[tuple[int, str], list[RunKey]] = {}

@@ -1,0 +1,281 @@
+"""Findings: rules that turn a profiled run's evidence into named causes.
+
+Each rule reads :class:`Evidence` and returns at most one :class:`Finding` with a stable
+``code``, a one-line ``message`` that names the frame or the number it rests on, and the
+``evidence`` numbers. A rule whose evidence was not recorded (a tool skipped) says nothing; the
+skipped line already says why. Thresholds are module constants, chosen so that a clean service
+(tests/diagnose/zoo/clean.py) under the same load gives no finding.
+
+Rules:
+
+- ``core_saturated`` — one core busy >= ``CORE_BUSY`` of the window while another is busy
+  <= ``CORE_IDLE``, and >= ``CORE_SHARE`` of the server's CPU time ran on the busy core.
+- ``threads_excess`` — the server's threads peak above ``THREADS_PER_CORE`` x cores and grew
+  during the window by at least the number of cores (threads created under load and not ended).
+- ``loop_blocked`` — a thread running an asyncio event loop (a stack through ``_run_once``) is
+  off-CPU outside the selector's ``select`` for >= ``LOOP_BLOCKED`` of its samples; the frame
+  named is the most frequent leaf of those samples.
+- ``lock_contention`` — ``futex`` calls per request >= ``FUTEX_PER_REQUEST`` and one leaf frame
+  holds >= ``LOCK_SHARE`` of the off-CPU samples that are not idle waits (a selector, a socket
+  accept/receive, a worker waiting for work, a sleep); that frame is named.
+- ``arrivals_clumped`` — the index of dispersion (variance / mean) of the client's sends counted
+  in 10 ms bins is >= ``DISPERSION``; Poisson arrivals give about 1, evenly spaced ones about 0.
+- ``json_encoding`` — stacks through a JSON encoder (``json/encoder.py``, ``json.dumps``,
+  ``orjson``, ``serde_json``) hold >= ``JSON_SHARE`` of the server's on-CPU samples.
+
+A share of samples rests on at least ``MIN_SAMPLES`` samples, or the rule says nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+CORE_BUSY = 0.85
+CORE_IDLE = 0.5
+CORE_SHARE = 0.9
+THREADS_PER_CORE = 4
+LOOP_BLOCKED = 0.10
+FUTEX_PER_REQUEST = 1.0
+LOCK_SHARE = 0.25
+DISPERSION = 4.0
+JSON_SHARE = 0.15
+MIN_SAMPLES = 10
+"""Fewest samples a share-of-samples rule rests on: below it the share is noise."""
+
+_SELECT = re.compile(r"^(\w+\.)?(select|poll|_poll|epoll_wait) \(selectors\.py")
+_IDLE_LEAF = re.compile(
+    r"^(\w+\.)?(select|poll|epoll_wait|_poll|accept|_accept|recv|recv_into|recvfrom|readinto|read"
+    r"|sleep|_worker|get|wait|_wait_for_tstate_lock|join|serve_forever|run_forever|"
+    r"_run_once|handle_request|get_request|__enter__ \(threading|"
+    r"_bootstrap|_bootstrap_inner|<module>)"
+    r"( \(.*(selectors|socket|socketserver|threading|queue|concurrent/futures|asyncio|"
+    r"selectors|ssl|subprocess|multiprocessing)[^)]*\))?$"
+)
+_JSON = re.compile(r"json/encoder\.py|^dumps \(|orjson.*dumps|serde_json::ser")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A named cause with the numbers it rests on."""
+
+    code: str
+    message: str
+    evidence: Mapping[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, "evidence": dict(self.evidence)}
+
+
+@dataclass
+class Evidence:
+    """What a profiled run recorded, in the shapes the rules read (None: not recorded)."""
+
+    cores: int
+    requests: int
+    cpu: list[dict[str, Any]] | None = None
+    """Host samples: ``[{"t", "cores": [{"user", "system", "softirq", "iowait", "idle"}]}]``."""
+    processes: dict[str, dict[str, Any]] | None = None
+    oncpu: Counter[str] | None = None
+    offcpu: Counter[str] | None = None
+    syscalls: dict[str, dict[str, float]] | None = None
+    dispersion: float | None = None
+    arrival: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def diagnose(ev: Evidence) -> list[Finding]:
+    """Every rule's finding on ``ev``, in the order of the module docstring."""
+    rules: list[Callable[[Evidence], Finding | None]] = [
+        core_saturated,
+        threads_excess,
+        loop_blocked,
+        lock_contention,
+        arrivals_clumped,
+        json_encoding,
+    ]
+    return [f for f in (rule(ev) for rule in rules) if f is not None]
+
+
+def frames(stack: str) -> list[str]:
+    """A folded stack's frames, root first, without py-spy's process and thread roots."""
+    return [f for f in stack.split(";") if not f.startswith(("process ", "thread ("))]
+
+
+def thread_of(stack: str) -> str | None:
+    """The ``thread (TID): name`` root of a py-spy ``--threads`` stack, if any."""
+    for f in stack.split(";")[:3]:
+        if f.startswith("thread ("):
+            return f
+    return None
+
+
+def _leaf(stack: str) -> str:
+    fs = frames(stack)
+    return fs[-1] if fs else stack
+
+
+def core_busy(cpu: list[dict[str, Any]]) -> list[float]:
+    """Mean busy fraction (1 - idle - iowait) of each core over the samples."""
+    if not cpu:
+        return []
+    n = len(cpu[0]["cores"])
+    sums = [0.0] * n
+    for s in cpu:
+        for i, c in enumerate(s["cores"][:n]):
+            sums[i] += 1.0 - c["idle"] - c["iowait"]
+    return [x / len(cpu) for x in sums]
+
+
+def core_saturated(ev: Evidence) -> Finding | None:
+    if not ev.cpu or not ev.processes:
+        return None
+    busy = core_busy(ev.cpu)
+    if len(busy) < 2:
+        return None
+    hot = max(range(len(busy)), key=busy.__getitem__)
+    cold = min(range(len(busy)), key=busy.__getitem__)
+    if busy[hot] < CORE_BUSY or busy[cold] > CORE_IDLE:
+        return None
+    by_core: Counter[str] = Counter()
+    for doc in ev.processes.values():
+        for s in doc["samples"]:
+            by_core.update(s.get("cpu_by_core_s", {}))
+    total = sum(by_core.values())
+    if total <= 0:
+        return None
+    share = by_core.get(str(hot), 0.0) / total
+    if share < CORE_SHARE:
+        return None
+    affinity = sorted({c for doc in ev.processes.values() for c in doc.get("affinity", [])})
+    return Finding(
+        "core_saturated",
+        f"one core saturated while others idle: core {hot} {busy[hot]:.0%} busy, core {cold} "
+        f"{busy[cold]:.0%}; {share:.0%} of the server's CPU ran on core {hot} "
+        f"(allowed cores {affinity})",
+        {
+            "core_busy": [round(b, 3) for b in busy],
+            "server_share_on_core": round(share, 3),
+            "affinity": affinity,
+        },
+    )
+
+
+def _thread_series(processes: Mapping[str, Mapping[str, Any]]) -> list[int]:
+    """Total threads of the process tree at each sample index."""
+    series: list[int] = []
+    for doc in processes.values():
+        for i, s in enumerate(doc["samples"]):
+            if i >= len(series):
+                series.append(0)
+            series[i] += int(s["threads"])
+    return series
+
+
+def threads_excess(ev: Evidence) -> Finding | None:
+    if not ev.processes:
+        return None
+    series = _thread_series(ev.processes)
+    if len(series) < 2:
+        return None
+    peak, first, last = max(series), series[0], series[-1]
+    if peak <= THREADS_PER_CORE * ev.cores or last - first < ev.cores:
+        return None
+    return Finding(
+        "threads_excess",
+        f"threads exceed cores x{peak / ev.cores:.0f} and grow with load: {first} -> {last} "
+        f"during the window (peak {peak}, {ev.cores} cores)",
+        {"threads_first": first, "threads_last": last, "threads_peak": peak, "cores": ev.cores},
+    )
+
+
+def loop_blocked(ev: Evidence) -> Finding | None:
+    if ev.oncpu is None or ev.offcpu is None:
+        return None
+    loops = {
+        t
+        for s in (*ev.oncpu, *ev.offcpu)
+        if "_run_once (asyncio" in s and (t := thread_of(s)) is not None
+    }
+    worst: tuple[float, str, int, int] | None = None
+    for t in loops:
+        total = sum(n for s, n in (*ev.oncpu.items(), *ev.offcpu.items()) if thread_of(s) == t)
+        blocked: Counter[str] = Counter()
+        for s, n in ev.offcpu.items():
+            if thread_of(s) == t and n > 0 and not any(_SELECT.match(f) for f in frames(s)):
+                blocked[_leaf(s)] += n
+        share = sum(blocked.values()) / total if total else 0.0
+        if blocked and (worst is None or share > worst[0]):
+            frame, n = blocked.most_common(1)[0]
+            worst = (share, frame, n, total)
+    if worst is None or worst[0] < LOOP_BLOCKED or worst[3] < MIN_SAMPLES:
+        return None
+    share, frame, n, total = worst
+    return Finding(
+        "loop_blocked",
+        f"event loop blocked {share:.0%} of wall time in {frame}",
+        {"blocked_share": round(share, 3), "frame": frame, "frame_samples": n, "samples": total},
+    )
+
+
+def lock_contention(ev: Evidence) -> Finding | None:
+    if ev.syscalls is None or ev.offcpu is None or ev.requests <= 0:
+        return None
+    futex = ev.syscalls.get("futex", {}).get("calls", 0) / ev.requests
+    if futex < FUTEX_PER_REQUEST:
+        return None
+    waits: Counter[str] = Counter()
+    for s, n in ev.offcpu.items():
+        if n > 0 and "_run_once (asyncio" not in s:
+            leaf = _leaf(s)
+            if not _IDLE_LEAF.match(leaf):
+                waits[leaf] += n
+    total = sum(waits.values())
+    if not total:
+        return None
+    frame, n = waits.most_common(1)[0]
+    if n / total < LOCK_SHARE or n < MIN_SAMPLES:
+        return None
+    return Finding(
+        "lock_contention",
+        f"futex per request {futex:.1f} (lock contention in {frame}: {n / total:.0%} of "
+        "blocked samples)",
+        {"futex_per_request": round(futex, 2), "frame": frame, "frame_share": round(n / total, 3)},
+    )
+
+
+def arrivals_clumped(ev: Evidence) -> Finding | None:
+    if ev.dispersion is None or ev.dispersion < DISPERSION:
+        return None
+    how = f" (the workload's arrival is {ev.arrival})" if ev.arrival else ""
+    return Finding(
+        "arrivals_clumped",
+        f"client arrivals clumped: dispersion {ev.dispersion:.1f} of sends per 10 ms "
+        f"(Poisson: 1){how}; the server sees synchronised waves, not the intended process",
+        {"dispersion_10ms": round(ev.dispersion, 2), "arrival": ev.arrival},
+    )
+
+
+def json_encoding(ev: Evidence) -> Finding | None:
+    if not ev.oncpu:
+        return None
+    total = sum(ev.oncpu.values())
+    hits: Counter[str] = Counter()
+    for s, n in ev.oncpu.items():
+        fs = frames(s)
+        for i, f in enumerate(fs):
+            if _JSON.search(f):
+                hits[fs[i - 1] if i else f] += n  # the caller that encodes
+                break
+    share = sum(hits.values()) / total if total else 0.0
+    if share < JSON_SHARE or sum(hits.values()) < MIN_SAMPLES:
+        return None
+    frame = hits.most_common(1)[0][0]
+    return Finding(
+        "json_encoding",
+        f"time in JSON encoding {share:.0%} of CPU (called from {frame})",
+        {"share": round(share, 3), "frame": frame},
+    )
