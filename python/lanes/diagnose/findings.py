@@ -14,7 +14,8 @@ Rules:
   during the window by at least the number of cores (threads created under load and not ended).
 - ``loop_blocked`` — a thread running an asyncio event loop (a stack through ``_run_once``) is
   off-CPU outside the selector's ``select`` for >= ``LOOP_BLOCKED`` of its samples; the frame
-  named is the most frequent leaf of those samples.
+  named is the most frequent leaf of those samples, or, when it holds under ``SPREAD`` of them,
+  the finding says the blocking is spread over many frames (a loop waiting for the GIL).
 - ``lock_contention`` — ``futex`` calls per request >= ``FUTEX_PER_REQUEST`` and one leaf frame
   holds >= ``LOCK_SHARE`` of the off-CPU samples that are not idle waits (a selector, a socket
   accept/receive, a worker waiting for work, a sleep); that frame is named.
@@ -39,6 +40,8 @@ CORE_IDLE = 0.5
 CORE_SHARE = 0.9
 THREADS_PER_CORE = 4
 LOOP_BLOCKED = 0.10
+SPREAD = 0.3
+"""Below this share of the loop's blocked samples, the top frame is not "the" blocking call."""
 FUTEX_PER_REQUEST = 1.0
 LOCK_SHARE = 0.25
 DISPERSION = 4.0
@@ -214,10 +217,22 @@ def loop_blocked(ev: Evidence) -> Finding | None:
     if worst is None or worst[0] < LOOP_BLOCKED or worst[3] < MIN_SAMPLES:
         return None
     share, frame, n, total = worst
+    frame_share = n / (share * total)
+    where = (
+        f"in {frame}"
+        if frame_share >= SPREAD
+        else f"spread over many frames (the top, {frame}, holds {frame_share:.0%}): waiting "
+        "for the GIL or a lock that other threads hold, not one blocking call"
+    )
     return Finding(
         "loop_blocked",
-        f"event loop blocked {share:.0%} of wall time in {frame}",
-        {"blocked_share": round(share, 3), "frame": frame, "frame_samples": n, "samples": total},
+        f"event loop blocked {share:.0%} of wall time {where}",
+        {
+            "blocked_share": round(share, 3),
+            "frame": frame,
+            "frame_share": round(frame_share, 3),
+            "samples": total,
+        },
     )
 
 

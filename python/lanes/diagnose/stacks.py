@@ -4,7 +4,8 @@ Folded stacks are one line per distinct stack, ``root;...;leaf COUNT``, the form
 Brendan Gregg's stackcollapse scripts, py-spy's ``raw`` output and inferno.
 
 Rule for Python processes (py-spy): two recorders run side by side on the process tree
-(``--subprocesses --threads``), both at ``rate_hz``: one samples only threads that are running
+(``--subprocesses --threads``; ``--nonblocking`` unless native frames are asked for, which
+need the process stopped per sample), both at ``rate_hz``: one samples only threads that are running
 (py-spy's default: a thread the OS reports idle is left out), the other ``--idle`` samples every
 thread. A stack's **off-CPU** count is its count with ``--idle`` minus its on-CPU count (at
 least 0): the samples where that thread was blocked — in a lock, a file call, a sleep, waiting
@@ -83,8 +84,10 @@ class StackRecorder:
                 return
             base = [spy.path, "record", "--pid", str(self.pid), "--rate", str(self.rate_hz)]
             base += ["--format", "raw", "--subprocesses", "--threads"]
-            if self.native:
-                base.append("--native")
+            # Without native frames py-spy reads the stacks without stopping the process
+            # (--nonblocking): a stop per sample, two recorders at 49 Hz, costs a busy server
+            # measurable throughput. Native unwinding needs the stop.
+            base.append("--native" if self.native else "--nonblocking")
             self._spawn("oncpu", [*base, "--output", str(self.folder / "oncpu.raw")])
             self._spawn("all", [*base, "--idle", "--output", str(self.folder / "all.raw")])
         else:
