@@ -19,6 +19,7 @@ export CARGO_TERM_COLOR ?= never
 RUST_SOURCES := $(shell find crates -name '*.rs' -o -name 'Cargo.toml') Cargo.toml
 PY_STAMP := $(VENV)/.tools
 EXT_STAMP := $(VENV)/.extension
+PROFILERS_STAMP := $(VENV)/.profilers
 
 .PHONY: help
 help: ## list the targets
@@ -34,14 +35,23 @@ $(EXT_STAMP): $(PY_STAMP) $(RUST_SOURCES) pyproject.toml
 	$(BIN)/maturin develop --release --quiet --extras dev
 	@touch $@
 
+# perf and strace for lanes diagnose, from Debian's archive when missing (py-spy is a PyPI
+# dependency). Best effort: what cannot be installed is said in one line, and this runs again
+# on the next make until everything is there.
+$(PROFILERS_STAMP): $(PY_STAMP) bench/setup_tools.py
+	@$(PY) bench/setup_tools.py --stamp $@
+
 .PHONY: setup
-setup: $(EXT_STAMP) ## create .venv, install dependencies, build the extension
+setup: $(EXT_STAMP) $(PROFILERS_STAMP) ## create .venv, install dependencies and profilers, build the extension
 
 .PHONY: demo
 demo: setup ## compare independent, fifo and sjf serving the demo zoo on this host (lanes demo, ~10 min)
 	$(BIN)/lanes demo
 
 .PHONY: test
+# setup installs the profilers, so a missing one fails its tests here instead of skipping them
+# (LANES_REQUIRE_PROFILERS=0 make test to let them skip).
+test: export LANES_REQUIRE_PROFILERS ?= 1
 test: setup lint ## every test and lint: cargo test, pytest, clippy, fmt, ruff, stubtest
 	@# lanes-py is a cdylib with no Rust tests: pytest exercises it through the built module
 	@# (its test binary would also need libpython to link, absent on a bare Debian).

@@ -15,6 +15,8 @@ __all__ = [
     "Scheduler",
     "arbiter_start",
     "capacity",
+    "collapse_perf",
+    "flamegraph_svg",
     "load_merge",
     "load_percentiles",
     "load_start",
@@ -228,3 +230,29 @@ def arbiter_start(spec: dict[str, Any]) -> ArbiterRun:
     ``gid``, ``metrics``, ``trace``, ``trace_events``, ``threads``), create the socket and start
     serving. Raises ``LanesError`` (``bad_argument``, ``socket_in_use``, ``socket_failed``,
     ``metrics_bind_failed``) before any client can connect."""
+
+def flamegraph_svg(
+    folded: str,
+    *,
+    title: str,
+    count_name: str = "samples",
+    colors: str = "hot",
+    reverse: bool = False,
+) -> str:
+    """Render folded stacks (``frame;frame;frame COUNT`` lines, root first, as py-spy's ``raw``
+    format and :func:`collapse_perf` write them) as an SVG flame graph with inferno, without the
+    GIL. Blank lines, ``# `` comments and bare counts (py-spy's samples with no frame) are
+    skipped. ``count_name`` names the unit in the tooltips; ``colors`` is an inferno palette
+    (``hot``, ``mem``, ``io``, ``wakeup``, ``java``, ``js``, ``perl``, ``python``, ``rust``,
+    ``red``, ``green``, ``blue``, ``aqua``, ``yellow``, ``purple``, ``orange``), coloured by a
+    hash of the frame name so one input always gives one picture; ``reverse`` draws leaf-first
+    (an icicle of callers). Raises ``ValueError`` for an input with no stacks or whose counts
+    are all 0, for a line with no whole-number count (the message names the line number), and
+    for an unknown palette."""
+
+def collapse_perf(perf_script: str) -> str:
+    """Fold the text of ``perf script`` (a ``perf record -g`` recording) into stacks, one
+    ``comm;frame;...;leaf COUNT`` line each (inferno's collapse-perf), without the GIL. The count
+    is the sum of the events' periods where ``perf script`` prints them (for ``cpu-clock``:
+    nanoseconds), else the number of samples. Raises ``ValueError`` for an empty input or one in
+    which no stack was found."""

@@ -5,6 +5,7 @@
 //! [`scheduler`].
 
 mod arbiter;
+mod flame;
 mod load;
 mod probe;
 mod scheduler;
@@ -184,6 +185,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
     m.add_function(wrap_pyfunction!(capacity, m)?)?;
     arbiter::register(m)?;
+    flame::register(m)?;
     load::register(m)?;
     probe::register(m)?;
     scheduler::register(m)?;
