@@ -28,7 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["NAMES", "Tool", "discover"]
+__all__ = ["NAMES", "Tool", "check_perf", "check_py_spy", "check_strace", "discover", "find"]
 
 NAMES = ("py-spy", "perf", "strace")
 """The tools :func:`discover` reports on, in this order."""
