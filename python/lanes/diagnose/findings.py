@@ -50,14 +50,22 @@ MIN_SAMPLES = 10
 """Fewest samples a share-of-samples rule rests on: below it the share is noise."""
 
 _SELECT = re.compile(r"^(\w+\.)?(select|poll|_poll|epoll_wait) \(selectors\.py")
-_IDLE_LEAF = re.compile(
-    r"^(\w+\.)?(select|poll|epoll_wait|_poll|accept|_accept|recv|recv_into|recvfrom|readinto|read"
-    r"|sleep|_worker|get|wait|_wait_for_tstate_lock|join|serve_forever|run_forever|"
-    r"_run_once|handle_request|get_request|__enter__ \(threading|"
-    r"_bootstrap|_bootstrap_inner|<module>)"
-    r"( \(.*(selectors|socket|socketserver|threading|queue|concurrent/futures|asyncio|"
-    r"selectors|ssl|subprocess|multiprocessing)[^)]*\))?$"
+_WAIT_MODULES = re.compile(
+    r"\((selectors|socket|socketserver|ssl|queue|threading|subprocess|"
+    r"concurrent/futures/(thread|_base)|multiprocessing/(connection|queues|pool)|"
+    r"asyncio/[a-z_]+)\.py:\d+\)$"
 )
+"""Standard-library modules whose frames block by design: a selector, a socket read, a
+worker waiting for work or for a result. Locks taken in user code, logging's handler lock
+and a thread waiting for the GIL show other frames."""
+_WAIT_NAMES = re.compile(r"^(\w+\.)?(select|poll|epoll_wait|accept|sleep|serve_forever) \(")
+
+
+def idle_wait(frame: str) -> bool:
+    """True when a blocked thread's leaf ``frame`` is a wait by design (see _WAIT_MODULES)."""
+    return bool(_WAIT_MODULES.search(frame) or _WAIT_NAMES.match(frame))
+
+
 _JSON = re.compile(r"json/encoder\.py|^dumps \(|orjson.*dumps|serde_json::ser")
 
 
@@ -246,7 +254,7 @@ def lock_contention(ev: Evidence) -> Finding | None:
     for s, n in ev.offcpu.items():
         if n > 0 and "_run_once (asyncio" not in s:
             leaf = _leaf(s)
-            if not _IDLE_LEAF.match(leaf):
+            if not idle_wait(leaf):
                 waits[leaf] += n
     total = sum(waits.values())
     if not total:
