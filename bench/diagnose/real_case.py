@@ -83,7 +83,9 @@ def main() -> int:
     path = args.out / "real-case.toml"
     path.write_text(text)
     lanes = str(ROOT / ".venv" / "bin" / "lanes")
-    subprocess.run([lanes, "bench", "run", str(path), "--out", str(args.out / "results")], check=True)
+    subprocess.run(
+        [lanes, "bench", "run", str(path), "--out", str(args.out / "results")], check=True
+    )
     subprocess.run([lanes, "report", str(args.out / "results")], check=True)
     return 0
 
