@@ -12,7 +12,10 @@ Where a profiler is not permitted here (a ``skipped`` line of the diagnosis name
 finding rests on: ``stacks`` for py-spy, ``syscalls`` for perf/strace), the case checks the rest
 of the run and is skipped with that line, unless ``LANES_REQUIRE_PROFILERS=1``, where it fails.
 Findings that rest on /proc and the client alone (threads, per-core CPU, arrivals) are always
-checked. Each case takes a few seconds: 1 s of warm-up (3 s for the waves), 3 s measured.
+checked, with one exception said in the skip: on a shared host whose other work keeps every
+core busy, "others idle" cannot be seen, so ``one_core`` is skipped when the server's CPU did
+run on one core but no core was idle. Other findings than the expected one are printed, not
+failed (the clean service must have none). Each case takes a few seconds: 1 s of warm-up (3 s for the waves), 3 s measured.
 """
 
 from __future__ import annotations
@@ -52,16 +55,17 @@ CASES = {
     "blocking_loop": Case("blocking_loop.py", 150, "loop_blocked", ("stacks",)),
     "log_lock": Case("log_lock.py", 150, "lock_contention", ("stacks", "syscalls")),
     "thread_pools": Case("thread_pools.py", 40, "threads_excess"),
-    "one_core": Case("one_core.py", 200, "core_saturated"),
-    # 8 tickers of 10 req/s in phase, one connection each: a wave of 8 sends every 100 ms.
+    "one_core": Case("one_core.py", 110, "core_saturated"),
+    # 10 tickers of 5 req/s in phase, one connection each: a wave of 10 sends every 200 ms
+    # (at the server, 10 ms bins: index of dispersion about 8; Poisson about 1).
     # The longer warm-up lets every generator process be up before the measured window
     # starts, so every clone's measured ticker starts at the shared instant.
     "waves": Case(
         "clean.py",
-        80,
+        50,
         "arrivals_clumped",
         arrival="constant",
-        generators=8,
+        generators=10,
         connections=1,
         warmup_s=3.0,
     ),
@@ -98,8 +102,9 @@ levels = [{case.rate}]
 """
 
 
-def run_case(name: str, case: Case, tmp_path: Path) -> dict[str, Any]:
-    """Run the case's experiment with ``lanes bench run``; its one run file."""
+def run_case(name: str, case: Case, tmp_path: Path) -> tuple[dict[str, Any], Path]:
+    """Run the case's experiment with ``lanes bench run``; its one run file and the results
+    folder."""
     path = tmp_path / f"zoo-{name}.toml"
     path.write_text(experiment(name, case), encoding="utf-8")
     out = tmp_path / "results"
@@ -112,7 +117,7 @@ def run_case(name: str, case: Case, tmp_path: Path) -> dict[str, Any]:
     )
     assert done.returncode == 0, done.stderr[-3000:] or done.stdout[-3000:]
     doc: dict[str, Any] = json.loads((out / "runs" / name / "L0-r1.json").read_text())
-    return doc
+    return doc, out
 
 
 def describe(diagnosis: dict[str, Any]) -> str:
@@ -132,10 +137,35 @@ def not_permitted(diagnosis: dict[str, Any], parts: tuple[str, ...]) -> list[str
     return [s for s in diagnosis.get("skipped", []) if s.split(":", 1)[0] in parts]
 
 
+def hidden_idle_core(diagnosis: dict[str, Any], out: Path) -> str | None:
+    """Why "one core saturated while others idle" could not be seen although the fault is
+    there, or None: the server's CPU ran on one core, yet every core was busy (work that is
+    not the lab's own, since on a quiet host the lab's load and recorders keep the idle core
+    near 30 % busy)."""
+    busy = diagnosis.get("core_busy") or []
+    folder = diagnosis.get("profile")
+    if not busy or min(busy) <= 0.5 or not folder:
+        return None
+    profile = json.loads((out / folder / "profile.json").read_text())
+    by_core: dict[str, float] = {}
+    for proc in (profile.get("processes") or {}).values():
+        for sample in proc["samples"]:
+            for core, secs in sample.get("cpu_by_core_s", {}).items():
+                by_core[core] = by_core.get(core, 0.0) + secs
+    total = sum(by_core.values())
+    hot = max(by_core, key=by_core.__getitem__, default=None)
+    if hot is None or total <= 0 or by_core[hot] / total < 0.9:
+        return None
+    return (
+        f"{by_core[hot] / total:.0%} of the server's CPU ran on core {hot}, but every core was "
+        f"busy (core busy {busy}): other work on this host hides the idle core"
+    )
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_the_lab_names_the_planted_fault(name: str, tmp_path: Path) -> None:
     case = CASES[name]
-    doc = run_case(name, case, tmp_path)
+    doc, out = run_case(name, case, tmp_path)
     load = doc["load"]
     assert load["status_codes"].get("200", 0) > 0, load
     diagnosis = doc.get("diagnosis")
@@ -148,10 +178,10 @@ def test_the_lab_names_the_planted_fault(name: str, tmp_path: Path) -> None:
     if case.expect is None:
         assert codes == [], describe(diagnosis)
         return
-    if case.expect == "arrivals_clumped" and diagnosis.get("dispersion_10ms") is None:
-        pytest.xfail("this lanes records no client dispersion (dispersion_10ms is null)")
     if case.expect not in codes:
         missing = not_permitted(diagnosis, case.needs)
         if missing and not require:
             pytest.skip(f"{name}: {case.expect} rests on a profiler not permitted here: {missing}")
+        if case.expect == "core_saturated" and (why := hidden_idle_core(diagnosis, out)):
+            pytest.skip(f"{name}: shared host: {why}")
     assert case.expect in codes, describe(diagnosis)

@@ -27,8 +27,8 @@ import time
 import common
 from aiohttp import web
 
-CPU_S = 0.005
-"""Model CPU time per request: one core carries at most 200 req/s of it."""
+CPU_S = 0.010
+"""Model CPU time per request: one core carries at most 100 req/s of it."""
 PINNED = {0}
 """The CPU set every process of the service inherits (the planted fault)."""
 
