@@ -46,13 +46,18 @@ def _procs(threads: list[int], by_core: dict[str, float]) -> dict[str, dict[str,
 
 
 def _clean(**kw: Any) -> f.Evidence:
+    """A clean service's evidence, with ``kw`` replacing parts; ``offcpu`` (blocked samples per
+    stack) is turned into the ``--idle`` recorder's counts: on-CPU plus blocked."""
+    offcpu = kw.pop("offcpu", Counter({SELECT: 300}))
+    oncpu = kw.get("oncpu", Counter({HANDLER: 40}))
+    if "every" not in kw:
+        kw["every"] = None if offcpu is None or oncpu is None else oncpu + offcpu
     base: dict[str, Any] = {
         "cores": 2,
         "requests": 1000,
         "cpu": _cpu([0.45, 0.40]),
         "processes": _procs([3, 3, 3], {"0": 0.05, "1": 0.05}),
         "oncpu": Counter({HANDLER: 40}),
-        "offcpu": Counter({SELECT: 300}),
         "syscalls": {"epoll_wait": {"calls": 1500, "errors": 0, "time_ms": 900.0}},
         "dispersion": 1.05,
     }
@@ -126,6 +131,7 @@ def test_futex_without_a_contended_frame_is_not_contention() -> None:
 
 def test_a_rule_without_its_evidence_says_nothing() -> None:
     ev = _clean(cpu=None, processes=None, oncpu=None, offcpu=None, syscalls=None, dispersion=None)
+    assert ev.every is None
     assert codes(ev) == []
 
 
@@ -141,3 +147,12 @@ def test_loop_blocking_spread_over_many_frames_is_said_to_be_the_gil_or_a_lock()
     found = f.diagnose(_clean(offcpu=spread))
     assert [x.code for x in found] == ["loop_blocked"]
     assert "spread over many frames" in found[0].message
+
+
+def test_sampling_noise_is_not_blocking() -> None:
+    # the two recorders disagree a little on every busy stack: no blocking in sum
+    stacks = [f"{LOOP};Handle._run (x.py:1);f{i} (x.py:{i})" for i in range(10)]
+    on = Counter({st: 6 for st in stacks})
+    every = Counter({st: 6 + (2 if i % 2 else -2) for i, st in enumerate(stacks)})
+    every[SELECT] = 100
+    assert codes(_clean(oncpu=on, every=every)) == []

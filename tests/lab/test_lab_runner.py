@@ -4,7 +4,10 @@ interrupted and resumed experiment against `lanes serve --devices sim:2` on loop
 from __future__ import annotations
 
 import json
+import sys
+import time
 
+import psutil
 import pytest
 
 from lanes.bench.result import Result
@@ -258,3 +261,43 @@ def test_a_finished_search_resumes_to_nothing(tmp_path):
     done = runner.run_experiment(exp, out, SEARCH, resume=True, progress=lambda *a: calls.append(a))
     assert done == []  # no server started: the variant commands never ran
     assert calls == [("done", 0, 0)]
+
+
+def test_stopping_a_variant_ends_its_worker_processes_too(tmp_path):
+    """A server that leaves a worker behind (LitServe's, a pre-fork server's) must not load the
+    next variant's runs: the runner ends the server's whole process group."""
+    from lanes.lab.experiment import Variant
+    from lanes.lab.runner import server
+
+    script = tmp_path / "forking.py"
+    script.write_text(
+        "import http.server, signal, subprocess, sys\n"
+        "child = subprocess.Popen([sys.executable, '-c', 'import signal, time; "
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(600)'])\n"
+        f"open({str(tmp_path / 'child.pid')!r}, 'w').write(str(child.pid))\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200); self.end_headers()\n"
+        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+        "http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n"
+    )
+    variant = Variant(
+        name="forking",
+        command=(sys.executable, str(script), "{port}"),
+        metrics_url=None,
+        ready_url="{url}/",
+        ready_timeout_s=30,
+    )
+    with server(variant, tmp_path / "log.txt"):
+        child = int((tmp_path / "child.pid").read_text())
+        assert psutil.pid_exists(child)
+    deadline = time.monotonic() + 5.0
+    while time.monotonic() < deadline:  # the kill is delivered asynchronously: poll, bounded
+        try:
+            if psutil.Process(child).status() == psutil.STATUS_ZOMBIE:
+                break  # killed; reaped later by init, its parent being gone
+        except psutil.NoSuchProcess:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail(f"the server's worker {child} outlived it")

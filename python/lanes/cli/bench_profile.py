@@ -3,16 +3,15 @@
 Target rule: a whole number is a PID (it must exist; its descendants are profiled with it);
 anything else is a command line (split like a shell would) started here in its own session,
 waited for until URL's host and port accept a TCP connection (at most ``READY_S``), profiled,
-and stopped at the end (SIGTERM, then SIGKILL). The profile window is the whole load run. The
-findings print after the load report; the files (docs/diagnosis.md) go to ``--profile-out``.
-A profiler that fails costs the diagnosis, never the load result.
+and stopped at the end with its process group (SIGTERM, then SIGKILL). The profile window is
+the whole load run. The findings print after the load report; the files (docs/diagnosis.md)
+go to ``--profile-out``. A profiler that fails costs the diagnosis, never the load result.
 """
 
 from __future__ import annotations
 
 import argparse
 import shlex
-import signal
 import socket
 import subprocess
 import sys
@@ -50,16 +49,6 @@ def _wait_port(url: str, proc: subprocess.Popen[bytes], argv: list[str]) -> None
         BAD_ARGUMENT,
         f"--profile {shlex.join(argv)}: {parts.hostname}:{port} not open in {READY_S:g} s",
     )
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=10.0)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def run_profiled(args: argparse.Namespace, run: Callable[..., int]) -> int:
@@ -104,7 +93,9 @@ def run_profiled(args: argparse.Namespace, run: Callable[..., int]) -> int:
         code = run(args, after)
     finally:
         if proc is not None:
-            _stop(proc)
+            from lanes.lab.runner import stop_process_group
+
+            stop_process_group(proc)
     _print(found, folder, pid)
     return code
 

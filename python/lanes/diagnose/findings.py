@@ -25,10 +25,14 @@ Rules:
   ``orjson``, ``serde_json``) hold >= ``JSON_SHARE`` of the server's on-CPU samples.
 
 A share of samples rests on at least ``MIN_SAMPLES`` samples, or the rule says nothing.
+Off-CPU counts are differences of two recorders' counts (:mod:`lanes.diagnose.stacks`); they
+are summed per leaf frame before clipping at zero and must stand ``NOISE_SIGMAS`` standard
+deviations above sampling noise (:func:`significant`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -47,6 +51,7 @@ LOCK_SHARE = 0.25
 DISPERSION = 4.0
 JSON_SHARE = 0.15
 MIN_SAMPLES = 10
+NOISE_SIGMAS = 3.0
 """Fewest samples a share-of-samples rule rests on: below it the share is noise."""
 
 _SELECT = re.compile(r"^(\w+\.)?(select|poll|_poll|epoll_wait) \(selectors\.py")
@@ -91,7 +96,9 @@ class Evidence:
     """Host samples: ``[{"t", "cores": [{"user", "system", "softirq", "iowait", "idle"}]}]``."""
     processes: dict[str, dict[str, Any]] | None = None
     oncpu: Counter[str] | None = None
-    offcpu: Counter[str] | None = None
+    """On-CPU samples per stack (py-spy without ``--idle``, or perf)."""
+    every: Counter[str] | None = None
+    """Every thread's samples per stack (py-spy ``--idle``); None for native processes."""
     syscalls: dict[str, dict[str, float]] | None = None
     dispersion: float | None = None
     arrival: str | None = None
@@ -203,35 +210,67 @@ def threads_excess(ev: Evidence) -> Finding | None:
     )
 
 
+def blocked_by_leaf(
+    ev: Evidence, keep: Callable[[str], bool]
+) -> tuple[Counter[str], int, int, dict[str, int]]:
+    """Off-CPU samples per leaf frame over the stacks ``keep`` accepts: the ``--idle``
+    recorder's count minus the on-CPU recorder's, summed per leaf *before* clipping at 0
+    (clipping per stack would turn sampling noise into phantom blocking). Also returns the
+    two recorders' totals over those stacks and each leaf's summed count (for the noise
+    bound)."""
+    assert ev.every is not None and ev.oncpu is not None
+    every: Counter[str] = Counter()
+    on: Counter[str] = Counter()
+    for s, n in ev.every.items():
+        if keep(s):
+            every[_leaf(s)] += n
+    for s, n in ev.oncpu.items():
+        if keep(s):
+            on[_leaf(s)] += n
+    diff = Counter({k: every[k] - on[k] for k in every if every[k] - on[k] > 0})
+    both = {k: every[k] + on[k] for k in every}
+    return diff, sum(every.values()), sum(on.values()), both
+
+
+def significant(blocked: float, counted: int) -> bool:
+    """A difference of two independent sample counts is real when it is at least
+    ``NOISE_SIGMAS`` standard deviations (about the square root of their sum) and at least
+    ``MIN_SAMPLES``."""
+    return blocked >= max(MIN_SAMPLES, NOISE_SIGMAS * math.sqrt(max(counted, 1)))
+
+
 def loop_blocked(ev: Evidence) -> Finding | None:
-    if ev.oncpu is None or ev.offcpu is None:
+    if ev.oncpu is None or ev.every is None:
         return None
-    loops = {
-        t
-        for s in (*ev.oncpu, *ev.offcpu)
-        if "_run_once (asyncio" in s and (t := thread_of(s)) is not None
-    }
-    worst: tuple[float, str, int, int] | None = None
+    loops = {t for s in ev.every if "_run_once (asyncio" in s and (t := thread_of(s)) is not None}
+    threads = {t for s in ev.every if (t := thread_of(s)) is not None}
+    worst: tuple[float, str, float, int] | None = None
     for t in loops:
-        total = sum(n for s, n in (*ev.oncpu.items(), *ev.offcpu.items()) if thread_of(s) == t)
-        blocked: Counter[str] = Counter()
-        for s, n in ev.offcpu.items():
-            if thread_of(s) == t and n > 0 and not any(_SELECT.match(f) for f in frames(s)):
-                blocked[_leaf(s)] += n
-        share = sum(blocked.values()) / total if total else 0.0
-        if blocked and (worst is None or share > worst[0]):
-            frame, n = blocked.most_common(1)[0]
-            worst = (share, frame, n, total)
-    if worst is None or worst[0] < LOOP_BLOCKED or worst[3] < MIN_SAMPLES:
+        total = sum(n for s, n in ev.every.items() if thread_of(s) == t)
+
+        def busy_in_loop(s: str, t: str = t) -> bool:
+            return thread_of(s) == t and not any(_SELECT.match(f) for f in frames(s))
+
+        diff, every, on, _ = blocked_by_leaf(ev, busy_in_loop)
+        blocked = every - on
+        if not diff or not total or not significant(blocked, every + on):
+            continue
+        share = blocked / total
+        if worst is None or share > worst[0]:
+            frame, n = diff.most_common(1)[0]
+            worst = (share, frame, min(1.0, n / blocked), total)
+    if worst is None or worst[0] < LOOP_BLOCKED:
         return None
-    share, frame, n, total = worst
-    frame_share = n / (share * total)
-    where = (
-        f"in {frame}"
-        if frame_share >= SPREAD
-        else f"spread over many frames (the top, {frame}, holds {frame_share:.0%}): waiting "
-        "for the GIL or a lock that other threads hold, not one blocking call"
-    )
+    share, frame, frame_share, total = worst
+    if frame_share >= SPREAD:
+        where = f"in {frame}"
+    else:
+        why = (
+            "waiting for the GIL or a lock that other threads hold, not one blocking call"
+            if len(threads) > 1
+            else "no single blocking call"
+        )
+        where = f"spread over many frames (the top, {frame}, holds {frame_share:.0%}): {why}"
     return Finding(
         "loop_blocked",
         f"event loop blocked {share:.0%} of wall time {where}",
@@ -245,22 +284,21 @@ def loop_blocked(ev: Evidence) -> Finding | None:
 
 
 def lock_contention(ev: Evidence) -> Finding | None:
-    if ev.syscalls is None or ev.offcpu is None or ev.requests <= 0:
+    if ev.syscalls is None or ev.every is None or ev.oncpu is None or ev.requests <= 0:
         return None
     futex = ev.syscalls.get("futex", {}).get("calls", 0) / ev.requests
     if futex < FUTEX_PER_REQUEST:
         return None
-    waits: Counter[str] = Counter()
-    for s, n in ev.offcpu.items():
-        if n > 0 and "_run_once (asyncio" not in s:
-            leaf = _leaf(s)
-            if not idle_wait(leaf):
-                waits[leaf] += n
-    total = sum(waits.values())
+
+    def waiting(s: str) -> bool:
+        return "_run_once (asyncio" not in s and not idle_wait(_leaf(s))
+
+    diff, _, _, both = blocked_by_leaf(ev, waiting)
+    total = sum(diff.values())
     if not total:
         return None
-    frame, n = waits.most_common(1)[0]
-    if n / total < LOCK_SHARE or n < MIN_SAMPLES:
+    frame, n = diff.most_common(1)[0]
+    if n / total < LOCK_SHARE or not significant(n, both[frame]):
         return None
     return Finding(
         "lock_contention",

@@ -129,7 +129,7 @@ class Session:
             cpu=cpu.get("samples"),
             processes=self._blocks.get("processes"),
             oncpu=self._folded("oncpu"),
-            offcpu=self._folded("offcpu"),
+            every=self._folded("all"),
             syscalls=calls,
             dispersion=dispersion,
             arrival=arrival,

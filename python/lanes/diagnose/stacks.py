@@ -5,13 +5,15 @@ Brendan Gregg's stackcollapse scripts, py-spy's ``raw`` output and inferno.
 
 Rule for Python processes (py-spy): two recorders run side by side on the process tree
 (``--subprocesses --threads``; ``--nonblocking`` unless native frames are asked for, which
-need the process stopped per sample), both at ``rate_hz``: one samples only threads that are running
-(py-spy's default: a thread the OS reports idle is left out), the other ``--idle`` samples every
-thread. A stack's **off-CPU** count is its count with ``--idle`` minus its on-CPU count (at
-least 0): the samples where that thread was blocked — in a lock, a file call, a sleep, waiting
-for the GIL, or idle by design, e.g. an event loop in ``select``. The two recorders draw
-different instants, so off-CPU counts are estimates with sampling noise of about the square
-root of the count; the rules that read them use shares of ten percent and more.
+need the process stopped per sample), both at ``rate_hz``: one samples only threads that are
+running (py-spy's default: a thread the OS reports idle is left out), the other ``--idle``
+samples every thread (``all.folded``). A stack's **off-CPU** count is its count with
+``--idle`` minus its on-CPU count, at least 0 (``offcpu.folded``, for the flame graph): the
+samples where that thread was blocked — in a lock, a file call, a sleep, waiting for the GIL,
+or idle by design, e.g. an event loop in ``select``. The two recorders draw different
+instants, so these are estimates with sampling noise of about the square root of the count;
+the rules (:mod:`lanes.diagnose.findings`) read ``all.folded`` and ``oncpu.folded``, sum per
+frame before subtracting, and test the difference against that noise.
 
 Rule for native processes (perf): ``perf record -g -F rate_hz`` samples the CPU clock of the
 processes (on-CPU only); ``perf script`` is collapsed with inferno. Off-CPU stacks of native
@@ -149,11 +151,15 @@ class StackRecorder:
         offcpu = Counter({s: n - oncpu.get(s, 0) for s, n in every.items()})
         (self.folder / "oncpu.folded").write_text(format_folded(oncpu))
         (self.folder / "offcpu.folded").write_text(format_folded(offcpu))
+        (self.folder / "all.folded").write_text(format_folded(every))
+        for raw in ("oncpu.raw", "all.raw"):
+            (self.folder / raw).unlink(missing_ok=True)
         return {
             "tool": "py-spy",
             "rate_hz": self.rate_hz,
             "oncpu": "oncpu.folded",
             "offcpu": "offcpu.folded",
+            "all": "all.folded",
             "samples_oncpu": sum(oncpu.values()),
             "samples_all": sum(every.values()),
         }

@@ -46,7 +46,7 @@ import sys
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -225,7 +225,7 @@ def server(variant: Variant, log: Path) -> Iterator[Server]:
         yield Server(url, metrics_url, proc)
     finally:
         if proc is not None:
-            _stop(proc)
+            stop_process_group(proc)
         if log_file is not None:
             log_file.close()
 
@@ -251,14 +251,23 @@ def _wait_ready(
     )
 
 
-def _stop(proc: subprocess.Popen[bytes]) -> None:
+def stop_process_group(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the server's whole process group (it was started in a session of its own), wait
+    at most ``_STOP_TIMEOUT_S``, then SIGKILL the group: a server's worker processes (LitServe's,
+    a pre-fork server's) must not outlive it and load the next variant's runs."""
     if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
+        _signal_group(proc, signal.SIGTERM)
         try:
             proc.wait(timeout=_STOP_TIMEOUT_S)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            _signal_group(proc, signal.SIGKILL)
             proc.wait()
+    _signal_group(proc, signal.SIGKILL)  # children left behind by a leader that exited
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: signal.Signals) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
 
 
 def unloaded_p50(srv: Server, corpus: dict[str, Path]) -> dict[str, float]:
