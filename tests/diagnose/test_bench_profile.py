@@ -54,23 +54,26 @@ def test_bench_profile_command_prints_the_diagnosis_and_stops_the_server(tmp_pat
         assert s.connect_ex(("127.0.0.1", port)) != 0
 
 
-def test_bench_profile_a_command_that_cannot_start_is_one_line() -> None:
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lanes",
-            "bench",
-            "http://127.0.0.1:9/",
-            "-n",
-            "1",
-            "--profile",
-            "no-such-server-binary --port 9",
-        ],
+def _bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "lanes", "bench", *args],
         capture_output=True,
         text=True,
         timeout=60,
         check=False,
     )
+
+
+def test_bench_profile_a_command_that_cannot_start_is_one_line() -> None:
+    done = _bench("http://127.0.0.1:9/", "-n", "1", "--profile", "no-such-server --port 9")
     assert done.returncode == 2
-    assert "--profile no-such-server-binary --port 9: cannot start" in done.stderr
+    assert "--profile no-such-server --port 9: cannot start" in done.stderr
+
+
+def test_bench_profile_a_missing_pid_fails_before_any_load() -> None:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    done = _bench("http://127.0.0.1:9/", "-n", "1", "--profile", str(proc.pid))
+    assert done.returncode == 2
+    assert f"profile pid {proc.pid}: no such process" in done.stderr
+    assert done.stdout == ""

@@ -72,27 +72,3 @@ def test_a_pid_that_does_not_exist_is_one_clear_line(tmp_path) -> None:  # type:
     assert str(err.value) == f"profile pid {pid}: no such process"
     with pytest.raises(LanesError):
         Session(ProfileConfig(), pid, tmp_path / "p")
-
-
-def test_lanes_bench_with_a_missing_pid_fails_before_any_load() -> None:
-    pid = _dead_pid()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "lanes",
-            "bench",
-            "http://127.0.0.1:9/",
-            "-n",
-            "1",
-            "--profile",
-            str(pid),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 2
-    assert f"profile pid {pid}: no such process" in done.stderr
-    assert done.stdout == ""
