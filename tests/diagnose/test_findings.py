@@ -156,3 +156,16 @@ def test_sampling_noise_is_not_blocking() -> None:
     every = Counter({st: 6 + (2 if i % 2 else -2) for i, st in enumerate(stacks)})
     every[SELECT] = 100
     assert codes(_clean(oncpu=on, every=every)) == []
+
+
+def test_clumps_from_a_saturated_server_are_not_the_clients() -> None:
+    # the client waited for connections the server held: its sends left late, in bursts
+    assert codes(_clean(dispersion=6.0, late_sends=0.4)) == []
+    assert codes(_clean(dispersion=6.0, late_sends=0.01)) == ["arrivals_clumped"]
+
+
+def test_a_loop_on_cpu_all_the_time_is_the_ceiling_and_its_hot_frames_are_named() -> None:
+    busy = Counter({HANDLER: 90, LOOP + ";Handle._run (asyncio/events.py:80);encode_body (c.py:3)": 60})
+    found = f.diagnose(_clean(oncpu=busy, offcpu=Counter({SELECT: 5})))
+    assert [x.code for x in found] == ["loop_saturated"]
+    assert "infer (svc.py:12) 60%" in found[0].message

@@ -16,11 +16,15 @@ Rules:
   off-CPU outside the selector's ``select`` for >= ``LOOP_BLOCKED`` of its samples; the frame
   named is the most frequent leaf of those samples, or, when it holds under ``SPREAD`` of them,
   the finding says the blocking is spread over many frames (a loop waiting for the GIL).
+- ``loop_saturated`` — an asyncio event loop's thread is on CPU for >= ``LOOP_BUSY`` of its
+  samples: one thread, one core, the server's ceiling; the hottest frames (self time) are named.
 - ``lock_contention`` — ``futex`` calls per request >= ``FUTEX_PER_REQUEST`` and one leaf frame
   holds >= ``LOCK_SHARE`` of the off-CPU samples that are not idle waits (a selector, a socket
   accept/receive, a worker waiting for work, a sleep); that frame is named.
 - ``arrivals_clumped`` — the index of dispersion (variance / mean) of the client's sends counted
   in 10 ms bins is >= ``DISPERSION``; Poisson arrivals give about 1, evenly spaced ones about 0.
+  Not when more than ``LATE_SENDS`` of the sends left late: then the client waited for
+  connections a saturated server held, and the clumps are the server's backlog draining.
 - ``json_encoding`` — stacks through a JSON encoder (``json/encoder.py``, ``json.dumps``,
   ``orjson``, ``serde_json``) hold >= ``JSON_SHARE`` of the server's on-CPU samples.
 
@@ -44,11 +48,13 @@ CORE_IDLE = 0.5
 CORE_SHARE = 0.9
 THREADS_PER_CORE = 4
 LOOP_BLOCKED = 0.10
+LOOP_BUSY = 0.85
 SPREAD = 0.3
 """Below this share of the loop's blocked samples, the top frame is not "the" blocking call."""
 FUTEX_PER_REQUEST = 1.0
 LOCK_SHARE = 0.25
 DISPERSION = 4.0
+LATE_SENDS = 0.05
 JSON_SHARE = 0.15
 MIN_SAMPLES = 10
 NOISE_SIGMAS = 3.0
@@ -101,6 +107,8 @@ class Evidence:
     """Every thread's samples per stack (py-spy ``--idle``); None for native processes."""
     syscalls: dict[str, dict[str, float]] | None = None
     dispersion: float | None = None
+    late_sends: float | None = None
+    """Share of open-loop sends that left late (None in closed loop)."""
     arrival: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -111,6 +119,7 @@ def diagnose(ev: Evidence) -> list[Finding]:
         core_saturated,
         threads_excess,
         loop_blocked,
+        loop_saturated,
         lock_contention,
         arrivals_clumped,
         json_encoding,
@@ -283,6 +292,32 @@ def loop_blocked(ev: Evidence) -> Finding | None:
     )
 
 
+def loop_saturated(ev: Evidence) -> Finding | None:
+    if ev.oncpu is None or ev.every is None:
+        return None
+    worst: tuple[float, str] | None = None
+    for t in {t for s in ev.every if "_run_once (asyncio" in s and (t := thread_of(s))}:
+        total = sum(n for s, n in ev.every.items() if thread_of(s) == t)
+        on = sum(n for s, n in ev.oncpu.items() if thread_of(s) == t)
+        if total >= MIN_SAMPLES and (worst is None or on / total > worst[0]):
+            worst = (on / total, t)
+    if worst is None or worst[0] < LOOP_BUSY:
+        return None
+    share, t = worst
+    hot: Counter[str] = Counter()
+    for s, n in ev.oncpu.items():
+        if thread_of(s) == t:
+            hot[_leaf(s)] += n
+    on = sum(hot.values())
+    top = ", ".join(f"{f} {n / on:.0%}" for f, n in hot.most_common(3))
+    return Finding(
+        "loop_saturated",
+        f"event loop saturated: its thread on CPU {min(share, 1.0):.0%} of wall time, a ceiling "
+        f"of one core; hottest frames: {top}",
+        {"busy_share": round(min(share, 1.0), 3), "hot_frames": dict(hot.most_common(5))},
+    )
+
+
 def lock_contention(ev: Evidence) -> Finding | None:
     if ev.syscalls is None or ev.every is None or ev.oncpu is None or ev.requests <= 0:
         return None
@@ -311,6 +346,8 @@ def lock_contention(ev: Evidence) -> Finding | None:
 def arrivals_clumped(ev: Evidence) -> Finding | None:
     if ev.dispersion is None or ev.dispersion < DISPERSION:
         return None
+    if ev.late_sends is not None and ev.late_sends > LATE_SENDS:
+        return None  # sends waited for busy connections: the server's backlog, not the client
     how = f" (the workload's arrival is {ev.arrival})" if ev.arrival else ""
     return Finding(
         "arrivals_clumped",

@@ -97,7 +97,12 @@ class Session:
             self.skipped.append(f"profiling failed mid-run: {type(err).__name__}: {err}")
 
     def finish(
-        self, *, requests: int, dispersion: float | None, arrival: str | None
+        self,
+        *,
+        requests: int,
+        dispersion: float | None,
+        arrival: str | None,
+        late_sends: float | None = None,
     ) -> dict[str, Any]:
         """Analyse the window and return the run file's ``diagnosis`` block."""
         if self._thread is not None:
@@ -105,7 +110,7 @@ class Session:
                 self._end.set()
             self._thread.join(timeout=(self._window[1] or 0.0) + 120.0)
         try:
-            return self._analyse(requests, dispersion, arrival)
+            return self._analyse(requests, dispersion, arrival, late_sends)
         except Exception as err:
             self.skipped.append(f"diagnosis failed: {type(err).__name__}: {err}")
             return {"findings": [], "skipped": self.skipped, "profile": None}
@@ -118,7 +123,7 @@ class Session:
         return parse_folded((self.folder / name).read_text(errors="replace"))
 
     def _analyse(
-        self, requests: int, dispersion: float | None, arrival: str | None
+        self, requests: int, dispersion: float | None, arrival: str | None, late: float | None
     ) -> dict[str, Any]:
         cpu = self._blocks.get("cpu") or {}
         syscalls = self._blocks.get("syscalls")
@@ -132,6 +137,7 @@ class Session:
             every=self._folded("all"),
             syscalls=calls,
             dispersion=dispersion,
+            late_sends=late,
             arrival=arrival,
         )
         found = [f.to_json() for f in rules.diagnose(ev)]
@@ -153,7 +159,7 @@ class Session:
             "processes": ev.processes,
             "stacks": self._blocks.get("stacks"),
             "syscalls": {**syscalls, "per_request": per_request} if syscalls else None,
-            "client": {"dispersion_10ms": dispersion, "arrival": arrival},
+            "client": {"dispersion_10ms": dispersion, "late_sends": late, "arrival": arrival},
             "findings": found,
             "skipped": self.skipped,
         }
@@ -169,6 +175,7 @@ class Session:
             else None,
             "syscalls_per_request": top,
             "dispersion_10ms": dispersion,
+            "late_sends": late,
             "flamegraphs": flames,
         }
 
