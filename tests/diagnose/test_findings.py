@@ -89,6 +89,7 @@ def test_clean_service_has_no_finding() -> None:
         (
             {
                 "syscalls": {"futex": {"calls": 5000, "errors": 0, "time_ms": 300.0}},
+                "oncpu": Counter({HANDLER: 40, WORKER + ";render (svc.py:33)": 30}),
                 "offcpu": Counter({SELECT: 300, WORKER: 120, IDLE_WORKER: 400}),
             },
             "lock_contention",
@@ -165,7 +166,21 @@ def test_clumps_from_a_saturated_server_are_not_the_clients() -> None:
 
 
 def test_a_loop_on_cpu_all_the_time_is_the_ceiling_and_its_hot_frames_are_named() -> None:
-    busy = Counter({HANDLER: 90, LOOP + ";Handle._run (asyncio/events.py:80);encode_body (c.py:3)": 60})
+    busy = Counter(
+        {HANDLER: 90, LOOP + ";Handle._run (asyncio/events.py:80);encode_body (c.py:3)": 60}
+    )
     found = f.diagnose(_clean(oncpu=busy, offcpu=Counter({SELECT: 5})))
     assert [x.code for x in found] == ["loop_saturated"]
     assert "infer (svc.py:12) 60%" in found[0].message
+
+
+def test_a_thread_that_never_runs_is_not_contended() -> None:
+    # a resource tracker blocked on its pipe all window long: idle by design, not a lock
+    tracker = (
+        'process 2:"tracker";thread (9): MainThread;main (multiprocessing/resource_tracker.py:227)'
+    )
+    ev = _clean(
+        syscalls={"futex": {"calls": 5000, "errors": 0, "time_ms": 300.0}},
+        offcpu=Counter({SELECT: 300, tracker: 300}),
+    )
+    assert codes(ev) == []

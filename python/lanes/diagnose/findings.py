@@ -19,7 +19,8 @@ Rules:
 - ``loop_saturated`` — an asyncio event loop's thread is on CPU for >= ``LOOP_BUSY`` of its
   samples: one thread, one core, the server's ceiling; the hottest frames (self time) are named.
 - ``lock_contention`` — ``futex`` calls per request >= ``FUTEX_PER_REQUEST`` and one leaf frame
-  holds >= ``LOCK_SHARE`` of the off-CPU samples that are not idle waits (a selector, a socket
+  holds >= ``LOCK_SHARE`` of the off-CPU samples of working threads (on CPU in >= 2 % of
+  their samples) that are not idle waits (a selector, a socket
   accept/receive, a worker waiting for work, a sleep); that frame is named.
 - ``arrivals_clumped`` — the index of dispersion (variance / mean) of the client's sends counted
   in 10 ms bins is >= ``DISPERSION``; Poisson arrivals give about 1, evenly spaced ones about 0.
@@ -318,6 +319,19 @@ def loop_saturated(ev: Evidence) -> Finding | None:
     )
 
 
+def _working_threads(ev: Evidence) -> set[str | None]:
+    """Threads seen on CPU in at least 2 % of their samples (and twice): a thread that never
+    runs in the window (a resource tracker, a watchdog) is idle by design wherever it waits."""
+    assert ev.every is not None and ev.oncpu is not None
+    every: Counter[str | None] = Counter()
+    on: Counter[str | None] = Counter()
+    for s, n in ev.every.items():
+        every[thread_of(s)] += n
+    for s, n in ev.oncpu.items():
+        on[thread_of(s)] += n
+    return {t for t, n in every.items() if on[t] >= max(2, 0.02 * n)}
+
+
 def lock_contention(ev: Evidence) -> Finding | None:
     if ev.syscalls is None or ev.every is None or ev.oncpu is None or ev.requests <= 0:
         return None
@@ -325,8 +339,10 @@ def lock_contention(ev: Evidence) -> Finding | None:
     if futex < FUTEX_PER_REQUEST:
         return None
 
+    working = _working_threads(ev)
+
     def waiting(s: str) -> bool:
-        return "_run_once (asyncio" not in s and not idle_wait(_leaf(s))
+        return thread_of(s) in working and "_run_once (asyncio" not in s and not idle_wait(_leaf(s))
 
     diff, _, _, both = blocked_by_leaf(ev, waiting)
     total = sum(diff.values())
