@@ -17,7 +17,8 @@ from lanes.diagnose.tools import discover
 STAT_LOOP = "import os, time\nt = time.time()\nwhile time.time() - t < 20:\n    os.stat('/')\n"
 
 
-def test_perf_trace_counts_a_process_syscalls_by_name(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("timed", "tool"), [(False, "perf stat"), (True, "perf trace")])
+def test_perf_counts_a_process_syscalls_by_name(timed: bool, tool: str, tmp_path: Path) -> None:
     tools = discover()
     if tools["perf"].path is None:
         if os.environ.get("LANES_REQUIRE_PROFILERS") == "1":
@@ -26,7 +27,7 @@ def test_perf_trace_counts_a_process_syscalls_by_name(tmp_path: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", STAT_LOOP])
     try:
         time.sleep(0.3)  # the interpreter starts
-        rec = SyscallRecorder([proc.pid], tmp_path, tools)
+        rec = SyscallRecorder([proc.pid], tmp_path, tools, timed=timed)
         rec.start()
         time.sleep(1.0)  # the window
         block = rec.stop()
@@ -34,9 +35,10 @@ def test_perf_trace_counts_a_process_syscalls_by_name(tmp_path: Path) -> None:
         proc.kill()
         proc.wait()
     assert block is not None, rec.skipped
-    assert block["tool"] == "perf trace"
+    assert block["tool"] == tool
     stat = block["calls"].get("newfstatat") or block["calls"].get("stat") or {}
-    assert stat.get("calls", 0) > 100, block["calls"]
+    assert (stat.get("calls") or 0) > 100, block["calls"]
+    assert (stat.get("time_ms") is not None) == timed
 
 
 def test_strace_summary_parses() -> None:

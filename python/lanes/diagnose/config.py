@@ -38,6 +38,9 @@ class ProfileConfig:
     """CPU, thread and context-switch sampling interval."""
     stacks: bool = True
     syscalls: bool = True
+    syscall_time: bool = False
+    """Time syscalls too (perf trace: ~10 µs per call, enough to saturate a busy loop); else
+    count them (perf stat: ~1 µs per call)."""
     native: bool = False
     """py-spy ``--native``: C/C++/Rust frames beside Python ones (costs more per sample)."""
     pid: int | None = None

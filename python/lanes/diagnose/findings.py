@@ -106,7 +106,7 @@ class Evidence:
     """On-CPU samples per stack (py-spy without ``--idle``, or perf)."""
     every: Counter[str] | None = None
     """Every thread's samples per stack (py-spy ``--idle``); None for native processes."""
-    syscalls: dict[str, dict[str, float]] | None = None
+    syscalls: dict[str, dict[str, float | None]] | None = None
     dispersion: float | None = None
     late_sends: float | None = None
     """Share of open-loop sends that left late (None in closed loop)."""
@@ -335,7 +335,7 @@ def _working_threads(ev: Evidence) -> set[str | None]:
 def lock_contention(ev: Evidence) -> Finding | None:
     if ev.syscalls is None or ev.every is None or ev.oncpu is None or ev.requests <= 0:
         return None
-    futex = ev.syscalls.get("futex", {}).get("calls", 0) / ev.requests
+    futex = (ev.syscalls.get("futex", {}).get("calls") or 0) / ev.requests
     if futex < FUTEX_PER_REQUEST:
         return None
 

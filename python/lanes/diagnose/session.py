@@ -78,7 +78,7 @@ class Session:
             from lanes.diagnose.sampler import process_tree
 
             pids = [p.pid for p in process_tree(self.pid)]
-            calls = SyscallRecorder(pids, self.folder, tools)
+            calls = SyscallRecorder(pids, self.folder, tools, timed=self.cfg.syscall_time)
             sampler.start()
             if self.cfg.stacks:
                 stacks.start()
@@ -143,8 +143,8 @@ class Session:
         found = [f.to_json() for f in rules.diagnose(ev)]
         per_request = (
             {
-                name: round(row["calls"] / requests, 3)
-                for name, row in sorted(calls.items(), key=lambda kv: -kv[1]["calls"])
+                name: round((row["calls"] or 0) / requests, 3)
+                for name, row in sorted(calls.items(), key=lambda kv: -(kv[1]["calls"] or 0))
             }
             if calls and requests
             else None

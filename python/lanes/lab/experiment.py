@@ -486,7 +486,7 @@ def _profile(c: _Checker, raw: object, w: Workload) -> ProfileConfig:
             if r > w.repeats:
                 raise c.fail("profile.repeats", r, f"allowed: 1 to workload.repeats = {w.repeats}")
     flags = {}
-    for key in ("stacks", "syscalls", "native"):
+    for key in ("stacks", "syscalls", "syscall_time", "native"):
         if key in t:
             if not isinstance(t[key], bool):
                 raise c.fail(f"profile.{key}", t[key], "allowed: true or false")
