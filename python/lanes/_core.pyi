@@ -20,6 +20,7 @@ __all__ = [
     "load_merge",
     "load_percentiles",
     "load_start",
+    "pack_numbers",
     "parse_policy",
     "policy_names",
     "probe_start",
@@ -256,3 +257,11 @@ def collapse_perf(perf_script: str) -> str:
     is the sum of the events' periods where ``perf script`` prints them (for ``cpu-clock``:
     nanoseconds), else the number of samples. Raises ``ValueError`` for an empty input or one in
     which no stack was found."""
+
+def pack_numbers(data: list[Any]) -> tuple[bytes, str, tuple[int, ...]] | None:
+    """The array ``np.asarray(data)`` makes of a flat or rectangular nested list whose leaves
+    are all ``float`` or ``int`` (exact types, as orjson makes them; not ``bool``), as
+    ``(bytes, "f8" | "i8", shape)``: little-endian float64 when any leaf is a float (ints
+    converted round-to-nearest-even, as numpy does), else int64. None for anything else (a
+    boolean, string, null or object leaf, an int past int64, ragged or empty nesting, more than
+    32 levels): numpy then decides."""

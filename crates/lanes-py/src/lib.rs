@@ -6,6 +6,7 @@
 
 mod arbiter;
 mod flame;
+mod kserve_json;
 mod load;
 mod probe;
 mod scheduler;
@@ -186,6 +187,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(capacity, m)?)?;
     arbiter::register(m)?;
     flame::register(m)?;
+    kserve_json::register(m)?;
     load::register(m)?;
     probe::register(m)?;
     scheduler::register(m)?;
