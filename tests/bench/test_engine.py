@@ -356,3 +356,84 @@ def test_the_send_log_has_one_line_per_send_in_index_order(
     intended = [row[1] for row in rows]
     assert intended == sorted(intended)  # one schedule, in index order
     assert all(sent >= planned for _, planned, sent in rows)
+
+
+# --- sent vs scheduled, and what was actually sent over time ----------------------------------
+
+
+def binned_total(result: Result) -> int:
+    return sum(result.data["sends_10ms"]["counts"])
+
+
+@pytest.mark.parametrize("arrival", ["poisson", "constant"])
+def test_open_loop_sends_exactly_rate_times_duration_and_no_more(
+    http_server: Server, arrival: str
+) -> None:
+    result = run(http_server.url, rate=1000, duration=1.0, arrival=arrival, connections=32)
+    # The window's count is fixed by the schedule: rate x duration, for Poisson too.
+    assert result.data["scheduled"] == 1000
+    assert result.data["sent"] == 1000  # all of it, and never more
+    assert result.requests + result.data["unfinished"] == 1000
+    assert http_server.count == 1000
+    sends = result.data["sends_10ms"]
+    assert (sends["bin_ms"], sends["start_ns"]) == (10, 0)
+    assert binned_total(result) == 1000
+    check_no_errors(result)
+
+
+def test_merged_runs_add_their_schedules_and_their_sends(http_server: Server) -> None:
+    a = run(http_server.url, rate=500, duration=0.5, seed=1)
+    b = run(http_server.url, rate=300, duration=0.5, seed=2)
+    merged = merge([a, b])
+    assert merged.data["scheduled"] == 250 + 150
+    assert merged.data["sent"] == 400
+    counts = [a.data["sends_10ms"]["counts"], b.data["sends_10ms"]["counts"]]
+    width = max(len(c) for c in counts)
+    expected = [sum(c[i] for c in counts if i < len(c)) for i in range(width)]
+    assert merged.data["sends_10ms"] == {"bin_ms": 10, "start_ns": 0, "counts": expected}
+
+
+def test_constant_sends_have_a_dispersion_far_below_poissons(http_server: Server) -> None:
+    # Wide bounds on purpose: a clock gives ~0 and Poisson ~1 (with 100 bins its estimate has a
+    # spread of ~0.14). A client that stalls clumps its sends and pushes both up, by about
+    # rate x stall: hence a low rate with 10 sends per 40 ms bin.
+    kw: dict[str, Any] = {"rate": 250, "duration": 4.0, "connections": 16}
+    constant = run(http_server.url, arrival="constant", **kw)
+    poisson = run(http_server.url, arrival="poisson", **kw)
+    d_constant = constant.dispersion(bin_ms=40)
+    d_poisson = poisson.dispersion(bin_ms=40)
+    assert d_constant is not None and d_poisson is not None
+    assert d_constant < 0.5, d_constant
+    assert 0.5 <= d_poisson <= 2.0, d_poisson
+    # The default bins are the recorded 10 ms ones (too fine here to bound: 2 or 3 sends each
+    # for the clock, and a stall of a few ms moves a whole bin's worth); and a window.
+    assert constant.dispersion() == constant.dispersion(bin_ms=10, start_s=0.0)
+    d_window = poisson.dispersion(bin_ms=40, start_s=1.0, end_s=4.0)
+    assert d_window is not None and 0.4 <= d_window <= 2.5, d_window
+
+
+def series(counts: list[int], start_ns: int = 0) -> Result:
+    return Result({"sends_10ms": {"bin_ms": 10, "start_ns": start_ns, "counts": counts}})
+
+
+def test_sends_bin_by_groups_of_10_ms_inside_the_window() -> None:
+    r = series([1, 2, 3, 4, 5, 6, 7])
+    assert r.sends_binned() == [1, 2, 3, 4, 5, 6, 7]
+    assert r.sends_binned(20) == [3, 7, 11]  # the last, partial group is left out
+    assert r.sends_binned(10, start_s=0.015, end_s=0.05) == [3, 4, 5]
+    assert r.sends_binned(10, end_s=0.1) == [1, 2, 3, 4, 5, 6, 7, 0, 0, 0]
+    # A series whose bin 0 starts 1 s into the run.
+    later = series([4, 4], start_ns=1_000_000_000)
+    assert later.sends_binned(10, start_s=1.01) == [4]
+    with pytest.raises(LanesError) as err:
+        r.sends_binned(15)
+    assert err.value.code == "bad_argument"
+
+
+def test_dispersion_is_none_without_enough_bins_or_sends() -> None:
+    assert series([5] * 9).dispersion() is None
+    assert series([0] * 50).dispersion() is None
+    assert Result({}).dispersion() is None  # a result from before the series
+    assert series([5] * 10).dispersion() == 0.0
+    # Waves: everything in one bin of ten.
+    assert series([0] * 9 + [10]).dispersion() == pytest.approx(9.0)

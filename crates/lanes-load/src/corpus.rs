@@ -159,14 +159,19 @@ impl Corpus {
     /// The entry for slot `index`.
     #[inline]
     pub fn pick(&self, index: u64) -> &Entry {
-        let i = match (&self.alias, self.order) {
+        &self.entries[self.pick_index(index)]
+    }
+
+    /// The number (position in [`Corpus::entries`]) of the entry for slot `index`.
+    #[inline]
+    pub fn pick_index(&self, index: u64) -> usize {
+        match (&self.alias, self.order) {
             (Some(alias), Order::Random) => {
                 let mut rng = Pcg64Mcg::seed_from_u64(mix(self.seed, index));
                 alias.sample(&mut rng)
             }
             _ => (index % self.entries.len() as u64) as usize,
-        };
-        &self.entries[i]
+        }
     }
 
     /// All entries, in load order.

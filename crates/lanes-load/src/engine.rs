@@ -31,7 +31,7 @@ use tokio::task::LocalSet;
 
 use crate::config::{Load, RunConfig};
 use crate::error::LoadError;
-use crate::pacer::{Claims, Schedule, Slot, Timer};
+use crate::pacer::{Claims, Slot, Timer};
 use crate::recorder::{Failure, Recorder};
 use crate::sender::{Connect, Exchange, FrameConnector, HttpConnector};
 use crate::target::Protocol;
@@ -126,7 +126,9 @@ impl Run {
     /// Checks the target, opens the connections and starts the clock.
     pub fn start(config: RunConfig) -> Result<Self, LoadError> {
         match config.target.protocol {
-            Protocol::Http1 => Self::start_with(HttpConnector::new(&config.target), config),
+            Protocol::Http1 => {
+                Self::start_with(HttpConnector::new(&config.target, &config.corpus), config)
+            }
             Protocol::Frame => Self::start_with(
                 FrameConnector::new(&config.target, config.frames.clone()),
                 config,
@@ -149,11 +151,13 @@ impl Run {
             done: (Mutex::new(false), Condvar::new()),
             ended_ns: AtomicU64::new(0),
             claims: match config.load {
-                Load::Open { rate, arrival } => Some(Claims::new(
-                    Schedule::new(rate, arrival, config.seed)?,
+                Load::Open { rate, arrival } => Some(Claims::for_run(
+                    rate,
+                    arrival,
+                    config.seed,
                     config.duration.map(|d| d.as_nanos() as u64),
                     config.requests,
-                )),
+                )?),
                 Load::Closed => None,
             },
         });
@@ -479,7 +483,8 @@ async fn connection<C: Connect>(ctx: &Context<C>, mut conn: Option<C::Conn>) {
             }
         };
         let _free_again = (!closed).then_some(FreeAgain(&ctx.idle));
-        let entry = ctx.config.corpus.pick(slot.index);
+        let number = ctx.config.corpus.pick_index(slot.index);
+        let entry = &ctx.config.corpus.entries()[number];
         // Reopen a connection the server closed between requests.
         let usable = match &mut conn {
             Some(c) => c.usable().await,
@@ -508,7 +513,7 @@ async fn connection<C: Connect>(ctx: &Context<C>, mut conn: Option<C::Conn>) {
             .borrow_mut()
             .on_send(slot.index, intended, sent, entry.body.len() as u64);
         counters.sent.fetch_add(1, Ordering::Relaxed);
-        let result = tokio::time::timeout(ctx.config.timeout, c.exchange(entry)).await;
+        let result = tokio::time::timeout(ctx.config.timeout, c.exchange(number, entry)).await;
         let done = ctx.shared.now_ns();
         let mut rec = ctx.recorder.borrow_mut();
         match result {

@@ -2,11 +2,24 @@
 //! precise timer that releases it.
 //!
 //! The schedule is the sequence of intended send offsets `t_0 < t_1 < ...`
-//! from the run's start: `constant` sends every `1/rate`; `poisson` draws
-//! independent exponential gaps of mean `1/rate` from a PCG generator seeded by
+//! from the run's start: `constant` sends every `1/rate`; `poisson` is a
+//! Poisson process of intensity `rate`, drawn from a PCG generator seeded by
 //! the run's seed, so the same seed gives the same schedule on any machine.
 //! There is one schedule for the whole run ([`Claims`]) — never a ticker per
 //! worker, whose phases would line up into synchronized waves.
+//!
+//! Count rule. A run bounded by a duration `d` has a schedule of exactly
+//! `n` slots in `[0, d)`, fixed before the run ([`Schedule::within`]): `n` is
+//! `rate * d` rounded (constant), or `rate * d` rounded down or up at random
+//! with the fraction as the chance of up (poisson: so `n` is never off by a
+//! whole request and its mean is `rate * d` however short the window). The
+//! poisson slots are then a Poisson process given its count — `n` independent
+//! uniform times in the window, sorted, drawn one after the other (each the
+//! least of the remaining ones, `-expm1(-E/m)` of the rest of the window) —
+//! which has the same exponential gaps and per-bin Poisson counts, but not a
+//! count that itself varies by `sqrt(rate * d)` (0.6 % at 5,000/s for 5 s).
+//! A run bounded by a request count alone draws independent exponential gaps
+//! ([`Schedule::new`]), as many as it needs.
 //!
 //! Release rule: a sender thread that has a free connection claims the next
 //! slot of the global schedule, sleeps until `t_i` on a [`Timer`] (a timerfd
@@ -27,8 +40,8 @@ use nix::sys::timerfd::{ClockId, Expiration, TimerFd, TimerFlags, TimerSetTimeFl
 use nix::time::{clock_gettime, ClockId as Clock};
 use tokio::io::unix::AsyncFd;
 
-use rand::SeedableRng;
-use rand_distr::{Distribution, Exp};
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Exp, Exp1};
 use rand_pcg::Pcg64Mcg;
 use serde::Deserialize;
 
@@ -67,39 +80,89 @@ pub struct Slot {
     pub at: u64,
 }
 
+/// The law that places the next slot.
+#[derive(Debug, Clone)]
+enum Law {
+    /// Every `gap_ns`.
+    Constant { gap_ns: f64 },
+    /// Exponential gaps, without end.
+    Poisson { exp: Exp<f64> },
+    /// A Poisson process given its count in `[0, end_ns)`.
+    PoissonIn { end_ns: f64 },
+}
+
 /// The seeded schedule of intended send times.
 #[derive(Debug, Clone)]
 pub struct Schedule {
-    arrival: Arrival,
-    gap_ns: f64,
-    exp: Exp<f64>,
+    law: Law,
     rng: Pcg64Mcg,
-    next_ns: f64,
+    /// The last slot's time, ns (poisson laws).
+    last_ns: f64,
     index: u64,
+    /// Slots left, when the schedule has a count.
+    left: Option<u64>,
+}
+
+fn check_rate(rate: f64) -> Result<(), LoadError> {
+    if rate.is_finite() && rate > 0.0 {
+        Ok(())
+    } else {
+        Err(LoadError::BadArgument(format!(
+            "rate must be a positive number of requests per second, not {rate}"
+        )))
+    }
 }
 
 impl Schedule {
-    /// A schedule at `rate` sends per second. `rate` must be positive and finite.
+    /// An endless schedule at `rate` sends per second (poisson: independent
+    /// exponential gaps). `rate` must be positive and finite.
     pub fn new(rate: f64, arrival: Arrival, seed: u64) -> Result<Self, LoadError> {
-        if !(rate.is_finite() && rate > 0.0) {
-            return Err(LoadError::BadArgument(format!(
-                "rate must be a positive number of requests per second, not {rate}"
-            )));
-        }
-        let mut rng = Pcg64Mcg::seed_from_u64(seed);
-        let exp = Exp::new(rate / 1e9).expect("positive finite rate");
-        let next_ns = match arrival {
-            Arrival::Constant => 0.0,
-            Arrival::Poisson => exp.sample(&mut rng),
+        check_rate(rate)?;
+        let law = match arrival {
+            Arrival::Constant => Law::Constant { gap_ns: 1e9 / rate },
+            Arrival::Poisson => Law::Poisson {
+                exp: Exp::new(rate / 1e9).expect("positive finite rate"),
+            },
         };
         Ok(Self {
-            arrival,
-            gap_ns: 1e9 / rate,
-            exp,
-            rng,
-            next_ns,
+            law,
+            rng: Pcg64Mcg::seed_from_u64(seed),
+            last_ns: 0.0,
             index: 0,
+            left: None,
         })
+    }
+
+    /// The schedule of a run that issues for `window_ns`: exactly
+    /// [`Schedule::left`] slots, all inside `[0, window_ns)` (the module's
+    /// count rule).
+    pub fn within(
+        rate: f64,
+        arrival: Arrival,
+        seed: u64,
+        window_ns: u64,
+    ) -> Result<Self, LoadError> {
+        let mut schedule = Self::new(rate, arrival, seed)?;
+        let expected = rate * window_ns as f64 / 1e9;
+        let count = match arrival {
+            // Slot i is at i / rate: a count rounded up still ends inside the window.
+            Arrival::Constant => expected.round() as u64,
+            Arrival::Poisson => {
+                schedule.law = Law::PoissonIn {
+                    end_ns: window_ns as f64,
+                };
+                let whole = expected.floor();
+                let up = schedule.rng.random::<f64>() < expected - whole;
+                whole as u64 + u64::from(up)
+            }
+        };
+        schedule.left = Some(count);
+        Ok(schedule)
+    }
+
+    /// Slots left to come, when the schedule has a count.
+    pub fn left(&self) -> Option<u64> {
+        self.left
     }
 }
 
@@ -108,15 +171,33 @@ impl Iterator for Schedule {
 
     #[inline]
     fn next(&mut self) -> Option<Slot> {
+        if let Some(left) = &mut self.left {
+            if *left == 0 {
+                return None;
+            }
+            *left -= 1;
+        }
+        let at = match &self.law {
+            Law::Constant { gap_ns } => (self.index as f64 * gap_ns) as u64,
+            Law::Poisson { exp } => {
+                self.last_ns += exp.sample(&mut self.rng);
+                self.last_ns as u64
+            }
+            Law::PoissonIn { end_ns } => {
+                // The least of the m uniform times left in (last, end): a share
+                // 1 - U^(1/m) = -expm1(-E/m) of what is left of the window.
+                let m = self.left.expect("a counted schedule") + 1;
+                let e: f64 = Exp1.sample(&mut self.rng);
+                self.last_ns += (end_ns - self.last_ns) * -(-e / m as f64).exp_m1();
+                // Never at the window's end, even when rounding says so.
+                (self.last_ns as u64).min((*end_ns as u64).saturating_sub(1))
+            }
+        };
         let slot = Slot {
             index: self.index,
-            at: self.next_ns as u64,
+            at,
         };
         self.index += 1;
-        self.next_ns = match self.arrival {
-            Arrival::Constant => self.index as f64 * self.gap_ns,
-            Arrival::Poisson => self.next_ns + self.exp.sample(&mut self.rng),
-        };
         Some(slot)
     }
 }
@@ -124,16 +205,16 @@ impl Iterator for Schedule {
 /// The run's schedule, shared by every sender thread, cut at the run's bounds.
 #[derive(Debug)]
 pub struct Claims {
-    /// The schedule, its next slot, and how many were claimed.
-    inner: Mutex<(Schedule, Slot, u64)>,
+    /// The schedule, its next slot (None once it has ended), and how many were claimed.
+    inner: Mutex<(Schedule, Option<Slot>, u64)>,
     end_ns: Option<u64>,
     max: Option<u64>,
 }
 
 impl Claims {
-    /// The schedule, ending before `end_ns` or after `max` slots.
+    /// The schedule, ending before `end_ns` or after `max` slots (or where it ends).
     pub fn new(mut schedule: Schedule, end_ns: Option<u64>, max: Option<u64>) -> Self {
-        let first = schedule.next().expect("schedules are endless");
+        let first = schedule.next();
         Self {
             inner: Mutex::new((schedule, first, 0)),
             end_ns,
@@ -141,15 +222,31 @@ impl Claims {
         }
     }
 
+    /// The open-loop schedule of a run: [`Schedule::within`] the duration
+    /// when there is one, else [`Schedule::new`]; at most `requests` slots.
+    pub fn for_run(
+        rate: f64,
+        arrival: Arrival,
+        seed: u64,
+        duration_ns: Option<u64>,
+        requests: Option<u64>,
+    ) -> Result<Self, LoadError> {
+        let schedule = match duration_ns {
+            Some(window) => Schedule::within(rate, arrival, seed, window)?,
+            None => Schedule::new(rate, arrival, seed)?,
+        };
+        Ok(Self::new(schedule, duration_ns, requests))
+    }
+
     /// The next slot, or `None` once the schedule has reached a bound.
     pub fn claim(&self) -> Option<Slot> {
         let mut guard = self.inner.lock().expect("schedule lock");
         let (schedule, next, claimed) = &mut *guard;
-        if self.max.is_some_and(|m| *claimed >= m) || self.end_ns.is_some_and(|e| next.at >= e) {
+        let slot = (*next)?;
+        if self.max.is_some_and(|m| *claimed >= m) || self.end_ns.is_some_and(|e| slot.at >= e) {
             return None;
         }
-        let slot = *next;
-        *next = schedule.next().expect("schedules are endless");
+        *next = schedule.next();
         *claimed += 1;
         Some(slot)
     }
@@ -315,6 +412,114 @@ mod tests {
         assert_eq!(claims.claim(), None);
         let claims = Claims::new(schedule, None, Some(7));
         assert_eq!(std::iter::from_fn(|| claims.claim()).count(), 7);
+    }
+
+    /// Gaps and the dispersion index of counts per `bin_ns` over `[0, end_ns)`.
+    fn gaps_and_dispersion(at: &[u64], end_ns: u64, bin_ns: u64) -> (Vec<f64>, f64) {
+        let gaps = at.windows(2).map(|w| (w[1] - w[0]) as f64).collect();
+        let mut bins = vec![0f64; (end_ns / bin_ns) as usize];
+        for &t in at {
+            bins[(t / bin_ns) as usize] += 1.0;
+        }
+        let n = bins.len() as f64;
+        let mean = bins.iter().sum::<f64>() / n;
+        let var = bins.iter().map(|c| (c - mean).powi(2)).sum::<f64>() / n;
+        (gaps, var / mean)
+    }
+
+    #[test]
+    fn a_window_holds_exactly_rate_times_duration_slots() {
+        let window = 5_000_000_000;
+        for arrival in [Arrival::Poisson, Arrival::Constant] {
+            for seed in 1..=5 {
+                let s = Schedule::within(5000.0, arrival, seed, window).unwrap();
+                assert_eq!(s.left(), Some(25_000));
+                let at: Vec<u64> = s.map(|s| s.at).collect();
+                assert_eq!(at.len(), 25_000, "{arrival:?} seed {seed}");
+                assert!(at.windows(2).all(|w| w[0] <= w[1]));
+                assert!(*at.last().unwrap() < window);
+            }
+        }
+        // The same seed gives the same schedule; another seed another one.
+        let a: Vec<Slot> = Schedule::within(300.0, Arrival::Poisson, 4, 1_000_000_000)
+            .unwrap()
+            .collect();
+        let b: Vec<Slot> = Schedule::within(300.0, Arrival::Poisson, 4, 1_000_000_000)
+            .unwrap()
+            .collect();
+        let c: Vec<Slot> = Schedule::within(300.0, Arrival::Poisson, 5, 1_000_000_000)
+            .unwrap()
+            .collect();
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+    }
+
+    #[test]
+    fn a_fractional_count_rounds_at_random_with_the_right_mean() {
+        // 2.5 expected slots: 2 or 3, 2.5 on average over seeds (no bias for
+        // short windows at low rates, such as the lab's segments).
+        let counts: Vec<u64> = (0..4000)
+            .map(|seed| {
+                let s = Schedule::within(2.5, Arrival::Poisson, seed, 1_000_000_000).unwrap();
+                let left = s.left().unwrap();
+                assert_eq!(s.count() as u64, left);
+                left
+            })
+            .collect();
+        assert!(counts.iter().all(|&n| n == 2 || n == 3));
+        let mean = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
+        assert!((mean - 2.5).abs() < 0.05, "mean count {mean}");
+        // Constant: rounded; every slot inside the window.
+        let at: Vec<u64> = Schedule::within(2.5, Arrival::Constant, 0, 1_000_000_000)
+            .unwrap()
+            .map(|s| s.at)
+            .collect();
+        assert_eq!(at, [0, 400_000_000, 800_000_000]);
+    }
+
+    #[test]
+    fn a_windowed_poisson_schedule_is_poisson_inside() {
+        let (rate, window) = (20_000.0, 10_000_000_000);
+        let at: Vec<u64> = Schedule::within(rate, Arrival::Poisson, 3, window)
+            .unwrap()
+            .map(|s| s.at)
+            .collect();
+        let (gaps, dispersion) = gaps_and_dispersion(&at, window, 1_000_000);
+        let n = gaps.len() as f64;
+        let mean = gaps.iter().sum::<f64>() / n;
+        let var = gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / n;
+        assert!((mean / (1e9 / rate) - 1.0).abs() < 0.01, "mean gap {mean}");
+        assert!(
+            (var.sqrt() / mean - 1.0).abs() < 0.02,
+            "cv {}",
+            var.sqrt() / mean
+        );
+        // Counts per 1 ms bin: Poisson (dispersion 1), not a clock (0).
+        assert!((dispersion - 1.0).abs() < 0.05, "dispersion {dispersion}");
+        let at: Vec<u64> = Schedule::within(rate, Arrival::Constant, 3, window)
+            .unwrap()
+            .map(|s| s.at)
+            .collect();
+        assert!(gaps_and_dispersion(&at, window, 1_000_000).1 < 0.01);
+    }
+
+    #[test]
+    fn a_run_with_a_duration_claims_its_window_and_no_more() {
+        let claims =
+            Claims::for_run(5000.0, Arrival::Poisson, 1, Some(5_000_000_000), None).unwrap();
+        assert_eq!(std::iter::from_fn(|| claims.claim()).count(), 25_000);
+        assert_eq!(claims.claimed(), 25_000);
+        assert_eq!(claims.claim(), None);
+        // A request bound below the window's count wins.
+        let claims =
+            Claims::for_run(5000.0, Arrival::Poisson, 1, Some(5_000_000_000), Some(100)).unwrap();
+        assert_eq!(std::iter::from_fn(|| claims.claim()).count(), 100);
+        // Without a duration the schedule is the endless one, cut at the count.
+        let claims = Claims::for_run(5000.0, Arrival::Poisson, 11, None, Some(3)).unwrap();
+        let at: Vec<u64> = std::iter::from_fn(|| claims.claim())
+            .map(|s| s.at)
+            .collect();
+        assert_eq!(at, FIRST_POISSON_SEED_11);
     }
 
     #[test]

@@ -13,7 +13,9 @@
 //!
 //! Histograms hold microseconds with 3 significant digits (HdrHistogram,
 //! auto-resizing). The per-second series keeps one coarser histogram
-//! (2 significant digits) per second of completion time.
+//! (2 significant digits) per second of completion time. The sends series
+//! counts the requests that actually left in each [`SEND_BIN_NS`] bin of
+//! their `sent` time (4 bytes a bin: 400 bytes per second of run).
 
 use std::collections::BTreeMap;
 
@@ -23,6 +25,8 @@ use hdrhistogram::Histogram;
 pub const SIGFIG: u8 = 3;
 /// Significant digits of the per-second histograms.
 pub const SIGFIG_SECOND: u8 = 2;
+/// Width of a bin of the sends series, ns (10 ms).
+pub const SEND_BIN_NS: u64 = 10_000_000;
 
 /// Why a request produced no reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -129,6 +133,8 @@ pub struct Recorder {
     pub bytes_received: u64,
     /// `(index, intended, sent)` per send, in ns, when asked for.
     pub send_log: Option<Vec<[u64; 3]>>,
+    /// Requests sent in each [`SEND_BIN_NS`] bin from the run's start, by `sent` time.
+    pub sends: Vec<u32>,
     late_after_ns: u64,
 }
 
@@ -152,6 +158,7 @@ impl Recorder {
             bytes_sent: 0,
             bytes_received: 0,
             send_log: send_log.then(Vec::new),
+            sends: Vec::new(),
             late_after_ns,
         }
     }
@@ -166,6 +173,11 @@ impl Recorder {
             self.late += 1;
         }
         put(&mut self.send_delay, delay / 1_000);
+        let bin = (sent / SEND_BIN_NS) as usize;
+        if self.sends.len() <= bin {
+            self.sends.resize(bin + 1, 0);
+        }
+        self.sends[bin] += 1;
         if let Some(log) = &mut self.send_log {
             log.push([index, intended, sent]);
         }
@@ -238,11 +250,22 @@ impl Recorder {
         self.late += other.late;
         self.bytes_sent += other.bytes_sent;
         self.bytes_received += other.bytes_received;
+        add_bins(&mut self.sends, &other.sends, 0);
         if let Some(theirs) = &other.send_log {
             self.send_log
                 .get_or_insert_with(Vec::new)
                 .extend_from_slice(theirs);
         }
+    }
+}
+
+/// Adds `theirs` into `mine` element-wise, `theirs[0]` onto `mine[offset]`.
+pub fn add_bins(mine: &mut Vec<u32>, theirs: &[u32], offset: usize) {
+    if mine.len() < offset + theirs.len() {
+        mine.resize(offset + theirs.len(), 0);
+    }
+    for (m, t) in mine[offset..].iter_mut().zip(theirs) {
+        *m += t;
     }
 }
 
@@ -294,6 +317,11 @@ mod tests {
         assert_eq!(whole.errors, merged.errors);
         assert_eq!(whole.status_codes, merged.status_codes);
         assert_eq!((whole.sent, whole.late), (merged.sent, merged.late));
+        assert_eq!(whole.sends, merged.sends);
+        assert_eq!(
+            whole.sends.iter().map(|&n| u64::from(n)).sum::<u64>(),
+            whole.sent
+        );
         assert_eq!(whole.seconds.len(), merged.seconds.len());
         for (a, b) in whole.seconds.iter().zip(&merged.seconds) {
             assert_eq!((a.requests, a.errors), (b.requests, b.errors));
@@ -314,6 +342,10 @@ mod tests {
         r.on_failure(Failure::Connect, 1_600_000_000);
         r.on_failure(Failure::Write, 1_700_000_000);
         assert_eq!((r.sent, r.late, r.replies()), (2, 1, 2));
+        // Both left in the first 10 ms; one more at 25 ms lands in bin 2.
+        assert_eq!(r.sends, [2]);
+        r.on_send(2, 20_000_000, 25_000_000, 0);
+        assert_eq!(r.sends, [2, 0, 1]);
         assert_eq!(r.latency.max(), r.latency.highest_equivalent(1_495_000));
         assert_eq!(r.service.min(), r.service.lowest_equivalent(10_000));
         assert_eq!(
@@ -331,5 +363,6 @@ mod tests {
         assert_eq!((r.seconds[0].requests, r.seconds[0].errors), (1, 0));
         assert_eq!((r.seconds[1].requests, r.seconds[1].errors), (1, 3));
         assert_eq!((r.bytes_sent, r.bytes_received), (10, 18));
+        assert_eq!(r.sent, 3);
     }
 }

@@ -5,7 +5,8 @@
 //! `service_time_ms`, errors by class, a per-second series) and, under
 //! `histograms`, every histogram in HdrHistogram's V2 compressed encoding
 //! (base64), so results of generator processes merge exactly: [`merge`]
-//! decodes them, adds them, and recomputes every figure.
+//! decodes them, adds them, and recomputes every figure. The sends series
+//! (`sends_10ms`) adds bin by bin, aligned by each result's run start.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -18,7 +19,7 @@ use serde::{Deserialize, Serialize};
 use crate::config::{Load, RunConfig};
 use crate::engine::Outcome;
 use crate::error::LoadError;
-use crate::recorder::{Errors, Recorder, Second};
+use crate::recorder::{add_bins, Errors, Recorder, Second, SEND_BIN_NS};
 
 /// Latency percentiles in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -107,6 +108,52 @@ pub struct Encoded {
     pub per_second: Vec<String>,
 }
 
+/// Requests actually sent (by `sent` time, not intended) per bin of time.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Sends {
+    /// Width of a bin, ms (10).
+    pub bin_ms: u64,
+    /// Offset of bin 0 from the run's start, ns (0 for one run).
+    pub start_ns: u64,
+    /// Requests sent in each bin, from bin 0.
+    pub counts: Vec<u32>,
+}
+
+impl Default for Sends {
+    fn default() -> Self {
+        Self {
+            bin_ms: SEND_BIN_NS / 1_000_000,
+            start_ns: 0,
+            counts: Vec::new(),
+        }
+    }
+}
+
+/// Adds sends series bin by bin, each placed by its `start_ns` (to the
+/// nearest bin); the sum starts at the earliest. All bins must be 10 ms.
+pub fn merge_sends<'a>(series: impl IntoIterator<Item = &'a Sends>) -> Result<Sends, LoadError> {
+    let series: Vec<&Sends> = series.into_iter().collect();
+    let bin_ns = SEND_BIN_NS;
+    if let Some(s) = series.iter().find(|s| s.bin_ms * 1_000_000 != bin_ns) {
+        return Err(LoadError::Result(format!(
+            "sends_10ms has bins of {} ms, not {}",
+            s.bin_ms,
+            bin_ns / 1_000_000
+        )));
+    }
+    let start_ns = series.iter().map(|s| s.start_ns).min().unwrap_or(0);
+    let mut counts = Vec::new();
+    for s in &series {
+        let offset = (s.start_ns - start_ns + bin_ns / 2) / bin_ns;
+        add_bins(&mut counts, &s.counts, offset as usize);
+    }
+    Ok(Sends {
+        bin_ms: bin_ns / 1_000_000,
+        start_ns,
+        counts,
+    })
+}
+
 /// The result of one run (or of several merged).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Report {
@@ -138,6 +185,9 @@ pub struct Report {
     pub status_codes: BTreeMap<String, u64>,
     /// Per-second series.
     pub timeseries: Vec<Point>,
+    /// Requests actually sent per 10 ms bin (absent from older results: empty).
+    #[serde(default)]
+    pub sends_10ms: Sends,
     /// Open loop: the rate asked for.
     pub rate: Option<f64>,
     /// Open loop: `poisson` or `constant`.
@@ -247,6 +297,10 @@ fn build(rec: &Recorder, info: Info) -> Report {
                 },
             })
             .collect(),
+        sends_10ms: Sends {
+            counts: rec.sends.clone(),
+            ..Sends::default()
+        },
         rate: info.rate,
         arrival: info.arrival,
         scheduled: info.scheduled,
@@ -332,6 +386,7 @@ impl Report {
             r.status_codes.insert(code, *n);
         }
         r.sent = self.sent;
+        r.sends = self.sends_10ms.counts.clone();
         r.late = self.late_sends;
         r.bytes_sent = self.bytes.sent;
         r.bytes_received = self.bytes.received;
@@ -377,6 +432,7 @@ pub fn merge(reports: &[Report]) -> Result<Report, LoadError> {
         },
     );
     merged.unfinished = reports.iter().map(|r| r.unfinished).sum();
+    merged.sends_10ms = merge_sends(reports.iter().map(|r| &r.sends_10ms))?;
     Ok(merged)
 }
 
@@ -511,6 +567,43 @@ mod tests {
         assert_eq!(merged, direct);
         assert_eq!(merged.requests, both.replies());
         assert_eq!(merged.errors.timeout, a.errors.timeout + b.errors.timeout);
+    }
+
+    #[test]
+    fn sends_add_bin_by_bin_aligned_by_their_start() {
+        let (a, b) = (recorder(1, 1500), recorder(2, 900));
+        let (ra, mut rb) = (report_of(&a, 1), report_of(&b, 1));
+        // One send per 1 ms slot: 10 per 10 ms bin; the last bin holds the rest.
+        assert_eq!(ra.sends_10ms.counts.iter().sum::<u32>(), 1500);
+        assert_eq!(ra.sends_10ms.bin_ms, 10);
+        let side_by_side = merge(&[ra.clone(), rb.clone()]).unwrap();
+        let mut expected = a.sends.clone();
+        add_bins(&mut expected, &b.sends, 0);
+        assert_eq!(side_by_side.sends_10ms.counts, expected);
+        assert_eq!(side_by_side.sends_10ms.start_ns, 0);
+        // A run that started 2 s later lands 200 bins on (offsets round to the nearest bin).
+        rb.sends_10ms.start_ns = 2_000_000_000 + 4_000_000;
+        let later = merge(&[rb.clone(), ra.clone()]).unwrap();
+        let mut expected = a.sends.clone();
+        add_bins(&mut expected, &b.sends, 200);
+        assert_eq!(later.sends_10ms.counts, expected);
+        assert_eq!(
+            later.sends_10ms.counts.iter().sum::<u32>(),
+            ra.sends_10ms.counts.iter().sum::<u32>() + rb.sends_10ms.counts.iter().sum::<u32>()
+        );
+        rb.sends_10ms.bin_ms = 5;
+        assert_eq!(merge(&[ra, rb]).unwrap_err().code(), "result_invalid");
+    }
+
+    #[test]
+    fn results_without_a_sends_series_still_read_and_merge() {
+        let r = report_of(&recorder(1, 50), 1);
+        let mut v = serde_json::to_value(&r).unwrap();
+        v.as_object_mut().unwrap().remove("sends_10ms");
+        let old: Report = serde_json::from_value(v).unwrap();
+        assert!(old.sends_10ms.counts.is_empty());
+        let merged = merge(&[old, r.clone()]).unwrap();
+        assert_eq!(merged.sends_10ms, r.sends_10ms);
     }
 
     #[test]

@@ -2,13 +2,17 @@
 //! connection at a time. Pluggable: the engine is generic over [`Connect`],
 //! and each protocol is one implementation.
 //!
-//! - [`HttpConnector`]: HTTP/1.1 keep-alive over TCP or a Unix socket, with
-//!   hyper's client connection (one connection, one request in flight). The
-//!   connection's I/O is driven inside the task that sends, not by a task of
-//!   its own, so a request costs no extra task wake-ups. A connection the
-//!   server closed between requests (keep-alive limit, idle close) is reopened
-//!   without counting an error; one that fails while a request is out is an
-//!   error of that request.
+//! - [`HttpConnector`]: HTTP/1.1 keep-alive over TCP or a Unix socket, one
+//!   request in flight per connection. Written for the hot path, like wrk's
+//!   client: each corpus entry's request head is encoded once before the run
+//!   ([`encode_head`]), a request is one write (head and body together), and
+//!   the reply is parsed from the connection's own buffer by [`Decoder`]
+//!   (httparse for the head; `Content-Length`, chunked, or read to the close
+//!   for the body). A connection the server closed between requests — a
+//!   `Connection: close` reply, an HTTP/1.0 reply without keep-alive, or a
+//!   close noticed while idle — is reopened without counting an error; one
+//!   that fails while a request is out is an error of that request (`write`
+//!   when writing failed, else `read`).
 //! - [`FrameConnector`]: length-prefixed frames over a Unix socket (a `u32`
 //!   big-endian length, then the payload), the arbiter protocol's framing.
 //!   Two options make it speak session protocols ([`FrameOptions`]): a
@@ -17,34 +21,36 @@
 //!   an entry's body is several whole frames (each with its length prefix),
 //!   sent one at a time, each after the previous frame's reply — the exchange
 //!   (and its recorded latency) is the whole sequence.
-//!
-//! Errors are classified as `write` when the failing I/O was a write, else
-//! `read` (resets, early closes, malformed replies); a wrapper around the
-//! socket notes which side failed first.
 
-use std::cell::Cell;
 use std::future::Future;
 use std::io;
 use std::path::PathBuf;
-use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Context, Poll};
+use std::sync::Arc;
+use std::task::Poll;
 
 use bytes::Bytes;
-use http::header::{HeaderValue, HOST};
-use http::{Request, Uri};
-use http_body_util::{BodyExt, Full};
-use hyper::client::conn::http1;
-use hyper_util::rt::TokioIo;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
+use http::header::{HeaderValue, CONTENT_LENGTH, HOST, TRANSFER_ENCODING};
+use http::Method;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpStream, UnixStream};
 
-use crate::corpus::Entry;
+use crate::corpus::{Corpus, Entry};
 use crate::recorder::Failure;
 use crate::target::{Endpoint, Protocol, Target};
 
 /// Largest reply frame accepted (64 MiB).
 pub const MAX_FRAME: usize = 64 << 20;
+/// Largest HTTP reply head (status line and headers) accepted.
+pub const MAX_HEAD: usize = 64 << 10;
+/// Most headers in an HTTP reply head.
+const MAX_HEADERS: usize = 100;
+/// Longest chunk-size or trailer line of a chunked body.
+const MAX_LINE: usize = 4096;
+/// A connection's read buffer, to start with (grown only for long heads).
+const READ_BUFFER: usize = 16 << 10;
+/// Bodies up to this size are copied behind the head, so a request is one
+/// plain write; longer ones go out with vectored writes.
+const COPY_BODY: usize = 16 << 10;
 
 /// A reply's outcome.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,222 +74,479 @@ pub trait Exchange: 'static {
     /// False when the connection can take no more requests (closed by the
     /// peer between requests); the engine then reconnects, counting nothing.
     fn usable(&mut self) -> impl Future<Output = bool>;
-    /// Sends `entry` and reads its whole reply.
-    fn exchange(&mut self, entry: &Entry) -> impl Future<Output = Result<Reply, Failure>>;
-}
-
-/// Which side of a socket failed first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Side {
-    None,
-    Read,
-    Write,
-}
-
-/// A stream that notes the first failing side (an error, or EOF on read).
-#[derive(Debug)]
-struct Tracked<S> {
-    inner: S,
-    side: Rc<Cell<Side>>,
-}
-
-impl<S> Tracked<S> {
-    fn note(&self, side: Side) {
-        if self.side.get() == Side::None {
-            self.side.set(side);
-        }
-    }
-}
-
-impl<S: AsyncRead + Unpin> AsyncRead for Tracked<S> {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut self.inner).poll_read(cx, buf);
-        match &poll {
-            Poll::Ready(Err(_)) => self.note(Side::Read),
-            Poll::Ready(Ok(())) if buf.filled().len() == before && buf.remaining() > 0 => {
-                self.note(Side::Read)
-            }
-            _ => {}
-        }
-        poll
-    }
-}
-
-impl<S: AsyncWrite + Unpin> AsyncWrite for Tracked<S> {
-    fn poll_write(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &[u8],
-    ) -> Poll<io::Result<usize>> {
-        let poll = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if let Poll::Ready(Err(_)) = &poll {
-            self.note(Side::Write);
-        }
-        poll
-    }
-
-    fn poll_write_vectored(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        bufs: &[io::IoSlice<'_>],
-    ) -> Poll<io::Result<usize>> {
-        let poll = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        if let Poll::Ready(Err(_)) = &poll {
-            self.note(Side::Write);
-        }
-        poll
-    }
-
-    fn is_write_vectored(&self) -> bool {
-        self.inner.is_write_vectored()
-    }
-
-    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
-    }
-
-    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_shutdown(cx)
-    }
+    /// Sends `entry` (the corpus's entry number `index`) and reads its whole reply.
+    fn exchange(
+        &mut self,
+        index: usize,
+        entry: &Entry,
+    ) -> impl Future<Output = Result<Reply, Failure>>;
 }
 
 /// HTTP/1.1 keep-alive connections over TCP or a Unix socket.
 #[derive(Debug, Clone)]
 pub struct HttpConnector {
     endpoint: Endpoint,
-    host: HeaderValue,
+    /// Each corpus entry's request head, by entry number.
+    heads: Arc<[Bytes]>,
 }
 
 impl HttpConnector {
-    /// A connector for an HTTP target.
-    pub fn new(target: &Target) -> Self {
+    /// A connector for an HTTP target sending `corpus`'s requests.
+    pub fn new(target: &Target, corpus: &Corpus) -> Self {
         debug_assert_eq!(target.protocol, Protocol::Http1);
+        let host = HeaderValue::from_str(&target.host)
+            .unwrap_or_else(|_| HeaderValue::from_static("localhost"));
         Self {
             endpoint: target.endpoint.clone(),
-            host: HeaderValue::from_str(&target.host)
-                .unwrap_or_else(|_| HeaderValue::from_static("localhost")),
+            heads: corpus
+                .entries()
+                .iter()
+                .map(|e| encode_head(e, &host))
+                .collect(),
         }
     }
 }
 
-/// hyper's connection future: drives the socket; ends when the connection does.
-type Driver = Pin<Box<dyn Future<Output = hyper::Result<()>>>>;
+/// The request line and headers of `entry`, ending with the blank line.
+///
+/// `Host` is added unless the entry has one; `Content-Length` is added when
+/// the entry sets neither it nor `Transfer-Encoding` and has a body or a
+/// method that carries one (`POST`, `PUT`, `PATCH`).
+pub fn encode_head(entry: &Entry, host: &HeaderValue) -> Bytes {
+    let mut h = Vec::with_capacity(96 + entry.headers.len() * 32);
+    h.extend_from_slice(entry.method.as_str().as_bytes());
+    h.push(b' ');
+    h.extend_from_slice(entry.path.as_str().as_bytes());
+    h.extend_from_slice(b" HTTP/1.1\r\n");
+    if !entry.headers.contains_key(HOST) {
+        h.extend_from_slice(b"host: ");
+        h.extend_from_slice(host.as_bytes());
+        h.extend_from_slice(b"\r\n");
+    }
+    for (name, value) in &entry.headers {
+        h.extend_from_slice(name.as_str().as_bytes());
+        h.extend_from_slice(b": ");
+        h.extend_from_slice(value.as_bytes());
+        h.extend_from_slice(b"\r\n");
+    }
+    let framed =
+        entry.headers.contains_key(CONTENT_LENGTH) || entry.headers.contains_key(TRANSFER_ENCODING);
+    let carries = matches!(entry.method, Method::POST | Method::PUT | Method::PATCH);
+    if !framed && (carries || !entry.body.is_empty()) {
+        h.extend_from_slice(format!("content-length: {}\r\n", entry.body.len()).as_bytes());
+    }
+    h.extend_from_slice(b"\r\n");
+    Bytes::from(h)
+}
 
-/// One HTTP/1.1 connection, driven by whichever call is using it.
+/// The socket under an HTTP connection.
+#[derive(Debug)]
+enum Stream {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
+impl Stream {
+    async fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Self::Tcp(s) => s.read(buf).await,
+            Self::Unix(s) => s.read(buf).await,
+        }
+    }
+
+    async fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Self::Tcp(s) => s.write_all(buf).await,
+            Self::Unix(s) => s.write_all(buf).await,
+        }
+    }
+
+    async fn write_vectored(&mut self, bufs: &[io::IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Self::Tcp(s) => s.write_vectored(bufs).await,
+            Self::Unix(s) => s.write_vectored(bufs).await,
+        }
+    }
+
+    /// True when the socket has something to read (data, or the peer's
+    /// close) as far as the event loop knows; no system call.
+    async fn read_ready(&self) -> bool {
+        std::future::poll_fn(|cx| {
+            Poll::Ready(match self {
+                Self::Tcp(s) => s.poll_read_ready(cx).is_ready(),
+                Self::Unix(s) => s.poll_read_ready(cx).is_ready(),
+            })
+        })
+        .await
+    }
+
+    fn try_read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        match self {
+            Self::Tcp(s) => s.try_read(buf),
+            Self::Unix(s) => s.try_read(buf),
+        }
+    }
+}
+
+/// One HTTP/1.1 connection.
+#[derive(Debug)]
 pub struct HttpConn {
-    tx: http1::SendRequest<Full<Bytes>>,
-    /// `None` once the connection has closed.
-    driver: Option<Driver>,
-    host: HeaderValue,
-    side: Rc<Cell<Side>>,
-}
-
-impl std::fmt::Debug for HttpConn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HttpConn")
-            .field("closed", &self.driver.is_none())
-            .field("host", &self.host)
-            .finish_non_exhaustive()
-    }
-}
-
-/// Runs `work` while driving the connection. When the driver ends (the
-/// connection closed) it is dropped at once, which fails anything still
-/// waiting on the connection (`ready`, a pending response) instead of leaving
-/// it waiting forever; `work` then finishes on its own.
-async fn driven<T>(driver: &mut Option<Driver>, work: impl Future<Output = T>) -> T {
-    tokio::pin!(work);
-    std::future::poll_fn(|cx| {
-        if let Some(d) = driver.as_mut() {
-            if d.as_mut().poll(cx).is_ready() {
-                *driver = None;
-            }
-        }
-        work.as_mut().poll(cx)
-    })
-    .await
-}
-
-async fn handshake<S>(stream: S, host: HeaderValue) -> io::Result<HttpConn>
-where
-    S: AsyncRead + AsyncWrite + Unpin + 'static,
-{
-    let side = Rc::new(Cell::new(Side::None));
-    let io = TokioIo::new(Tracked {
-        inner: stream,
-        side: side.clone(),
-    });
-    let (tx, conn) = http1::handshake(io).await.map_err(io::Error::other)?;
-    Ok(HttpConn {
-        tx,
-        driver: Some(Box::pin(conn)),
-        host,
-        side,
-    })
+    stream: Stream,
+    heads: Arc<[Bytes]>,
+    /// Read buffer; `buf[lo..hi]` is read and not yet decoded.
+    buf: Vec<u8>,
+    lo: usize,
+    hi: usize,
+    /// Head and short body of the request being written.
+    out: Vec<u8>,
+    /// The connection takes no more requests.
+    closed: bool,
 }
 
 impl Connect for HttpConnector {
     type Conn = HttpConn;
 
     async fn connect(&self) -> io::Result<HttpConn> {
-        match &self.endpoint {
+        let stream = match &self.endpoint {
             Endpoint::Tcp(addr) => {
                 let stream = TcpStream::connect(addr).await?;
                 stream.set_nodelay(true)?;
-                handshake(stream, self.host.clone()).await
+                Stream::Tcp(stream)
             }
-            Endpoint::Unix(path) => {
-                handshake(UnixStream::connect(path).await?, self.host.clone()).await
+            Endpoint::Unix(path) => Stream::Unix(UnixStream::connect(path).await?),
+        };
+        Ok(HttpConn {
+            stream,
+            heads: self.heads.clone(),
+            buf: vec![0; READ_BUFFER],
+            lo: 0,
+            hi: 0,
+            out: Vec::new(),
+            closed: false,
+        })
+    }
+}
+
+impl HttpConn {
+    async fn send(&mut self, head: &[u8], body: &[u8]) -> io::Result<()> {
+        if body.is_empty() {
+            return self.stream.write_all(head).await;
+        }
+        if body.len() <= COPY_BODY {
+            self.out.clear();
+            self.out.extend_from_slice(head);
+            self.out.extend_from_slice(body);
+            let out = std::mem::take(&mut self.out);
+            let written = self.stream.write_all(&out).await;
+            self.out = out;
+            return written;
+        }
+        let (mut h, mut b) = (head, body);
+        while !h.is_empty() {
+            let n = self
+                .stream
+                .write_vectored(&[io::IoSlice::new(h), io::IoSlice::new(b)])
+                .await?;
+            if n == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            let from_head = n.min(h.len());
+            h = &h[from_head..];
+            b = &b[n - from_head..];
+        }
+        self.stream.write_all(b).await
+    }
+
+    /// Reads more into the buffer (making room first); the bytes read, 0 at EOF.
+    async fn fill(&mut self) -> io::Result<usize> {
+        if self.lo == self.hi {
+            (self.lo, self.hi) = (0, 0);
+        } else if self.hi == self.buf.len() {
+            if self.lo > 0 {
+                self.buf.copy_within(self.lo..self.hi, 0);
+                (self.lo, self.hi) = (0, self.hi - self.lo);
+            } else {
+                // A head (or line) longer than the buffer; the decoder bounds it.
+                self.buf.resize(self.buf.len() * 2, 0);
             }
         }
+        let n = self.stream.read(&mut self.buf[self.hi..]).await?;
+        self.hi += n;
+        Ok(n)
+    }
+
+    async fn receive(&mut self, head_only: bool) -> Result<Reply, Failure> {
+        let mut decoder = Decoder::new(head_only);
+        loop {
+            if self.lo < self.hi {
+                let used = decoder
+                    .decode(&self.buf[self.lo..self.hi])
+                    .map_err(|_| Failure::Read)?;
+                self.lo += used;
+                if decoder.is_done() {
+                    break;
+                }
+            }
+            match self.fill().await {
+                Ok(0) if decoder.ends_at_close() => {
+                    self.closed = true;
+                    break;
+                }
+                Ok(0) | Err(_) => return Err(Failure::Read),
+                Ok(_) => {}
+            }
+        }
+        // Bytes beyond the reply were never asked for: do not reuse the connection.
+        if decoder.close || self.lo != self.hi {
+            self.closed = true;
+        }
+        Ok(Reply {
+            status: decoder.status,
+            bytes: decoder.body_bytes,
+        })
     }
 }
 
 impl Exchange for HttpConn {
     async fn usable(&mut self) -> bool {
-        let Self { tx, driver, .. } = self;
-        if driver.is_none() {
+        if self.closed {
             return false;
         }
-        // Driving first lets a close that arrived while idle be seen now.
-        let ready = driven(driver, tx.ready()).await.is_ok();
-        ready && driver.is_some() && !tx.is_closed()
+        // A close that arrived while idle marks the socket readable; a reply
+        // read to its end left it not readable, so this costs no system call.
+        if !self.stream.read_ready().await {
+            return true;
+        }
+        let mut probe = [0u8; 1];
+        match self.stream.try_read(&mut probe) {
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => true,
+            _ => {
+                // EOF, an error, or bytes nobody asked for.
+                self.closed = true;
+                false
+            }
+        }
     }
 
-    async fn exchange(&mut self, entry: &Entry) -> Result<Reply, Failure> {
-        let mut req = Request::new(Full::new(entry.body.clone()));
-        *req.method_mut() = entry.method.clone();
-        *req.uri_mut() = Uri::from(entry.path.clone());
-        *req.headers_mut() = entry.headers.clone();
-        if !req.headers().contains_key(HOST) {
-            req.headers_mut().insert(HOST, self.host.clone());
+    async fn exchange(&mut self, index: usize, entry: &Entry) -> Result<Reply, Failure> {
+        let head = self.heads[index].clone();
+        if self.send(&head, &entry.body).await.is_err() {
+            self.closed = true;
+            return Err(Failure::Write);
         }
-        let failed = |side: &Rc<Cell<Side>>| match side.get() {
-            Side::Write => Failure::Write,
-            _ => Failure::Read,
-        };
-        let Self {
-            tx, driver, side, ..
-        } = self;
-        let work = async {
-            let resp = tx.send_request(req).await.map_err(|_| failed(side))?;
-            let status = resp.status().as_u16();
-            let mut body = resp.into_body();
-            let mut bytes = 0u64;
-            while let Some(frame) = body.frame().await {
-                let frame = frame.map_err(|_| failed(side))?;
-                if let Some(data) = frame.data_ref() {
-                    bytes += data.len() as u64;
+        let reply = self.receive(entry.method == Method::HEAD).await;
+        if reply.is_err() {
+            self.closed = true;
+        }
+        reply
+    }
+}
+
+/// A reply that does not parse as HTTP/1.x.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Malformed;
+
+/// Where the decoder is in a reply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    Head,
+    /// This many body bytes still to come.
+    Length(u64),
+    ChunkSize,
+    /// This many bytes of the current chunk still to come.
+    ChunkData(u64),
+    /// The CRLF after a chunk's data.
+    ChunkEnd,
+    Trailers,
+    /// The body runs to the connection's close.
+    UntilClose,
+    Done,
+}
+
+/// Decodes one HTTP/1.x reply from the bytes of a connection, as they come:
+/// the head with httparse, then a body framed by `Content-Length`, by chunked
+/// transfer coding, or by the close (RFC 9112 section 6.3). Informational
+/// (1xx) heads before the reply are skipped; replies to `HEAD`, 204 and 304
+/// have no body. Body bytes are counted, not kept.
+#[derive(Debug)]
+pub struct Decoder {
+    state: State,
+    head_only: bool,
+    /// The reply's status, once its head is decoded.
+    pub status: u16,
+    /// Body bytes (payload bytes of a chunked body).
+    pub body_bytes: u64,
+    /// The server closes the connection after this reply.
+    pub close: bool,
+}
+
+/// The position of the first CRLF in `data`.
+fn crlf(data: &[u8]) -> Option<usize> {
+    data.windows(2).position(|w| w == b"\r\n")
+}
+
+/// True when the comma-separated header `value` lists `token`.
+fn lists(value: &[u8], token: &str) -> bool {
+    value
+        .split(|b| *b == b',')
+        .any(|t| t.trim_ascii().eq_ignore_ascii_case(token.as_bytes()))
+}
+
+impl Decoder {
+    /// A decoder for the reply to a request; `head_only` for `HEAD`.
+    pub fn new(head_only: bool) -> Self {
+        Self {
+            state: State::Head,
+            head_only,
+            status: 0,
+            body_bytes: 0,
+            close: false,
+        }
+    }
+
+    /// True once the whole reply is decoded.
+    pub fn is_done(&self) -> bool {
+        self.state == State::Done
+    }
+
+    /// True when the connection's close ends the reply (a body without framing).
+    pub fn ends_at_close(&self) -> bool {
+        self.state == State::UntilClose
+    }
+
+    /// Decodes what it can of `data`; returns the bytes used. Stops at the
+    /// reply's end (later bytes are left unused) or when it needs more.
+    pub fn decode(&mut self, data: &[u8]) -> Result<usize, Malformed> {
+        let mut at = 0;
+        loop {
+            let rest = &data[at..];
+            match self.state {
+                State::Done => return Ok(at),
+                State::Head => match self.head(rest)? {
+                    Some(n) => at += n,
+                    None => return Ok(at),
+                },
+                State::Length(left) | State::ChunkData(left) => {
+                    if rest.is_empty() {
+                        return Ok(at);
+                    }
+                    let n = left.min(rest.len() as u64);
+                    self.body_bytes += n;
+                    at += n as usize;
+                    self.state = match (self.state, left - n) {
+                        (State::Length(_), 0) => State::Done,
+                        (State::Length(_), l) => State::Length(l),
+                        (_, 0) => State::ChunkEnd,
+                        (_, l) => State::ChunkData(l),
+                    };
+                }
+                State::UntilClose => {
+                    self.body_bytes += rest.len() as u64;
+                    return Ok(data.len());
+                }
+                State::ChunkEnd => {
+                    if rest.len() < 2 {
+                        return Ok(at);
+                    }
+                    if &rest[..2] != b"\r\n" {
+                        return Err(Malformed);
+                    }
+                    at += 2;
+                    self.state = State::ChunkSize;
+                }
+                State::ChunkSize | State::Trailers => {
+                    let Some(end) = crlf(rest) else {
+                        return if rest.len() > MAX_LINE {
+                            Err(Malformed)
+                        } else {
+                            Ok(at)
+                        };
+                    };
+                    at += end + 2;
+                    if self.state == State::Trailers {
+                        if end == 0 {
+                            self.state = State::Done;
+                        }
+                        continue;
+                    }
+                    let line = &rest[..end];
+                    let digits = line
+                        .split(|b| *b == b';')
+                        .next()
+                        .unwrap_or_default()
+                        .trim_ascii();
+                    let size = std::str::from_utf8(digits)
+                        .ok()
+                        .filter(|d| !d.is_empty())
+                        .and_then(|d| u64::from_str_radix(d, 16).ok())
+                        .ok_or(Malformed)?;
+                    self.state = if size == 0 {
+                        State::Trailers
+                    } else {
+                        State::ChunkData(size)
+                    };
                 }
             }
-            Ok(Reply { status, bytes })
+        }
+    }
+
+    /// Decodes a head at the start of `data`: its length, or None when incomplete.
+    fn head(&mut self, data: &[u8]) -> Result<Option<usize>, Malformed> {
+        let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+        let mut reply = httparse::Response::new(&mut headers);
+        let n = match reply.parse(data) {
+            Ok(httparse::Status::Complete(n)) => n,
+            Ok(httparse::Status::Partial) if data.len() <= MAX_HEAD => return Ok(None),
+            _ => return Err(Malformed),
         };
-        driven(driver, work).await
+        let status = reply.code.ok_or(Malformed)?;
+        if (100..200).contains(&status) && status != 101 {
+            return Ok(Some(n)); // informational: the reply follows
+        }
+        self.status = status;
+        let mut keep_alive = reply.version == Some(1);
+        let (mut length, mut chunked, mut coded) = (None, false, false);
+        for h in reply.headers.iter() {
+            if h.name.eq_ignore_ascii_case("content-length") {
+                let text = std::str::from_utf8(h.value).map_err(|_| Malformed)?;
+                let v: u64 = text.trim().parse().map_err(|_| Malformed)?;
+                if length.is_some_and(|l| l != v) {
+                    return Err(Malformed);
+                }
+                length = Some(v);
+            } else if h.name.eq_ignore_ascii_case("transfer-encoding") {
+                coded = true;
+                chunked = h
+                    .value
+                    .split(|b| *b == b',')
+                    .next_back()
+                    .is_some_and(|t| t.trim_ascii().eq_ignore_ascii_case(b"chunked"));
+            } else if h.name.eq_ignore_ascii_case("connection") {
+                if lists(h.value, "close") {
+                    keep_alive = false;
+                } else if lists(h.value, "keep-alive") {
+                    keep_alive = true;
+                }
+            }
+        }
+        self.close = !keep_alive || status == 101;
+        self.state = if self.head_only || status == 204 || status == 304 || status == 101 {
+            State::Done
+        } else if chunked {
+            State::ChunkSize
+        } else if coded {
+            State::UntilClose
+        } else {
+            match length {
+                Some(0) => State::Done,
+                Some(l) => State::Length(l),
+                None => State::UntilClose,
+            }
+        };
+        if self.state == State::UntilClose {
+            self.close = true;
+        }
+        Ok(Some(n))
     }
 }
 
@@ -418,7 +681,7 @@ impl Exchange for FrameConn {
         true
     }
 
-    async fn exchange(&mut self, entry: &Entry) -> Result<Reply, Failure> {
+    async fn exchange(&mut self, _index: usize, entry: &Entry) -> Result<Reply, Failure> {
         let bytes = if self.seq {
             // Whole frames, checked by `split_frames` when the run was configured.
             let body = &entry.body[..];
@@ -439,7 +702,137 @@ impl Exchange for FrameConn {
 
 #[cfg(test)]
 mod tests {
-    use super::split_frames;
+    use super::{encode_head, split_frames, Decoder, Malformed};
+    use crate::corpus::Entry;
+    use bytes::Bytes;
+    use http::header::{HeaderMap, HeaderValue};
+    use http::Method;
+
+    /// Feeds `wire` to a decoder `step` bytes at a time, as reads would bring
+    /// it; returns the decoder and the bytes it left unused at the end.
+    fn decode_in_steps(wire: &[u8], step: usize, head_only: bool) -> (Decoder, usize) {
+        let mut d = Decoder::new(head_only);
+        let mut pending: Vec<u8> = Vec::new();
+        for chunk in wire.chunks(step) {
+            pending.extend_from_slice(chunk);
+            let used = d.decode(&pending).expect("well-formed");
+            pending.drain(..used);
+        }
+        (d, pending.len())
+    }
+
+    #[test]
+    fn replies_decode_whatever_the_read_sizes() {
+        let cases: [(&[u8], bool, u16, u64, bool); 9] = [
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", false, 200, 5, false),
+            (
+                b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;x=1\r\nhello\r\n10\r\n0123456789abcdef\r\n0\r\nX-T: 1\r\n\r\n",
+                false,
+                200,
+                21,
+                false,
+            ),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n", true, 200, 0, false),
+            (b"HTTP/1.1 204 No Content\r\n\r\n", false, 204, 0, false),
+            (b"HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n", false, 304, 0, false),
+            (
+                b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 X\r\ncontent-length: 2\r\nConnection: close\r\n\r\nno",
+                false,
+                503,
+                2,
+                true,
+            ),
+            (b"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok", false, 200, 2, true),
+            (
+                b"HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\nContent-Length: 2\r\n\r\nok",
+                false,
+                200,
+                2,
+                false,
+            ),
+            (b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", false, 200, 0, false),
+        ];
+        for (wire, head_only, status, bytes, close) in cases {
+            for step in [1, 2, 7, wire.len()] {
+                // A second reply behind the first is left unused.
+                let mut two = wire.to_vec();
+                two.extend_from_slice(b"HTTP/1.1 200 OK\r\n\r\n");
+                let (d, left) = decode_in_steps(&two, step, head_only);
+                let what = String::from_utf8_lossy(wire);
+                assert!(d.is_done(), "{what} in steps of {step}");
+                assert_eq!(
+                    (d.status, d.body_bytes, d.close),
+                    (status, bytes, close),
+                    "{what}"
+                );
+                assert_eq!(left, 19, "{what} in steps of {step}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_body_without_framing_runs_to_the_close() {
+        let (d, left) = decode_in_steps(b"HTTP/1.1 200 OK\r\n\r\nsome bytes", 3, false);
+        assert!(!d.is_done() && d.ends_at_close() && d.close);
+        assert_eq!((d.body_bytes, left), (10, 0));
+        let wire = b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\nzz";
+        let (d, _) = decode_in_steps(wire, 4, false);
+        assert!(d.ends_at_close());
+    }
+
+    #[test]
+    fn malformed_replies_are_refused() {
+        let long_head = [&b"HTTP/1.1 200 OK\r\nX: "[..], &[b'a'; 70_000]].concat();
+        for wire in [
+            &b"HTTP/1.1 abc OK\r\n\r\n"[..],
+            b"SMTP ready\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n2\r\nabXX",
+            &long_head,
+        ] {
+            let mut d = Decoder::new(false);
+            assert_eq!(
+                d.decode(wire),
+                Err(Malformed),
+                "{}",
+                String::from_utf8_lossy(&wire[..wire.len().min(80)])
+            );
+        }
+    }
+
+    #[test]
+    fn request_heads_carry_host_and_length() {
+        let host = HeaderValue::from_static("127.0.0.1:8080");
+        let mut entry = Entry {
+            method: Method::GET,
+            path: "/a?b=1".parse().unwrap(),
+            headers: HeaderMap::new(),
+            body: Bytes::new(),
+            weight: 1.0,
+        };
+        assert_eq!(
+            &encode_head(&entry, &host)[..],
+            b"GET /a?b=1 HTTP/1.1\r\nhost: 127.0.0.1:8080\r\n\r\n"
+        );
+        entry.method = Method::POST;
+        entry.body = Bytes::from_static(b"xyz");
+        entry
+            .headers
+            .insert("content-type", HeaderValue::from_static("text/plain"));
+        assert_eq!(
+            &encode_head(&entry, &host)[..],
+            &b"POST /a?b=1 HTTP/1.1\r\nhost: 127.0.0.1:8080\r\ncontent-type: text/plain\r\ncontent-length: 3\r\n\r\n"[..]
+        );
+        // The entry's own Host and Content-Length win; an empty POST says 0.
+        entry.headers.insert("host", HeaderValue::from_static("h"));
+        entry.body = Bytes::new();
+        let head = encode_head(&entry, &host);
+        let has = |needle: &[u8]| head.windows(needle.len()).any(|w| w == needle);
+        assert!(has(b"\r\nhost: h\r\n") && !has(b"127.0.0.1"));
+        assert!(head.ends_with(b"content-length: 0\r\n\r\n"));
+    }
 
     fn frame(payload: &[u8]) -> Vec<u8> {
         let mut f = (payload.len() as u32).to_be_bytes().to_vec();

@@ -35,6 +35,10 @@ pub enum Behaviour {
     ResetWhileReading,
     /// Sleep this many ms before each answer.
     Slow(u64),
+    /// `200` with a chunked body of 2 bytes in two chunks and a trailer.
+    Chunked,
+    /// `200` with a 2-byte body and keep-alive implied, then close while idle.
+    CloseIdle,
 }
 
 /// A running server; stops on drop.
@@ -70,8 +74,12 @@ fn runtime() -> tokio::runtime::Runtime {
         .unwrap()
 }
 
-/// Reads one request head (and its Content-Length body); false at EOF.
-async fn read_request<S: AsyncRead + Unpin>(s: &mut S, buf: &mut Vec<u8>) -> std::io::Result<bool> {
+/// Reads one request head (and its Content-Length body): `Some(true)` for a
+/// HEAD request, `Some(false)` for another, `None` at EOF.
+async fn read_request<S: AsyncRead + Unpin>(
+    s: &mut S,
+    buf: &mut Vec<u8>,
+) -> std::io::Result<Option<bool>> {
     loop {
         if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
             let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
@@ -84,25 +92,33 @@ async fn read_request<S: AsyncRead + Unpin>(s: &mut S, buf: &mut Vec<u8>) -> std
                 let mut chunk = [0u8; 65536];
                 let n = s.read(&mut chunk).await?;
                 if n == 0 {
-                    return Ok(false);
+                    return Ok(None);
                 }
                 buf.extend_from_slice(&chunk[..n]);
             }
+            let head_only = buf.starts_with(b"HEAD ");
             buf.drain(..total);
-            return Ok(true);
+            return Ok(Some(head_only));
         }
         let mut chunk = [0u8; 65536];
         let n = s.read(&mut chunk).await?;
         if n == 0 {
-            return Ok(false);
+            return Ok(None);
         }
         buf.extend_from_slice(&chunk[..n]);
     }
 }
 
-async fn answer<S: AsyncWrite + Unpin>(s: &mut S, status: u16, close: bool) -> std::io::Result<()> {
+/// A reply with a 2-byte body (announced but not sent to a HEAD request).
+async fn answer<S: AsyncWrite + Unpin>(
+    s: &mut S,
+    status: u16,
+    close: bool,
+    head_only: bool,
+) -> std::io::Result<()> {
     let conn = if close { "Connection: close\r\n" } else { "" };
-    let reply = format!("HTTP/1.1 {status} X\r\nContent-Length: 2\r\n{conn}\r\nok");
+    let body = if head_only { "" } else { "ok" };
+    let reply = format!("HTTP/1.1 {status} X\r\nContent-Length: 2\r\n{conn}\r\n{body}");
     s.write_all(reply.as_bytes()).await
 }
 
@@ -115,22 +131,22 @@ async fn serve_tcp(mut s: TcpStream, how: Behaviour, count: Arc<AtomicU64>) {
         let _ = s.set_linger(Some(Duration::ZERO));
         return;
     }
-    while let Ok(true) = read_request(&mut s, &mut buf).await {
+    while let Ok(Some(head_only)) = read_request(&mut s, &mut buf).await {
         count.fetch_add(1, Ordering::Relaxed);
         match how {
             Behaviour::Ok => {
-                if answer(&mut s, 200, false).await.is_err() {
+                if answer(&mut s, 200, false, head_only).await.is_err() {
                     return;
                 }
             }
             Behaviour::Status(code) => {
-                if answer(&mut s, code, false).await.is_err() {
+                if answer(&mut s, code, false, head_only).await.is_err() {
                     return;
                 }
             }
             Behaviour::Slow(ms) => {
                 tokio::time::sleep(Duration::from_millis(ms)).await;
-                if answer(&mut s, 200, false).await.is_err() {
+                if answer(&mut s, 200, false, head_only).await.is_err() {
                     return;
                 }
             }
@@ -142,8 +158,19 @@ async fn serve_tcp(mut s: TcpStream, how: Behaviour, count: Arc<AtomicU64>) {
                 tokio::time::sleep(Duration::from_secs(3600)).await;
             }
             Behaviour::CloseEach => {
-                let _ = answer(&mut s, 200, true).await;
+                let _ = answer(&mut s, 200, true, head_only).await;
                 return;
+            }
+            Behaviour::CloseIdle => {
+                let _ = answer(&mut s, 200, false, head_only).await;
+                return;
+            }
+            Behaviour::Chunked => {
+                let reply = "HTTP/1.1 200 X\r\nTransfer-Encoding: chunked\r\n\r\n\
+                             1\r\no\r\n1;ext=1\r\nk\r\n0\r\nX-Trailer: 1\r\n\r\n";
+                if s.write_all(reply.as_bytes()).await.is_err() {
+                    return;
+                }
             }
             Behaviour::ResetWhileReading => unreachable!(),
         }
@@ -244,8 +271,8 @@ pub fn unix(frames: bool) -> UnixServer {
                                 }
                             } else {
                                 let mut buf = Vec::new();
-                                while let Ok(true) = read_request(&mut s, &mut buf).await {
-                                    if answer(&mut s, 200, false).await.is_err() { return; }
+                                while let Ok(Some(head_only)) = read_request(&mut s, &mut buf).await {
+                                    if answer(&mut s, 200, false, head_only).await.is_err() { return; }
                                 }
                             }
                         });

@@ -18,9 +18,15 @@ fn spec(url: String) -> RunSpec {
     }
 }
 
-fn run(spec: RunSpec) -> Report {
+/// A started run and its configuration (for its report).
+fn started(spec: RunSpec) -> (lanes_load::RunConfig, Run) {
     let config = spec.build().expect("valid spec");
     let run = Run::start(config.clone()).expect("the run starts");
+    (config, run)
+}
+
+fn run(spec: RunSpec) -> Report {
+    let (config, run) = started(spec);
     Report::new(&config, &run.join())
 }
 
@@ -59,6 +65,112 @@ fn open_loop_sends_the_whole_schedule() {
     assert_eq!((r.sent, r.requests, r.errors.total()), (400, 400, 0));
     // 400 Poisson arrivals at 2000/s span about 0.2 s.
     assert!(r.duration_s > 0.1 && r.duration_s < 5.0, "{}", r.duration_s);
+}
+
+/// The sent-vs-scheduled rule: a run bounded by a duration schedules exactly
+/// the window's count (rate x duration, rounded) and sends no more than it
+/// scheduled — all of it when the run ends by itself.
+fn assert_sent_within_schedule(r: &Report, window_count: u64) {
+    let scheduled = r.scheduled.expect("open loop");
+    assert_eq!(scheduled, window_count, "scheduled");
+    assert!(r.sent <= scheduled, "sent {} of {scheduled}", r.sent);
+    assert_eq!(
+        r.sent, scheduled,
+        "a run that ends by itself sends its schedule"
+    );
+    assert_eq!(r.requests + r.errors.total() + r.unfinished, r.sent);
+    let binned: u64 = r.sends_10ms.counts.iter().map(|&n| u64::from(n)).sum();
+    assert_eq!(binned, r.sent, "sends_10ms counts every send once");
+}
+
+#[test]
+fn open_loop_with_a_duration_sends_exactly_rate_times_duration() {
+    use lanes_load::pacer::Arrival::{Constant, Poisson};
+    let server = common::http(Behaviour::Ok);
+    // (arrival, threads, seed, request bound, the schedule): a request bound
+    // below the window's count is the schedule.
+    for (arrival, threads, seed, requests, count) in [
+        (Poisson, 1, 1, None, 2000),
+        (Poisson, 2, 7, None, 2000),
+        (Constant, 2, 1, None, 2000),
+        (Poisson, 2, 1, Some(300), 300),
+    ] {
+        let r = run(RunSpec {
+            rate: Some(2000.0),
+            arrival,
+            duration_s: Some(1.0),
+            requests,
+            connections: Some(32),
+            threads: Some(threads),
+            seed,
+            ..spec(server.url("/"))
+        });
+        assert_sent_within_schedule(&r, count);
+        assert_eq!(r.errors.total(), 0);
+        assert_eq!(r.sends_10ms.bin_ms, 10);
+        assert_eq!(r.sends_10ms.start_ns, 0);
+    }
+}
+
+#[test]
+fn a_server_too_slow_for_the_schedule_still_gets_the_schedule_and_no_more() {
+    // 4 connections at 20 ms a reply carry 200/s; 400/s is offered for 0.5 s:
+    // sends queue and leave late, past the window, but every slot of the
+    // window leaves once and nothing else does.
+    let server = common::http(Behaviour::Slow(20));
+    let r = run(RunSpec {
+        rate: Some(400.0),
+        duration_s: Some(0.5),
+        connections: Some(4),
+        ..spec(server.url("/"))
+    });
+    assert_sent_within_schedule(&r, 200);
+    assert!(r.late_sends > 0);
+    assert_eq!(
+        server.requests.load(std::sync::atomic::Ordering::Relaxed),
+        200
+    );
+}
+
+#[test]
+fn chunked_replies_and_replies_to_head_are_read_to_their_end() {
+    // Chunked: 2 payload bytes a reply; HEAD: the head alone (Content-Length: 2, no body).
+    for (how, method, bytes) in [(Behaviour::Chunked, "GET", 400), (Behaviour::Ok, "HEAD", 0)] {
+        let server = common::http(how);
+        let r = run(RunSpec {
+            requests: Some(200),
+            method: Some(method.into()),
+            connections: Some(4),
+            ..spec(server.url("/"))
+        });
+        assert_eq!(
+            (r.requests, r.errors.total()),
+            (200, 0),
+            "{method}: {:?}",
+            r.errors
+        );
+        assert_eq!(r.bytes.received, bytes, "{method}");
+        assert_eq!(
+            server.requests.load(std::sync::atomic::Ordering::Relaxed),
+            200
+        );
+    }
+}
+
+#[test]
+fn a_connection_the_server_closed_while_idle_is_reopened_without_errors() {
+    // The server answers (keep-alive implied) and then closes; the next send
+    // comes 100 ms later, on a connection seen closed while idle.
+    let server = common::http(Behaviour::CloseIdle);
+    let r = run(RunSpec {
+        rate: Some(10.0),
+        arrival: lanes_load::pacer::Arrival::Constant,
+        requests: Some(5),
+        connections: Some(1),
+        threads: Some(1),
+        ..spec(server.url("/"))
+    });
+    assert_eq!((r.requests, r.errors.total()), (5, 0), "{:?}", r.errors);
 }
 
 #[test]
@@ -213,27 +325,36 @@ fn a_hello_per_connection_and_sequences_of_frames() {
 
 #[test]
 fn stop_ends_a_run_early_and_still_reports() {
-    let server = common::http(Behaviour::Slow(20));
-    let config = RunSpec {
-        duration_s: Some(60.0),
-        connections: Some(4),
-        ..spec(server.url("/"))
+    // Closed loop, and open loop offering 1000/s to a server that carries 200/s.
+    for rate in [None, Some(1000.0)] {
+        let server = common::http(Behaviour::Slow(20));
+        let (config, run) = started(RunSpec {
+            rate,
+            duration_s: Some(60.0),
+            connections: Some(4),
+            ..spec(server.url("/"))
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!run.is_finished());
+        let p = run.progress();
+        assert!(p.replies > 0 && p.elapsed_s > 0.2, "{p:?}");
+        let t0 = Instant::now();
+        run.stop();
+        assert!(run.wait(Duration::from_secs(5)));
+        let r = Report::new(&config, &run.join());
+        assert!(t0.elapsed() < Duration::from_secs(2));
+        assert!(r.interrupted);
+        assert!(r.requests > 0);
+        assert!(r.duration_s < 10.0);
+        let binned: u64 = r.sends_10ms.counts.iter().map(|&n| u64::from(n)).sum();
+        assert_eq!(binned, r.sent);
+        // A stopped open-loop run sent no more than it had scheduled, and
+        // scheduled only part of its window.
+        if let Some(scheduled) = r.scheduled {
+            assert!(r.sent <= scheduled, "{} of {scheduled}", r.sent);
+            assert!(scheduled < 60_000, "{scheduled}");
+        }
     }
-    .build()
-    .unwrap();
-    let run = Run::start(config.clone()).unwrap();
-    std::thread::sleep(Duration::from_millis(300));
-    assert!(!run.is_finished());
-    let p = run.progress();
-    assert!(p.replies > 0 && p.elapsed_s > 0.2, "{p:?}");
-    let t0 = Instant::now();
-    run.stop();
-    assert!(run.wait(Duration::from_secs(5)));
-    let r = Report::new(&config, &run.join());
-    assert!(t0.elapsed() < Duration::from_secs(2));
-    assert!(r.interrupted);
-    assert!(r.requests > 0);
-    assert!(r.duration_s < 10.0);
 }
 
 #[test]

@@ -3,24 +3,29 @@
 The dict is exactly what ``lanes bench --json`` writes (docs/bench.md lists every field):
 ``mode``, ``requests``, ``duration_s``, ``rps``, ``latency_ms`` and ``service_time_ms``
 (``mean p50 p75 p90 p99 p999 max``), ``late_sends_fraction``, ``errors`` by class
-(``connect read write status timeout``), ``timeseries`` (one point per second), and, under
-``histograms``, every HdrHistogram encoded so that results of several processes merge exactly
-(:func:`merge`).
+(``connect read write status timeout``), ``timeseries`` (one point per second), ``sends_10ms``
+(the requests actually sent in each 10 ms bin: :meth:`Result.sends_binned`,
+:meth:`Result.dispersion`), and, under ``histograms``, every HdrHistogram encoded so that
+results of several processes merge exactly (:func:`merge`).
 """
 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from lanes import _core
+from lanes.errors import BAD_ARGUMENT, LanesError
 
 PERCENTILE_KEYS = ("mean", "p50", "p75", "p90", "p99", "p999", "max")
 """Keys of ``latency_ms`` and ``service_time_ms``."""
 ERROR_CLASSES = ("connect", "read", "write", "status", "timeout")
 """Keys of ``errors``."""
+MIN_DISPERSION_BINS = 10
+"""Fewest bins :meth:`Result.dispersion` computes an index from."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,55 @@ class Result:
     def interrupted(self) -> bool:
         """True when the run was stopped before its bound."""
         return bool(self.data["interrupted"])
+
+    def sends_binned(
+        self, bin_ms: int = 10, start_s: float | None = None, end_s: float | None = None
+    ) -> list[int]:
+        """Requests actually sent (by send time, not intended time) per bin of ``bin_ms``.
+
+        From ``sends_10ms``: ``bin_ms`` must be a positive multiple of its 10 ms bins, which are
+        summed in groups. The bins are laid from ``start_s`` (seconds from the run's start; by
+        default the series' own start), moved up to the next 10 ms boundary, and only whole bins
+        ending by ``end_s`` count (by default the end of the last 10 ms bin with a send; bins
+        past it sent nothing). Empty when the result has no series (results from before it).
+        """
+        series = self.data.get("sends_10ms") or {}
+        step_ms = int(series.get("bin_ms", 10))
+        if bin_ms <= 0 or bin_ms % step_ms:
+            raise LanesError(
+                BAD_ARGUMENT, f"bin_ms must be a positive multiple of {step_ms}, not {bin_ms}"
+            )
+        counts: list[int] = list(series.get("counts", []))
+        origin_s = int(series.get("start_ns", 0)) / 1e9
+        step_s = step_ms / 1e3
+        first = 0 if start_s is None else max(0, math.ceil((start_s - origin_s) / step_s - 1e-9))
+        end = len(counts)
+        if end_s is not None:
+            end = math.floor((end_s - origin_s) / step_s + 1e-9)
+        group = bin_ms // step_ms
+        padded = counts + [0] * max(0, end - len(counts))
+        return [sum(padded[i : i + group]) for i in range(first, end - group + 1, group) if i >= 0]
+
+    def dispersion(
+        self, bin_ms: int = 10, start_s: float | None = None, end_s: float | None = None
+    ) -> float | None:
+        """Index of dispersion of the sends: variance / mean of the requests actually sent per
+        bin of ``bin_ms`` over ``[start_s, end_s)`` (bins as :meth:`sends_binned` lays them;
+        population variance).
+
+        The rule: Poisson arrivals give about 1 at any bin width; constant spacing (a clock)
+        about 0, as every bin holds the same count; synchronised waves — clients or tickers
+        sending in phase, a sender that stalls and then sends what fell due at once — give far
+        more than 1. ``None`` when there are fewer than 10 bins or none has a send.
+        """
+        bins = self.sends_binned(bin_ms, start_s, end_s)
+        if len(bins) < MIN_DISPERSION_BINS:
+            return None
+        mean = sum(bins) / len(bins)
+        if mean == 0:
+            return None
+        variance = sum((b - mean) ** 2 for b in bins) / len(bins)
+        return variance / mean
 
     def percentile_distribution(self, which: Literal["latency", "service_time"] = "latency") -> str:
         """HdrHistogram's percentile-distribution text (values in ms), for its plotter."""
