@@ -85,8 +85,9 @@ def run_profiled(args: argparse.Namespace, run: Callable[..., int]) -> int:
             found.update(
                 session.finish(
                     requests=result.requests,
-                    dispersion=getattr(result, "dispersion", lambda _b: None)(10),
+                    dispersion=result.dispersion(10),
                     arrival=args.arrival if args.rate is not None else "closed loop",
+                    late_sends=result.late_sends_fraction if args.rate is not None else None,
                 )
             )
 

@@ -64,7 +64,7 @@ NOISE_SIGMAS = 3.0
 _SELECT = re.compile(r"^(\w+\.)?(select|poll|_poll|epoll_wait) \(selectors\.py")
 _WAIT_MODULES = re.compile(
     r"\((selectors|socket|socketserver|ssl|queue|threading|subprocess|"
-    r"concurrent/futures/(thread|_base)|multiprocessing/(connection|queues|pool)|"
+    r"concurrent/futures/(thread|_base)|multiprocessing/(connection|queues|pool|resource_tracker)|"
     r"asyncio/[a-z_]+)\.py:\d+\)$"
 )
 """Standard-library modules whose frames block by design: a selector, a socket read, a

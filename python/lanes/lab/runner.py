@@ -447,8 +447,9 @@ def measure(
     if session is not None:
         diagnosis = session.finish(
             requests=total.requests,
-            dispersion=getattr(total, "dispersion", lambda _b: None)(10),
+            dispersion=total.dispersion(10),
             arrival="closed loop" if w.closed else w.arrival,
+            late_sends=None if w.closed else total.late_sends_fraction,
         )
         if diagnosis.get("profile"):
             diagnosis["profile"] = f"runs/{key.variant}/{diagnosis['profile']}"
