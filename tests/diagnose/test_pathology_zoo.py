@@ -15,7 +15,8 @@ Findings that rest on /proc and the client alone (threads, per-core CPU, arrival
 checked, with one exception said in the skip: on a shared host whose other work keeps every
 core busy, "others idle" cannot be seen, so ``one_core`` is skipped when the server's CPU did
 run on one core but no core was idle. Other findings than the expected one are printed, not
-failed (the clean service must have none). Each case takes a few seconds: 1 s of warm-up (3 s for the waves), 3 s measured.
+failed (the clean service must have none). Each case takes a few seconds: 1 s of warm-up
+(3 s for the waves), 3 s measured.
 """
 
 from __future__ import annotations
