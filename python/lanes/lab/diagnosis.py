@@ -237,8 +237,10 @@ def _heatmap(path: Path) -> str | None:
 def _threads_table(path: Path) -> str:
     doc = _profile(path)
     procs = (doc or {}).get("processes") or {}
-    if not procs:
+    if not procs or doc is None:
         return ""
+    window = (doc.get("window") or {}).get("duration_s") or 0.0
+    rate = (doc.get("requests") or 0) / window if window else 0.0
     rows = []
     for pid, p in procs.items():
         s = p.get("samples") or []
@@ -253,11 +255,13 @@ def _threads_table(path: Path) -> str:
         rows.append(
             f"<tr><td class='name'>{html.escape(pid)} {html.escape(p.get('name', ''))}</td>"
             f"<td>{cpu:.2f}</td><td class='name'>{' → '.join(str(t) for t in threads[::step])}</td>"
-            f"<td>{vol:,.0f}</td><td>{inv:,.0f}</td></tr>"
+            f"<td>{vol:,.0f}</td><td>{inv:,.0f}</td>"
+            f"<td>{_fmt((vol + inv) / rate if rate else None)}</td></tr>"
         )
     head = (
         "<tr><th class='name'>process</th><th>CPU (cores)</th><th class='name'>threads over "
-        "time</th><th>voluntary switches/s</th><th>involuntary switches/s</th></tr>"
+        "time</th><th>voluntary switches/s</th><th>involuntary switches/s</th>"
+        "<th>switches per request</th></tr>"
     )
     return f"<table>{head}{''.join(rows)}</table>" if rows else ""
 
