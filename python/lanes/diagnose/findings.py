@@ -44,7 +44,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-CORE_BUSY = 0.85
+CORE_BUSY = 0.75
 CORE_IDLE = 0.5
 CORE_SHARE = 0.9
 THREADS_PER_CORE = 4
@@ -55,7 +55,7 @@ SPREAD = 0.3
 FUTEX_PER_REQUEST = 1.0
 LOCK_SHARE = 0.25
 DISPERSION = 4.0
-LATE_SENDS = 0.05
+LATE_SENDS = 0.5
 JSON_SHARE = 0.15
 MIN_SAMPLES = 10
 NOISE_SIGMAS = 3.0
