@@ -466,6 +466,11 @@ async fn connection<C: Connect>(ctx: &Context<C>, mut conn: Option<C::Conn>) {
     let end_ns = ctx.config.duration.map(|d| d.as_nanos() as u64);
     let max = ctx.config.requests.unwrap_or(u64::MAX);
     let closed = ctx.config.load == Load::Closed;
+    let start = *ctx.shared.start.get().expect("started");
+    // One timer per connection, moved on at each request: moving a deadline
+    // later touches no timer wheel (a fresh timeout per request would).
+    let deadline = tokio::time::sleep(ctx.config.timeout);
+    tokio::pin!(deadline);
     loop {
         let slot = if closed {
             if end_ns.is_some_and(|end| ctx.shared.now_ns() >= end) {
@@ -513,7 +518,13 @@ async fn connection<C: Connect>(ctx: &Context<C>, mut conn: Option<C::Conn>) {
             .borrow_mut()
             .on_send(slot.index, intended, sent, entry.body.len() as u64);
         counters.sent.fetch_add(1, Ordering::Relaxed);
-        let result = tokio::time::timeout(ctx.config.timeout, c.exchange(number, entry)).await;
+        let due = start + Duration::from_nanos(sent) + ctx.config.timeout;
+        deadline.as_mut().reset(tokio::time::Instant::from_std(due));
+        let result = tokio::select! {
+            biased;
+            reply = c.exchange(number, entry) => Ok(reply),
+            () = &mut deadline => Err(()),
+        };
         let done = ctx.shared.now_ns();
         let mut rec = ctx.recorder.borrow_mut();
         match result {
