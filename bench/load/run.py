@@ -59,6 +59,7 @@ class Settings:
     lanes: list[str]
     wait_idle_s: float = 0.0
     throughput_path: str = "/index.html"
+    baseline: list[str] | None = None
 
 
 @dataclass
@@ -124,8 +125,11 @@ def run_lanes(
     rss_interval_s: float | None = None,
     server_pids: Sequence[int] = (),
     extra: Sequence[str] = (),
+    lanes: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Run ``lanes bench`` once; the only place that knows the CLI's flags.
+
+    ``lanes`` replaces the CLI command (settings.lanes), e.g. for the baseline build.
 
     Returns {"cmd", "returncode", "wall_s", "json_path", "result" (the parsed --json),
     "rss" ([[t_s, rss_mb, hwm_mb, tree_rss_mb], ...] when rss_interval_s is set; the
@@ -137,7 +141,7 @@ def run_lanes(
     json_path.unlink(missing_ok=True)
     cmd = [
         *kit.pin(cpu),
-        *settings.lanes,
+        *(lanes or settings.lanes),
         "bench",
         url,
         "-c",
@@ -309,27 +313,74 @@ def analyse_send_log(path: Path, rate: float, duration_s: float) -> dict[str, An
     return out
 
 
+def _dispersion_10ms(result: dict[str, Any]) -> float | None:
+    """Index of dispersion of the sends per 10 ms bin, from the engine's own sends_10ms."""
+    counts = (result.get("sends_10ms") or {}).get("counts") or []
+    if len(counts) < 10:
+        return None
+    mean = statistics.fmean(counts)
+    return statistics.pvariance(counts, mean) / mean if mean else None
+
+
 # --------------------------------------------------------------------------- benchmarks
 
 
 def _note_cpu(
-    record: dict[str, Any], others: list[float], util: dict[str, dict[str, list[float]]]
+    record: dict[str, Any],
+    others: list[float],
+    util: dict[str, dict[str, list[float]]],
+    requests: int | None,
 ) -> None:
     cpu = record.get("cpu") or {}
     others.append(cpu.get("other_fraction", math.nan))
     wall = cpu.get("wall_s")
+    side = util[record["tool"]]
     if wall:
-        util[record["tool"]]["client"].append(cpu["client_cpu_s"] / wall)
-        util[record["tool"]]["server"].append(cpu["server_cpu_s"] / wall)
+        side["client"].append(cpu["client_cpu_s"] / wall)
+        side["server"].append(cpu["server_cpu_s"] / wall)
+    if requests:
+        side["client_us_per_request"].append(cpu.get("client_cpu_s", math.nan) / requests * 1e6)
+        side["server_us_per_request"].append(cpu.get("server_cpu_s", math.nan) / requests * 1e6)
+
+
+def _throughput_once(
+    settings: Settings, rec: Recorder, web: kit.Nginx, url: str, tool: str, name: str, conns: int
+) -> tuple[dict[str, Any], float | None, int | None]:
+    """One closed-loop run of ``tool`` (wrk, lanes or baseline): its record, req/s, requests."""
+    duration = 3.0 if settings.quick else 10.0
+    if tool == "wrk":
+        with kit.CpuAccount(web.server_pids()) as account:
+            w = kit.run_wrk(url, conns, THREADS, duration, cpu=CLIENT_CPU)
+        w["cpu"] = disturbance(account, name)
+        rec.command(w["cmd"])
+        return {"tool": tool, **w}, w["rps"], w.get("requests")
+    build = settings.baseline if tool == "baseline" else None
+    run = run_lanes(
+        settings,
+        rec,
+        url,
+        name=name,
+        connections=conns,
+        duration_s=duration,
+        lanes=build,
+        server_pids=web.server_pids(),
+    )
+    record = {"tool": tool, **run, "brief": _lanes_brief(run["result"])}
+    del record["result"]
+    return record, run["result"].get("rps"), run["result"].get("requests")
 
 
 def bench_throughput(settings: Settings, rec: Recorder) -> dict[str, Any]:
-    """Closed loop, A B A B: wrk then lanes, same connections, 1 thread, client on CPU 0."""
+    """Closed loop, same connections, 1 thread, client on CPU 0: wrk and lanes (and the
+    --lanes-baseline build) in turn, the order reversed every other repeat (A B, B A, ...)."""
     duration = 3.0 if settings.quick else 10.0
+    tools = ["wrk", "lanes"] + (["baseline"] if settings.baseline else [])
     summary: dict[str, Any] = {
         "duration_s": duration,
         "threads": THREADS,
         "path": settings.throughput_path,
+        "tools": tools,
+        "baseline": shlex.join(settings.baseline) if settings.baseline else None,
         "by_connections": {},
     }
     with kit.Nginx(cpu=SERVER_CPU) as web:
@@ -337,79 +388,60 @@ def bench_throughput(settings: Settings, rec: Recorder) -> dict[str, Any]:
         url = web.url + settings.throughput_path
         kit.run_wrk(url, 50, THREADS, 1, cpu=CLIENT_CPU)  # warm-up, not recorded
         for connections in (50, 10):
-            wrk_rps: list[float | None] = []
-            lanes_rps: list[float | None] = []
+            rps: dict[str, list[float | None]] = {t: [] for t in tools}
             others: list[float] = []  # share of host CPU taken by other processes, per run
-            # CPU-seconds per wall second of the client and of nginx, per tool: shows
+            # CPU of the client and of nginx per wall second and per request, per tool: shows
             # which side saturated (nginx's one worker can be the limit, not the client).
             util: dict[str, dict[str, list[float]]] = {
-                t: {"client": [], "server": []} for t in ("wrk", "lanes")
+                t: {
+                    k: []
+                    for k in ("client", "server", "client_us_per_request", "server_us_per_request")
+                }
+                for t in tools
             }
             for rep in range(1, settings.repeats + 1):
-                name = f"throughput-c{connections}-r{rep}"
-                print(f"  {name}: wrk", flush=True)
-                bg = settle(settings, name + "-wrk")
-                try:
-                    with kit.CpuAccount(web.server_pids()) as account:
-                        w = kit.run_wrk(url, connections, THREADS, duration, cpu=CLIENT_CPU)
-                    w["cpu"] = disturbance(account, name + "-wrk")
-                    rec.command(w["cmd"])
-                    wrk_rps.append(w["rps"])
-                    record: dict[str, Any] = {"tool": "wrk", "background_busy": bg, **w}
-                except Exception as e:
-                    wrk_rps.append(None)
-                    record = {"tool": "wrk", "background_busy": bg, **rec.fail(name + "-wrk", e)}
-                rec.write(
-                    name + "-wrk",
-                    {"bench": "throughput", "connections": connections, "repeat": rep, **record},
-                )
-                _note_cpu(record, others, util)
-                print(f"  {name}: lanes", flush=True)
-                bg = settle(settings, name + "-lanes")
-                try:
-                    run = run_lanes(
-                        settings,
-                        rec,
-                        url,
-                        name=name + "-lanes",
-                        connections=connections,
-                        duration_s=duration,
-                        server_pids=web.server_pids(),
+                for tool in tools if rep % 2 else tools[::-1]:
+                    name = f"throughput-c{connections}-r{rep}-{tool}"
+                    print(f"  {name}", flush=True)
+                    bg = settle(settings, name)
+                    requests = None
+                    try:
+                        record, value, requests = _throughput_once(
+                            settings, rec, web, url, tool, name, connections
+                        )
+                    except Exception as e:
+                        record, value = {"tool": tool, **rec.fail(name, e)}, None
+                    rps[tool].append(value)
+                    record["background_busy"] = bg
+                    rec.write(
+                        name,
+                        {
+                            "bench": "throughput",
+                            "connections": connections,
+                            "repeat": rep,
+                            **record,
+                        },
                     )
-                    lanes_rps.append(run["result"].get("rps"))
-                    record = {
-                        "tool": "lanes",
-                        "background_busy": bg,
-                        **run,
-                        "brief": _lanes_brief(run["result"]),
-                    }
-                    del record["result"]
-                except Exception as e:
-                    lanes_rps.append(None)
-                    record = {
-                        "tool": "lanes",
-                        "background_busy": bg,
-                        **rec.fail(name + "-lanes", e),
-                    }
-                rec.write(
-                    name + "-lanes",
-                    {"bench": "throughput", "connections": connections, "repeat": rep, **record},
-                )
-                _note_cpu(record, others, util)
-            ratios = [(b / a) if a and b else None for a, b in zip(wrk_rps, lanes_rps, strict=True)]
-            summary["by_connections"][str(connections)] = {
-                "wrk_rps": wrk_rps,
-                "lanes_rps": lanes_rps,
-                "ratios": ratios,
-                "median_wrk_rps": _median([x for x in wrk_rps if x is not None]),
-                "median_lanes_rps": _median([x for x in lanes_rps if x is not None]),
-                "median_ratio": _median([x for x in ratios if x is not None]),
-                "other_fraction_max": max(others, default=None),
-                "cpu_utilisation_median": {
-                    tool: {side: _median(v) for side, v in sides.items()}
-                    for tool, sides in util.items()
-                },
+                    _note_cpu(record, others, util, requests)
+            entry: dict[str, Any] = {
+                "wrk_rps": rps["wrk"],
+                "median_wrk_rps": _median([x for x in rps["wrk"] if x is not None]),
             }
+            for tool in tools[1:]:
+                ratios = [
+                    (b / a) if a and b else None for a, b in zip(rps["wrk"], rps[tool], strict=True)
+                ]
+                prefix = "" if tool == "lanes" else "baseline_"
+                entry[f"{tool}_rps"] = rps[tool]
+                entry[f"median_{tool}_rps"] = _median([x for x in rps[tool] if x is not None])
+                entry[f"{prefix}ratios"] = ratios
+                entry[f"median_{prefix}ratio"] = _median([x for x in ratios if x is not None])
+            entry["other_fraction_max"] = max(others, default=None)
+            entry["cpu_utilisation_median"] = {
+                tool: {side: _median(v) for side, v in sides.items()}
+                for tool, sides in util.items()
+            }
+            summary["by_connections"][str(connections)] = entry
     rec.write("throughput", {"bench": "throughput", **summary})
     rows = [
         [
@@ -417,29 +449,29 @@ def bench_throughput(settings: Settings, rec: Recorder) -> dict[str, Any]:
             _fmt(s["median_wrk_rps"]),
             _fmt(s["median_lanes_rps"]),
             _fmt(s["median_ratio"], ".3f"),
+            _fmt(s.get("median_baseline_ratio"), ".3f"),
             str(len(s["ratios"])),
             _fmt(s["other_fraction_max"], ".1%"),
             "/".join(
-                _fmt(s["cpu_utilisation_median"][t]["client"], ".0%") for t in ("wrk", "lanes")
+                _fmt(s["cpu_utilisation_median"][t]["client_us_per_request"], ".1f") for t in tools
             ),
-            "/".join(
-                _fmt(s["cpu_utilisation_median"][t]["server"], ".0%") for t in ("wrk", "lanes")
-            ),
+            "/".join(_fmt(s["cpu_utilisation_median"][t]["server"], ".0%") for t in tools),
         ]
         for c, s in summary["by_connections"].items()
     ]
     print_table(
         f"throughput (closed loop {settings.throughput_path}, {duration:g}s, -t {THREADS}, "
-        f"client CPU {CLIENT_CPU}, nginx CPU {SERVER_CPU})",
+        f"client CPU {CLIENT_CPU}, nginx CPU {SERVER_CPU}; {'/'.join(tools)})",
         [
             "conns",
             "wrk rps",
             "lanes rps",
             "lanes/wrk",
+            "baseline/wrk",
             "pairs",
             "others max",
-            "client cpu w/l",
-            "nginx cpu w/l",
+            "client us/req",
+            "nginx cpu",
         ],
         rows,
     )
@@ -486,12 +518,24 @@ def bench_rate(settings: Settings, rec: Recorder) -> dict[str, Any]:
                     res = run["result"]
                     sent, scheduled = res.get("sent"), res.get("scheduled")
                     ratio = sent / scheduled if sent is not None and scheduled else None
+                    # The schedule's count in the window is rate x duration (the engine's
+                    # count rule); sent must be within the tolerance of it and never above
+                    # what was scheduled.
+                    window = rate * duration
+                    over_window = sent / window if sent is not None else None
                     entry.update(
                         cmd=run["cmd"],
                         cpu=run["cpu"],
                         brief=_lanes_brief(res),
                         sent_over_scheduled=ratio,
-                        schedule_kept=ratio is not None and abs(ratio - 1) <= RATE_TOLERANCE,
+                        window_count=window,
+                        sent_over_window=over_window,
+                        schedule_kept=over_window is not None
+                        and abs(over_window - 1) <= RATE_TOLERANCE
+                        and sent is not None
+                        and scheduled is not None
+                        and sent <= scheduled,
+                        dispersion_10ms=_dispersion_10ms(res),
                         achieved_over_requested=(res.get("rps") or 0) / rate,
                         late_sends_fraction=res.get("late_sends_fraction"),
                         send_log=send_log,
@@ -503,24 +547,25 @@ def bench_rate(settings: Settings, rec: Recorder) -> dict[str, Any]:
                 summary["runs"][name] = entry
     rec.write("rate", {"bench": "rate", **summary})
     rows = []
-    for e in summary["runs"].values():
-        a = e.get("analysis", {})
+    for r in summary["runs"].values():
+        a = r.get("analysis", {})
         ks = a.get("ks_actual", {})
         ks_i = a.get("ks_intended", {})
         rows.append(
             [
-                f"{e['rate']:g}",
-                e["arrival"],
-                _fmt(e.get("sent_over_scheduled"), ".4f"),
-                _fmt(e.get("schedule_kept")),
+                f"{r['rate']:g}",
+                r["arrival"],
+                _fmt(r.get("sent_over_window"), ".4f"),
+                _fmt(r.get("schedule_kept")),
                 _fmt(a.get("actual_rate")),
-                _fmt(e.get("achieved_over_requested"), ".4f"),
+                _fmt(r.get("achieved_over_requested"), ".4f"),
                 _fmt(ks_i.get("p_value"), ".3f"),
                 _fmt(ks.get("D"), ".4f"),
                 _fmt(ks.get("p_value"), ".3f"),
                 _fmt(a.get("dispersion_actual"), ".3f"),
-                _fmt(e.get("late_sends_fraction"), ".4f"),
-                _fmt(e.get("cpu", {}).get("other_fraction"), ".1%"),
+                _fmt(r.get("dispersion_10ms"), ".3f"),
+                _fmt(r.get("late_sends_fraction"), ".4f"),
+                _fmt(r.get("cpu", {}).get("other_fraction"), ".1%"),
             ]
         )
     print_table(
@@ -529,7 +574,7 @@ def bench_rate(settings: Settings, rec: Recorder) -> dict[str, Any]:
         [
             "rate",
             "arrival",
-            "sent/sched",
+            "sent/(R*d)",
             "ok",
             "send/s",
             "rps/R",
@@ -537,6 +582,7 @@ def bench_rate(settings: Settings, rec: Recorder) -> dict[str, Any]:
             "KS D act",
             "KS p act",
             "disp act",
+            "disp 10ms",
             "late",
             "others",
         ],
@@ -807,6 +853,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="before each measurement wait up to S seconds for the CPUs to be idle (<10%%)",
     )
     parser.add_argument("--lanes", default=None, help="lanes CLI command (default: beside python)")
+    parser.add_argument(
+        "--lanes-baseline",
+        default=None,
+        metavar="CMD",
+        help="throughput: also run this lanes CLI command (another build) in turn with wrk and "
+        "lanes, and report its ratio to wrk",
+    )
     args = parser.parse_args(argv[1:])
 
     settings = Settings(
@@ -819,6 +872,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         lanes=find_lanes(args.lanes),
         wait_idle_s=args.wait_idle,
         throughput_path=args.throughput_path,
+        baseline=shlex.split(args.lanes_baseline) if args.lanes_baseline else None,
     )
     settings.out.mkdir(parents=True, exist_ok=True)
     os.environ.setdefault("PYTHONUNBUFFERED", "1")
