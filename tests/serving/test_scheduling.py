@@ -78,15 +78,16 @@ async def post(session: aiohttp.ClientSession, url: str, model: str, at: float =
     return (time.monotonic() - t0) * 1000
 
 
-async def blocked_then(url: str, first: str, then: list[str]) -> None:
-    """Occupy the device with ``first``, then queue ``then`` in order while it runs."""
+async def blocked_then(url: str, first: str, then: list[str], gap_s: float = 0.003) -> None:
+    """Occupy the device with ``first``, then queue ``then`` in order, ``gap_s`` apart, while
+    it runs."""
     async with aiohttp.ClientSession() as session:
         head = asyncio.ensure_future(post(session, url, first))
         await asyncio.sleep(0.02)
         tail = []
         for name in then:
             tail.append(asyncio.ensure_future(post(session, url, name)))
-            await asyncio.sleep(0.003)
+            await asyncio.sleep(gap_s)
         await asyncio.gather(head, *tail)
 
 
@@ -98,10 +99,14 @@ async def blocked_then(url: str, first: str, then: list[str]) -> None:
     ],
 )
 def test_shorter_jobs_go_first_under_sjf_and_arrival_order_under_fifo(policy, expected):
+    # The head (a long, so the engine has measured one) holds the device 300 ms: all five are
+    # queued before it ends even on a slow host (with 80 ms, CI once saw the second long start
+    # before the last short had arrived).
     log = Log()
-    models: list[Model] = [sim_model("long", 80, log), sim_model("short", 5, log)]
+    models: list[Model] = [sim_model("long", 300, log), sim_model("short", 5, log)]
     with serve(policy, "sim:1", models) as h:
-        asyncio.run(blocked_then(h.url, "long", ["long", "long", "short", "short", "short"]))
+        tail = ["long", "long", "short", "short", "short"]
+        asyncio.run(blocked_then(h.url, "long", tail, gap_s=0.01))
     assert log.order() == expected
 
 
