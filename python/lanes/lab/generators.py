@@ -171,15 +171,29 @@ def run_generator(spec: dict[str, Any]) -> dict[str, Any]:
         raise LanesError(BAD_ARGUMENT, "a generator measured nothing (every segment was empty)")
     if len(measured) == 1:
         return {**measured[0][1].data, "model": spec["model"]}
-    merged = dict(merge([r for _, r in measured]).data)
-    # merge() lays runs side by side; segments ran one after another: shift their seconds.
+    return {**_merge_segments(measured), "model": spec["model"]}
+
+
+def _merge_segments(measured: Sequence[tuple[float, Result]]) -> dict[str, Any]:
+    """One result from segments run one after another, each ``(offset_s, result)``.
+
+    :func:`merge` lays runs side by side; segments ran in sequence, so each one's sends series
+    is placed at its offset from the first segment's start (``sends_10ms.start_ns``) and its
+    per-second series shifted by the same offset, before the exact merge.
+    """
     first = measured[0][0]
+    placed = []
+    for offset, r in measured:
+        sends = dict(r.data.get("sends_10ms") or {"bin_ms": 10, "counts": []})
+        sends["start_ns"] = round((offset - first) * 1e9)
+        placed.append(Result({**r.data, "sends_10ms": sends}))
+    merged = dict(merge(placed).data)
     merged["timeseries"] = [
         {**p, "second": int(p["second"] + round(o - first))}
         for o, r in measured
         for p in r.data.get("timeseries", [])
     ]
-    return {**merged, "model": spec["model"]}
+    return merged
 
 
 def launch(specs: Sequence[dict[str, Any]], deadline_s: float) -> list[Result]:
