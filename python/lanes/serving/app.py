@@ -180,15 +180,22 @@ async def model_ready(request: web.Request) -> web.Response:
 
 
 async def model_stats(request: web.Request) -> web.Response:
-    s = _served(request)
-    return web.json_response({"model_stats": [s.stats.json()]})
+    return web.json_response({"model_stats": [_stats(_served(request))]})
 
 
 async def all_stats(request: web.Request) -> web.Response:
     server = _server(request)
     return web.json_response(
-        {"model_stats": [s.stats.json() for s in server.dispatcher.models.values()]}
+        {"model_stats": [_stats(s) for s in server.dispatcher.models.values()]}
     )
+
+
+def _stats(s: Served) -> dict[str, Any]:
+    """A model's statistics, and the scheduler's current cost estimates per batch size as
+    ``"cost_estimates": [{"batch_size", "ns"}]`` (lanes.client balances by them)."""
+    out = s.stats.json()
+    out["cost_estimates"] = [{"batch_size": b, "ns": ns} for b, ns in s.estimates]
+    return out
 
 
 def _deadline(request: web.Request, s: Served, timeout_us: Any, arrival: int) -> int | None:
