@@ -411,7 +411,11 @@ def test_statistics_have_tritons_shape(api: Api) -> None:
         "inference_stats",
         "batch_stats",
         "lanes",
+        "cost_estimates",
     }
+    sizes = [e["batch_size"] for e in one["cost_estimates"]]  # 1, 2, 4, ..., max_batch_size
+    assert sizes[0] == 1 and sizes == sorted(set(sizes))
+    assert all(e["ns"] > 0 for e in one["cost_estimates"])
     assert set(one["inference_stats"]) == {
         "success",
         "fail",
