@@ -190,3 +190,15 @@ def test_members_from_an_async_callable(member: ServeProcess) -> None:
     with Client(members=listing) as client:
         np.testing.assert_array_equal(client.infer("double", row(4))["y"], [[8, -8]])
         assert [s.url for s in client.members()] == [member.url]
+
+
+def test_a_prober_event_drops_a_member_until_it_is_ready(member: ServeProcess) -> None:
+    events: list[Event] = []
+    config = ClientConfig(members=[member.url], probe_interval_s=0.05)
+    with Client(config, on_event=events.append) as client:
+        client.infer("double", row(1))
+        target = f"{member.host}:{member.port}"
+        client.observe(Event(target, None, "down", "up", 0.0, 7))
+        wait_until(lambda: len(events) == 2)  # down, then up by its readiness probe
+        assert [(e.target, e.state) for e in events] == [(member.url, "down"), (member.url, "up")]
+        np.testing.assert_array_equal(client.infer("double", row(5))["y"], [[10, -10]])

@@ -30,6 +30,11 @@ from lanes.models.base import DATATYPES, datatype_of
 from lanes.serving.codec import HEADER_LENGTH, WireError, _binary_output, _from_binary
 
 Arrays = dict[str, npt.NDArray[Any]]
+_CONNECT_TIMEOUT: tuple[type[BaseException], ...] = tuple(
+    t for t in (getattr(aiohttp, "ConnectionTimeoutError", None),) if t is not None
+)
+"""aiohttp's connect timeout (3.10+): nothing was sent. Older versions cannot tell it from a
+read timeout, so theirs counts as a timeout after sending (never retried)."""
 
 
 class Transport(Protocol):
@@ -156,7 +161,7 @@ class RestTransport:
                 return decode_response(payload, r.headers.get(HEADER_LENGTH))
         except aiohttp.ClientConnectorError as err:
             raise AttemptFailed(CONNECT, f"cannot connect: {err.os_error}") from None
-        except aiohttp.ConnectionTimeoutError:
+        except _CONNECT_TIMEOUT:
             raise AttemptFailed(CONNECT, "connect timed out") from None
         except (asyncio.TimeoutError, aiohttp.ServerTimeoutError):
             where = "reading the answer" if connected else "after sending"
