@@ -9,7 +9,9 @@ skipped line already says why. Thresholds are module constants, chosen so that a
 Rules:
 
 - ``core_saturated`` — one core busy >= ``CORE_BUSY`` of the window while another is busy
-  <= ``CORE_IDLE``, and >= ``CORE_SHARE`` of the server's CPU time ran on the busy core.
+  <= ``CORE_IDLE``, >= ``CORE_SHARE`` of the server's CPU time ran on the busy core, and the
+  server itself kept that core busy >= ``SERVER_ON_CORE`` of the window (a light server on a
+  core that other work fills is not the cause).
 - ``threads_excess`` — the server's threads peak above ``THREADS_PER_CORE`` x cores and grew
   during the window by at least the number of cores (threads created under load and not ended).
 - ``loop_blocked`` — a thread running an asyncio event loop (a stack through ``_run_once``) is
@@ -47,6 +49,7 @@ from typing import Any
 CORE_BUSY = 0.75
 CORE_IDLE = 0.5
 CORE_SHARE = 0.9
+SERVER_ON_CORE = 0.5
 THREADS_PER_CORE = 4
 LOOP_BLOCKED = 0.10
 LOOP_BUSY = 0.85
@@ -178,15 +181,27 @@ def core_saturated(ev: Evidence) -> Finding | None:
     share = by_core.get(str(hot), 0.0) / total
     if share < CORE_SHARE:
         return None
+    wall = max(
+        (
+            d["samples"][-1]["t"] - d["samples"][0]["t"]
+            for d in ev.processes.values()
+            if d["samples"]
+        ),
+        default=0.0,
+    )
+    on_core = by_core.get(str(hot), 0.0) / wall if wall > 0 else 0.0
+    if on_core < SERVER_ON_CORE:
+        return None  # the core is busy with other work; the server only runs there
     affinity = sorted({c for doc in ev.processes.values() for c in doc.get("affinity", [])})
     return Finding(
         "core_saturated",
         f"one core saturated while others idle: core {hot} {busy[hot]:.0%} busy, core {cold} "
-        f"{busy[cold]:.0%}; {share:.0%} of the server's CPU ran on core {hot} "
-        f"(allowed cores {affinity})",
+        f"{busy[cold]:.0%}; {share:.0%} of the server's CPU ran on core {hot}, keeping it "
+        f"{min(on_core, 1.0):.0%} busy (allowed cores {affinity})",
         {
             "core_busy": [round(b, 3) for b in busy],
             "server_share_on_core": round(share, 3),
+            "server_busy_on_core": round(min(on_core, 1.0), 3),
             "affinity": affinity,
         },
     )
