@@ -202,3 +202,30 @@ def test_a_prober_event_drops_a_member_until_it_is_ready(member: ServeProcess) -
         wait_until(lambda: len(events) == 2)  # down, then up by its readiness probe
         assert [(e.target, e.state) for e in events] == [(member.url, "down"), (member.url, "up")]
         np.testing.assert_array_equal(client.infer("double", row(5))["y"], [[10, -10]])
+
+
+def test_a_call_due_before_its_batch_fails_at_its_own_deadline(tmp_path: Path) -> None:
+    p = launch(tmp_path, "slow", cost_ms=300, max_batch=2)
+    try:
+
+        async def main() -> tuple[BaseException | dict[str, np.ndarray], ...]:
+            config = ClientConfig(members=[p.url], batch_timeout_ms=2000)
+            async with AsyncClient(config) as client:
+                await client.metadata("double")
+                return tuple(
+                    await asyncio.gather(
+                        client.infer("double", row(1), timeout_s=0.1),
+                        client.infer("double", row(2)),  # no deadline: the batch has none
+                        return_exceptions=True,
+                    )
+                )
+
+        early, late = asyncio.run(main())
+        sizes = batch_sizes(p)
+    finally:
+        stop(p.proc)
+    assert isinstance(early, ClientError) and isinstance(late, dict)
+    assert (early.code, early.sent) == ("deadline_exceeded", True)
+    assert "while its batch was out (the batch has no deadline)" in early.message
+    np.testing.assert_array_equal(late["y"], [[4, -4]])
+    assert sizes == {2: 1}  # one batch of both: the server ran it, the late caller got its rows

@@ -224,7 +224,7 @@ class AsyncClient:
         deadlines = [c.deadline for c in calls]
         deadline = None if None in deadlines else max(d for d in deadlines if d is not None)
         for c in calls:  # a call due before the batch's deadline is held to its own
-            if c.deadline is not None and deadline is not None and c.deadline < deadline:
+            if c.deadline is not None and (deadline is None or c.deadline < deadline):
                 loop.call_at(c.deadline, _fail, c, _late(c, deadline))
         error = await self._attempts(batch.model, inputs, rows, deadline, calls)
         if error is not None:
@@ -305,12 +305,14 @@ class AsyncClient:
         await self._transport.close()
 
 
-def _late(call: Call, batch_deadline: float) -> ClientError:
-    later = (batch_deadline - (call.deadline or 0.0)) * 1000
+def _late(call: Call, batch_deadline: float | None) -> ClientError:
+    if batch_deadline is None:
+        why = "the batch has no deadline"
+    else:
+        later = (batch_deadline - (call.deadline or 0.0)) * 1000
+        why = f"the batch's deadline is {later:.1f} ms later"
     return ClientError(
-        DEADLINE_EXCEEDED,
-        f"deadline passed while its batch was out (the batch's deadline is {later:.1f} ms later)",
-        sent=True,
+        DEADLINE_EXCEEDED, f"deadline passed while its batch was out ({why})", sent=True
     )
 
 
