@@ -25,6 +25,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     p.add_argument("experiment", type=Path, metavar="EXPERIMENT.toml")
     add_run_options(p, default_out=None)
+    p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="generate the load from a Ray cluster's nodes ('auto' or HOST:PORT; overrides "
+        "the file's [cluster] ray; needs lanes[ray]; docs/lab.md)",
+    )
     p.set_defaults(handler=handle, display=PROG)
 
 
@@ -64,6 +70,8 @@ def execute(exp_path: Path | None, text: str, args: argparse.Namespace) -> Path:
         exp = exp.quick()
     if args.repeats is not None:
         exp = exp.with_repeats(args.repeats)
+    if getattr(args, "ray", None) is not None:
+        exp = exp.with_ray(args.ray)
     out: Path = args.out if args.out is not None else Path("lanes-lab") / exp.name
     columns: list[Any] = [
         TextColumn("{task.description}"),
@@ -109,3 +117,5 @@ def print_diagnosis(path: Path) -> None:
         return
     for line in text_lines(summary.get("diagnosis") or {}):
         print(line)
+    for b in summary.get("behind") or []:  # [cluster]: runs left out of the figures
+        print(f"left out, the load generators fell behind: {b['id']}: {'; '.join(b['reasons'])}")

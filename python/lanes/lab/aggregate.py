@@ -29,6 +29,10 @@ A results folder (docs/lab.md) holds one JSON file per run,
 - **Rejected and dropped**: the server's counters (queue full; deadline expired) when the run
   scraped the server, else the client's count of 429 and 504 replies.
 - **No data**: a run with no replies has no latency; a figure no repeat reports is null.
+- **Behind**: a run (or probe) whose load generators fell behind (``cluster.behind``: late
+  sends or clock offset past the ``[cluster]`` bounds, :mod:`lanes.lab.cluster`) measured the
+  generators as much as the server: it is left out of every figure and listed under
+  ``behind`` with its reasons (a level whose every repeat fell behind has no entry).
 - **Ratios to the baseline** (:func:`ratios`): each variant's grid capacity and p99 at each
   level divided by the baseline variant's at the same level index; null where either side is
   missing or the baseline's figure is 0. The searched capacities and the goodput at each level
@@ -216,10 +220,11 @@ def aggregate(results_dir: Path | str, baseline: str | None = None) -> dict[str,
     ``baseline`` key, else ``independent`` when present, else the first variant of the plan.
     """
     root = Path(results_dir)
-    runs = load_runs(root)
-    probes = load_probes(root)
+    every, every_probe = load_runs(root), load_probes(root)
+    runs = [r for r in every if not _behind(r)]
+    probes = [p for p in every_probe if not _behind(p)]
     experiment = _experiment(root)
-    order = _variant_order(root, runs)
+    order = _variant_order(root, every)
     steps = _search_steps(experiment)
     variants = {
         name: _variant(
@@ -239,6 +244,12 @@ def aggregate(results_dir: Path | str, baseline: str | None = None) -> dict[str,
         "machine": machine(),
         "variants": variants,
     }
+    behind = [r for r in every + every_probe if _behind(r)]
+    if behind:
+        summary["behind"] = [
+            {"id": str(r.data.get("id") or r.path.name), "reasons": r.data["cluster"]["reasons"]}
+            for r in behind
+        ]
     summary["ratios"] = ratios(summary, chosen)
     from lanes.lab.diagnosis import collect
 
@@ -246,6 +257,12 @@ def aggregate(results_dir: Path | str, baseline: str | None = None) -> dict[str,
     if found:
         summary["diagnosis"] = found
     return summary
+
+
+def _behind(run: Run) -> bool:
+    """A run whose generators fell behind (``cluster.behind``, :mod:`lanes.lab.cluster`)."""
+    cluster = run.data.get("cluster")
+    return isinstance(cluster, Mapping) and bool(cluster.get("behind"))
 
 
 def write_summary(

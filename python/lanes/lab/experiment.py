@@ -34,7 +34,16 @@ else:  # pragma: no cover - Python 3.10
 ARRIVALS = ("constant", "poisson", "bursty", "trace")
 """Arrival laws of an open-loop workload."""
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
-_TOP_KEYS = ("name", "description", "baseline", "variant", "workload", "stability", "profile")
+_TOP_KEYS = (
+    "name",
+    "description",
+    "baseline",
+    "variant",
+    "workload",
+    "stability",
+    "profile",
+    "cluster",
+)
 _VARIANT_KEYS = ("name", "command", "url", "metrics_url", "ready_url", "env", "ready_timeout_s")
 _WORKLOAD_KEYS = (
     "mix",
@@ -57,6 +66,7 @@ _WORKLOAD_KEYS = (
 _SEARCH_KEYS = ("steps",)
 _MIX_KEYS = ("model", "weight", "corpus", "input")
 _STABILITY_KEYS = ("tolerance", "latency_tolerance", "windows", "max_extensions")
+_CLUSTER_KEYS = ("ray", "machines", "max_late_sends", "max_clock_offset_ms")
 
 
 @dataclass(frozen=True)
@@ -139,6 +149,24 @@ class Stability:
 
 
 @dataclass(frozen=True)
+class Cluster:
+    """``[cluster]``: the generators as Ray actors over a cluster's nodes (docs/lab.md).
+
+    ``machines`` nodes each run every mix entry's ``workload.generators`` clones
+    (:mod:`lanes.lab.cluster`); a run whose generators fell behind — a node's late sends
+    above ``max_late_sends`` of its sends, or its clock possibly further than
+    ``max_clock_offset_ms`` from the driver's — is flagged, and left out of the means.
+    """
+
+    ray: str = "auto"
+    """``"auto"`` (the cluster this host belongs to) or a Ray address (``HOST:PORT``)."""
+    machines: int | None = None
+    """How many nodes generate load; None: every alive node."""
+    max_late_sends: float = 0.05
+    max_clock_offset_ms: float = 10.0
+
+
+@dataclass(frozen=True)
 class Experiment:
     """A validated experiment file."""
 
@@ -151,6 +179,8 @@ class Experiment:
     source: Path | None = None
     profile: ProfileConfig | None = None
     """``[profile]``: diagnosis under load at chosen levels and repeats (docs/diagnosis.md)."""
+    cluster: Cluster | None = None
+    """``[cluster]``: load from many machines on Ray; None: generator processes on this host."""
 
     def quick(self) -> Experiment:
         """One repeat, three levels (the lowest, the middle, the highest)."""
@@ -162,6 +192,12 @@ class Experiment:
 
     def with_repeats(self, repeats: int) -> Experiment:
         return replace(self, workload=replace(self.workload, repeats=repeats))
+
+    def with_ray(self, address: str) -> Experiment:
+        """The experiment on the Ray cluster at ``address`` (``lanes bench run --ray``)."""
+        if not address.strip():
+            raise LanesError(EXPERIMENT_INVALID, "--ray: allowed: auto or a Ray address")
+        return replace(self, cluster=replace(self.cluster or Cluster(), ray=address.strip()))
 
 
 class _Checker:
@@ -262,8 +298,9 @@ def parse_experiment(
         if baseline not in names:
             raise c.fail("baseline", baseline, f"not a variant; allowed: {', '.join(names)}")
     profile = _profile(c, data["profile"], workload) if "profile" in data else None
+    cluster = _cluster(c, data["cluster"]) if "cluster" in data else None
     return Experiment(
-        exp_name, variants, workload, stability, baseline, description, source, profile
+        exp_name, variants, workload, stability, baseline, description, source, profile, cluster
     )
 
 
@@ -457,6 +494,28 @@ def _stability(c: _Checker, raw: object) -> Stability:
     if "max_extensions" in t:
         kw["max_extensions"] = c.integer(t["max_extensions"], "stability.max_extensions", low=0)
     return Stability(**kw)
+
+
+def _cluster(c: _Checker, raw: object) -> Cluster:
+    t = c.table(raw, "cluster")
+    c.keys(t, "cluster", _CLUSTER_KEYS)
+    kw: dict[str, Any] = {}
+    if "ray" in t:
+        address = t["ray"]
+        if not isinstance(address, str) or not address.strip() or " " in address.strip():
+            raise c.fail("cluster.ray", address, "allowed: 'auto' or a Ray address (HOST:PORT)")
+        kw["ray"] = address.strip()
+    if "machines" in t:
+        kw["machines"] = c.integer(t["machines"], "cluster.machines", low=1)
+    if "max_late_sends" in t:
+        kw["max_late_sends"] = c.number(
+            t["max_late_sends"], "cluster.max_late_sends", low=0, high=1, open_low=False
+        )
+    if "max_clock_offset_ms" in t:
+        kw["max_clock_offset_ms"] = c.number(
+            t["max_clock_offset_ms"], "cluster.max_clock_offset_ms", low=0, open_low=True
+        )
+    return Cluster(**kw)
 
 
 def _profile(c: _Checker, raw: object, w: Workload) -> ProfileConfig:

@@ -1,28 +1,45 @@
 """Load generators: separate processes, each a pure function from a spec to a result JSON.
 
 The field's lab ran "1-10 load machines x 1-10 cloned traffic groups". Here a **generator** is
-one process offering one model's share of a level: a weighted mix at total rate R is exactly a
-set of independent streams at rates R x w_i (the superposition of independent Poisson streams
-is Poisson), so the runner starts one generator per mix entry and clone, each at
-R x w_i / clones, and gets per-model histograms for free and the total by an exact HdrHistogram
-merge (:func:`lanes.bench.merge`).
+one process offering one stream of a level: one per mix entry and clone (and, on a Ray
+cluster, per machine: :mod:`lanes.lab.cluster`). Each stream is one model's, so per-model
+histograms come for free and the total is an exact HdrHistogram merge
+(:func:`lanes.bench.merge`).
 
 A generator reads its spec (JSON, :func:`spec_for`) on stdin and writes its result (the load
 engine's JSON, docs/bench.md, plus ``"model"``) on stdout; it touches no file and no state of
-the runner, so it could run on another host given the same spec and a synchronised clock
-(``start_unix``). :func:`run_generator` is that function; ``python -m lanes.lab.generators``
-is the process.
+the runner, so it runs on another host given the same spec, the corpus and a synchronised
+clock (``start_unix``). :func:`run_generator` is that function; ``python -m
+lanes.lab.generators`` is the process.
 
 Schedule rule (:func:`segments`): the warm-up and the measurement are each cut into segments of
 ``segment_s`` with a rate each, started at their offsets from ``start_unix`` (the next segment
 starts while the last one's replies are still arriving, so the load never pauses):
 
-- ``poisson`` / ``constant``: one segment per phase at the generator's rate;
+- ``poisson`` / ``constant``: one segment per phase at the level's rate;
 - ``bursty``: segment rates drawn from a gamma law of mean = the rate and coefficient of
   variation ``cv`` (seeded), Poisson within a segment — a doubly stochastic (Cox) process;
 - ``trace``: the trace's arrivals counted per ``segment_s`` from its start (looped when short),
-  scaled so that the phase's mean rate is the generator's rate, Poisson within a segment;
+  scaled so that the phase's mean rate is the level's rate, Poisson within a segment;
 - closed loop: one segment per phase at ``connections`` = the generator's concurrency.
+
+Split rule (:func:`split`): there is ONE seeded global schedule per run, cut into the
+generators' streams with shares p_g (mix weight / (machines x clones)), so that the merged
+arrivals are the intended process and the total count is the schedule's:
+
+- the segment rates are drawn once, from the run's seed — never per generator, whose
+  independent gamma draws would add up to a smoother process than the ``cv`` asked for;
+- within a segment of rate r and length d the global count is N = r x d rounded at random
+  (the engine's count rule, docs/bench.md) and N is cut multinomially, N_g ~ Mult(N, p): a
+  Poisson process given its count is N uniform times, and handing each time to generator g
+  with chance p_g gives each generator N_g uniform times — independent Poisson streams of
+  rates r x p_g that superpose back to the one process (superposition of independent Poisson
+  streams is Poisson), with sum N_g = N exactly; each generator's engine run sends exactly
+  N_g in the segment (:func:`run_generator`);
+- ``constant``: the global clock's slots i / r go to the streams in turn, stream g of G
+  starting at phase g / G of its own gap, so equal shares interleave into the one clock
+  (not G clocks in phase, which send waves); counts round(r x d) cut by largest remainders;
+- closed loop has no schedule: the concurrency is shared out, at least 1 per generator.
 """
 
 from __future__ import annotations
@@ -43,6 +60,8 @@ from lanes.errors import BAD_ARGUMENT, LanesError
 
 _MIN_RATE = 1e-3
 """Segments below this rate (req/s) send nothing and are skipped."""
+_COUNT_MARGIN = 1e-7
+"""Relative excess of an exact-count segment's rate over ``count / duration`` (module doc)."""
 _START_MARGIN_S = 1.0
 """How far ahead of now generators are told to start: time to spawn and import."""
 
@@ -52,37 +71,91 @@ def spec_for(
     url: str,
     model: str,
     corpus: str,
-    rate: float | None,
-    concurrency: int | None,
+    stream: Sequence[dict[str, Any]],
     arrival: str,
-    cv: float,
-    trace: Sequence[float] | None,
-    segment_s: float,
-    warmup_s: float,
-    measure_s: float,
-    connections: int,
     timeout_s: float,
-    seed: int,
+    warmup_s: float,
     start_unix: float,
 ) -> dict[str, Any]:
-    """One generator's spec, a JSON-able dict (everything a remote host would need)."""
+    """One generator's spec, a JSON-able dict (everything a remote host would need).
+
+    ``stream`` is the generator's part of the run's schedule, one of :func:`split`'s lists.
+    """
     return {
         "url": url,
         "model": model,
         "corpus": corpus,
-        "rate": rate,
-        "concurrency": concurrency,
+        "segments": [dict(seg) for seg in stream],
         "arrival": arrival,
-        "cv": cv,
-        "trace": list(trace) if trace is not None else None,
-        "segment_s": segment_s,
-        "warmup_s": warmup_s,
-        "measure_s": measure_s,
-        "connections": connections,
         "timeout_s": timeout_s,
-        "seed": seed,
+        "warmup_s": warmup_s,
         "start_unix": start_unix,
     }
+
+
+def split(
+    load: dict[str, Any], shares: Sequence[float], connections: int
+) -> list[list[dict[str, Any]]]:
+    """The run's one global schedule cut into streams, one per generator (see the module
+    docstring for the rule).
+
+    ``load`` holds the run's total ``rate`` (None: closed loop, ``concurrency`` the total),
+    ``arrival``, ``cv``, ``trace``, ``segment_s``, ``warmup_s``, ``measure_s`` and ``seed``;
+    ``shares`` (summing to 1) are the generators' parts of it. Each stream is a list of
+    segments ``{"phase", "offset_s", "duration_s", "rate", "count", "connections", "seed"}``:
+    in open loop the engine runs ``count`` sends in the segment, exactly; a segment with
+    none is left out.
+    """
+    total = float(sum(shares))
+    p = np.asarray([s / total for s in shares], dtype=float)
+    streams: list[list[dict[str, Any]]] = [[] for _ in shares]
+    base = int(load["seed"])
+    for phase_index, phase in enumerate(("warmup", "measure")):
+        for k, (offset, length, rate) in enumerate(segments(load, phase)):
+            tag = phase_index * 10_000 + k
+            for g, stream in enumerate(streams):
+                seg = {"phase": phase, "offset_s": offset, "duration_s": length, "rate": rate}
+                conns = connections
+                if rate is None:  # closed loop: the concurrency is shared out, no schedule
+                    conns = max(1, round(int(load["concurrency"]) * float(p[g])))
+                seed = _stream_seed(base, g, tag)
+                stream.append({**seg, "count": None, "connections": conns, "seed": seed})
+            if rate is None:
+                continue
+            if load["arrival"] == "constant":
+                _split_constant(streams, p, rate, offset, length)
+            else:
+                rng = np.random.default_rng([base, 2, tag])
+                expected = rate * length
+                n = math.floor(expected) + int(rng.random() < expected - math.floor(expected))
+                for stream, count in zip(streams, rng.multinomial(n, p), strict=True):
+                    stream[-1]["count"] = int(count)
+                    stream[-1]["rate"] = count / length
+    return [[seg for seg in stream if seg["count"] != 0] for stream in streams]
+
+
+def _split_constant(
+    streams: list[list[dict[str, Any]]], p: Any, rate: float, offset: float, length: float
+) -> None:
+    """Slot i of the global clock (at i / rate) goes to the streams in turn: stream g of G
+    runs at rate x p_g from phase g / G of its own gap, so equal shares interleave exactly;
+    the counts are round(rate x length) cut by largest remainders."""
+    n = round(rate * length)
+    exact = n * p
+    counts = np.floor(exact).astype(int)
+    for g in np.argsort(-(exact - counts), kind="stable")[: n - int(counts.sum())]:
+        counts[g] += 1
+    for g, stream in enumerate(streams):
+        own = rate * float(p[g])
+        seg = stream[-1]
+        seg["rate"] = own
+        seg["count"] = int(counts[g])
+        seg["offset_s"] = offset + (g / len(streams)) / own
+        seg["duration_s"] = int(counts[g]) / own
+
+
+def _stream_seed(base: int, stream: int, tag: int) -> int:
+    return (base * 7919 + stream) * 100_003 + tag
 
 
 def segments(spec: dict[str, Any], phase: str) -> list[tuple[float, float, float | None]]:
@@ -134,62 +207,60 @@ def _count_looped(times: Any, span: float, lo: float, hi: float) -> int:
 
 
 def run_generator(spec: dict[str, Any]) -> dict[str, Any]:
-    """Offer the spec's load and return the measurement's result (engine JSON + ``model``).
+    """Offer the spec's stream and return the measurement's result (engine JSON + ``model``).
 
     Warm-up replies are discarded. Segments start at ``start_unix + offset``; all of them
     issue for their duration, then their in-flight requests finish (each within the timeout).
+    An open-loop segment sends exactly its ``count``: the engine runs at ``count /
+    duration`` (poisson: times ``1 + 1e-7``, so that no rounding of the duration makes the
+    count rule of docs/bench.md round below ``count``) for the duration, capped at ``count``.
     """
     start = float(spec["start_unix"])
-    opts: dict[str, Any] = {
-        "corpus": spec["corpus"],
-        "timeout": float(spec["timeout_s"]),
-        "threads": 1,
-        "seed": int(spec["seed"]),
-    }
-    handles: list[tuple[str, engine.Handle]] = []
-    offsets: list[tuple[float, float, float | None]] = []
-    for phase in ("warmup", "measure"):
-        for i, (offset, duration, rate) in enumerate(segments(spec, phase)):
-            offsets.append((offset, duration, rate))
-            delay = start + offset - time.time()
-            if delay > 0:
-                time.sleep(delay)  # pacing to the shared start, not synchronising a test
-            kw = dict(opts, duration=duration, seed=int(spec["seed"]) * 1000 + i)
-            if rate is None:
-                kw["connections"] = int(spec["concurrency"])
-            else:
-                kw.update(rate=rate, connections=int(spec["connections"]))
-                if spec["arrival"] == "constant":
-                    kw["arrival"] = "constant"
-            handles.append((phase, engine.start(spec["url"], **kw)))
+    opts: dict[str, Any] = {"corpus": spec["corpus"], "timeout": float(spec["timeout_s"])}
+    handles: list[tuple[dict[str, Any], engine.Handle]] = []
+    for seg in spec["segments"]:
+        delay = start + float(seg["offset_s"]) - time.time()
+        if delay > 0:
+            time.sleep(delay)  # pacing to the shared start, not synchronising a test
+        kw = dict(
+            opts,
+            duration=float(seg["duration_s"]),
+            seed=int(seg["seed"]),
+            threads=1,
+            connections=int(seg["connections"]),
+        )
+        if seg["count"] is not None:
+            rate = float(seg["rate"])
+            if spec["arrival"] == "constant":
+                kw["arrival"] = "constant"
+            else:  # a hair over count / duration: never rounded below count, capped at it
+                rate *= 1 + _COUNT_MARGIN
+            kw.update(rate=rate, requests=int(seg["count"]))
+        handles.append((seg, engine.start(spec["url"], **kw)))
     measured = [
-        (o, h.result())
-        for (phase, h), (o, _, _) in zip(handles, offsets, strict=True)
-        if phase == "measure"
+        (float(seg["offset_s"]), h.result()) for seg, h in handles if seg["phase"] == "measure"
     ]
     if not measured:
         raise LanesError(BAD_ARGUMENT, "a generator measured nothing (every segment was empty)")
-    if len(measured) == 1:
-        return {**measured[0][1].data, "model": spec["model"]}
-    return {**_merge_segments(measured), "model": spec["model"]}
+    return {**_merge_segments(measured, float(spec["warmup_s"])), "model": spec["model"]}
 
 
-def _merge_segments(measured: Sequence[tuple[float, Result]]) -> dict[str, Any]:
+def _merge_segments(measured: Sequence[tuple[float, Result]], origin: float) -> dict[str, Any]:
     """One result from segments run one after another, each ``(offset_s, result)``.
 
     :func:`merge` lays runs side by side; segments ran in sequence, so each one's sends series
-    is placed at its offset from the first segment's start (``sends_10ms.start_ns``) and its
-    per-second series shifted by the same offset, before the exact merge.
+    is placed at its offset from the measurement's start ``origin`` (``sends_10ms.start_ns``)
+    and its per-second series shifted by the same offset, before the exact merge. The origin
+    is the phase's, not the first segment's, which may have been left out (no sends).
     """
-    first = measured[0][0]
     placed = []
     for offset, r in measured:
         sends = dict(r.data.get("sends_10ms") or {"bin_ms": 10, "counts": []})
-        sends["start_ns"] = round((offset - first) * 1e9)
+        sends["start_ns"] = round((offset - origin) * 1e9)
         placed.append(Result({**r.data, "sends_10ms": sends}))
     merged = dict(merge(placed).data)
     merged["timeseries"] = [
-        {**p, "second": int(p["second"] + round(o - first))}
+        {**p, "second": int(p["second"] + round(o - origin))}
         for o, r in measured
         for p in r.data.get("timeseries", [])
     ]

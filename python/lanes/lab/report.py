@@ -166,6 +166,7 @@ def render_html(
     ratios = agg.ratios(summary, base)["variants"]
     parts = [
         _meta(summary, root, command),
+        _behind(summary),
         "<h2>Capacity at SLO</h2>",
         _capacity_note(summary),
         _capacity_table(summary, ratios),
@@ -200,6 +201,23 @@ def render_html(
         _experiment_file(root),
     ]
     return html_page(f"lanes lab: {summary['experiment']}", parts)
+
+
+def _behind(summary: Mapping[str, Any]) -> str:
+    """The runs whose load generators fell behind: left out of every figure, and why."""
+    behind = summary.get("behind") or []
+    if not behind:
+        return ""
+    items = "".join(
+        f"<li>{html.escape(str(b['id']))}: {html.escape('; '.join(b.get('reasons') or []))}</li>"
+        for b in behind
+    )
+    return (
+        "<h2>Runs left out: the load generators fell behind</h2>"
+        "<p class='note'>These runs measured their generators as much as the server (late sends "
+        "or clock offset past the experiment's [cluster] bounds); no figure below includes "
+        f"them.</p><ul>{items}</ul>"
+    )
 
 
 def html_page(title: str, parts: list[str]) -> str:

@@ -49,7 +49,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from lanes.bench.result import Result, merge
 from lanes.diagnose.session import Session, check_pid
@@ -57,6 +57,9 @@ from lanes.errors import BAD_ARGUMENT, EXPERIMENT_INVALID, OUTPUT_FAILED, LanesE
 from lanes.files import write_text_atomic
 from lanes.lab import capacity, generators, scrape
 from lanes.lab.experiment import Experiment, Variant
+
+if TYPE_CHECKING:
+    from lanes.lab.cluster import Pool
 
 _OVERLOADED = 0.9
 """A level is overloaded when its achieved rate is below this share of the offered one."""
@@ -371,9 +374,10 @@ def measure(
     base_p50: dict[str, float],
     out: Path,
     trace_times: Sequence[float] | None,
+    pool: Pool | None = None,
 ) -> dict[str, Any]:
     """Run one cell of the plan (or one capacity probe) and return its run document
-    (docs/lab.md)."""
+    (docs/lab.md); with a ``pool`` (``[cluster]``) the generators run on its Ray actors."""
     w = exp.workload
     if isinstance(key, Probe):
         rate = None if w.closed else key.value
@@ -384,6 +388,7 @@ def measure(
     st = exp.stability
     attempt = 0
     session: Session | None = None
+    cluster_block: dict[str, Any] | None = None
     while True:
         start = generators.start_time()
         if session is not None:  # an unstable attempt's profile: measured again below
@@ -391,33 +396,16 @@ def measure(
         session = _profile_session(exp, key, srv, out, rate if conc is None else conc)
         if session is not None:
             session.window(start + w.warmup_s, w.measure_s)
-        specs, models = [], []
-        for i, entry in enumerate(w.mix):
-            for clone in range(w.generators):
-                share = entry.weight / w.generators
-                specs.append(
-                    generators.spec_for(
-                        url=srv.url + "/",
-                        model=entry.model,
-                        corpus=str(corpus[entry.model]),
-                        rate=None if rate is None else rate * share,
-                        concurrency=None if conc is None else max(1, round(conc * share)),
-                        arrival=w.arrival,
-                        cv=w.cv,
-                        trace=trace_times,
-                        segment_s=w.segment_s,
-                        warmup_s=w.warmup_s,
-                        measure_s=w.measure_s,
-                        connections=w.connections,
-                        timeout_s=w.timeout_s,
-                        seed=w.seed + 7919 * (key.repeat + 101 * attempt) + 31 * i + clone,
-                        start_unix=start,
-                    )
-                )
-                models.append(entry.model)
+        machines = 1 if pool is None else len(pool.nodes)
+        seed = w.seed + 7919 * (key.repeat + 101 * attempt)
+        load = _load(exp, rate, conc, trace_times, seed)
+        specs, models = _specs(exp, srv, corpus, load, machines, start)
         sampler = _Sampler(srv, start + w.warmup_s)
         deadline = 10.0 + w.warmup_s + w.measure_s + 2 * w.timeout_s
-        results = generators.launch(specs, deadline)
+        if pool is None:
+            results = generators.launch([spec for _, spec in specs], deadline)
+        else:
+            results, cluster_block = pool.launch(specs, deadline, closed=conc is not None)
         before = sampler.before()
         after = _sample(srv)
         total = merge(results)
@@ -475,7 +463,68 @@ def measure(
         "server": scrape.server_block(before, after, w.measure_s),
         "timeline": trace_rel,
         **({"diagnosis": diagnosis} if diagnosis is not None else {}),
+        **({"cluster": cluster_block} if cluster_block is not None else {}),
     }
+
+
+def _load(
+    exp: Experiment,
+    rate: float | None,
+    conc: int | None,
+    trace_times: Sequence[float] | None,
+    seed: int,
+) -> dict[str, Any]:
+    """The run's whole load, as :func:`lanes.lab.generators.split` takes it."""
+    w = exp.workload
+    return {
+        "rate": rate,
+        "concurrency": conc,
+        "arrival": w.arrival,
+        "cv": w.cv,
+        "trace": trace_times,
+        "segment_s": w.segment_s,
+        "warmup_s": w.warmup_s,
+        "measure_s": w.measure_s,
+        "seed": seed,
+    }
+
+
+def _specs(
+    exp: Experiment,
+    srv: Server,
+    corpus: dict[str, Path],
+    load: dict[str, Any],
+    machines: int,
+    start: float,
+) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
+    """The run's generator specs ``(stream, spec)`` and each one's model.
+
+    Streams: for each machine (one without ``[cluster]``), each mix entry, each clone — stream
+    ``k = (machine x entries + entry) x clones + clone`` at share weight / (machines x clones)
+    of the run's one schedule (:func:`lanes.lab.generators.split`). A stream left with no
+    measured send (a low rate cut many ways) is not started.
+    """
+    w = exp.workload
+    entries = [e for _ in range(machines) for e in w.mix for _ in range(w.generators)]
+    shares = [e.weight / (machines * w.generators) for e in entries]
+    streams = generators.split(load, shares, w.connections)
+    specs, models = [], []
+    for k, (entry, stream) in enumerate(zip(entries, streams, strict=True)):
+        if not any(seg["phase"] == "measure" for seg in stream):
+            continue
+        spec = generators.spec_for(
+            url=srv.url + "/",
+            model=entry.model,
+            corpus=str(corpus[entry.model]),
+            stream=stream,
+            arrival=w.arrival,
+            timeout_s=w.timeout_s,
+            warmup_s=w.warmup_s,
+            start_unix=start,
+        )
+        specs.append((k, spec))
+        models.append(entry.model)
+    return specs, models
 
 
 def _profile_session(
@@ -552,18 +601,28 @@ def run_experiment(
             work.append((repeat, name, todo, probes))
             session.planned += len(todo) + probes
     variants = {v.name: v for v in exp.variants}
-    for repeat, name, todo, probes in work:
-        log = out / "runs" / name / f"server-r{repeat}.log"
-        with server(variants[name], log) as srv:
-            session.start(srv)
-            for k in todo:
-                session.run(k)
-            searched = 0
-            while (probe := pending_probe(exp, out, repeat, name)) is not None:
-                _settle(srv, exp.workload.timeout_s)
-                session.run(probe)
-                searched += 1
-            session.planned -= probes - searched
+    if work and exp.cluster is not None:
+        from lanes.lab.cluster import Pool
+
+        w = exp.workload
+        streams = [e.model for e in w.mix for _ in range(w.generators)]
+        session.pool = Pool(exp.cluster, streams, session.corpus)
+    try:
+        for repeat, name, todo, probes in work:
+            log = out / "runs" / name / f"server-r{repeat}.log"
+            with server(variants[name], log) as srv:
+                session.start(srv)
+                for k in todo:
+                    session.run(k)
+                searched = 0
+                while (probe := pending_probe(exp, out, repeat, name)) is not None:
+                    _settle(srv, exp.workload.timeout_s)
+                    session.run(probe)
+                    searched += 1
+                session.planned -= probes - searched
+    finally:
+        if session.pool is not None:
+            session.pool.close()
     if progress is not None:
         progress("done", len(session.done), len(session.done))
     return session.done
@@ -585,6 +644,8 @@ class _Session:
         self.planned = 0
         self.srv: Server | None = None
         self.base: dict[str, float] = {}
+        self.pool: Pool | None = None
+        """The generator actors on a Ray cluster (``[cluster]``); None: local processes."""
 
     def start(self, srv: Server) -> None:
         """A variant's server is ready: measure its models alone."""
@@ -595,7 +656,16 @@ class _Session:
         assert self.srv is not None
         if self.progress is not None:
             self.progress(key.id, len(self.done), self.planned)
-        doc = measure(self.exp, key, self.srv, self.corpus, self.base, self.out, self.trace_times)
+        doc = measure(
+            self.exp,
+            key,
+            self.srv,
+            self.corpus,
+            self.base,
+            self.out,
+            self.trace_times,
+            self.pool,
+        )
         path = key.path(self.out)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(path, json.dumps(doc, indent=1) + "\n")
