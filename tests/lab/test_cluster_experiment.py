@@ -57,3 +57,24 @@ def test_a_bad_cluster_key_is_one_line_naming_it(table, message):
 def test_cluster_must_be_a_table():
     with pytest.raises(LanesError, match="cluster = 'auto': not a table"):
         parse_experiment(BASE.replace('name = "spread"', 'name = "spread"\ncluster = "auto"'))
+
+
+def test_without_ray_a_cluster_run_is_one_clear_error(monkeypatch):
+    import sys
+
+    from lanes.errors import MISSING_DEPENDENCY
+    from lanes.lab import cluster
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    with pytest.raises(LanesError) as info:
+        cluster.connect("auto")
+    assert info.value.code == MISSING_DEPENDENCY
+    assert "pip install 'lanes[ray]'" in info.value.message
+
+
+def test_the_report_lists_the_runs_left_out():
+    from lanes.lab import report
+
+    assert report._behind({}) == ""
+    html = report._behind({"behind": [{"id": "a/L0-r1", "reasons": ["n1: late <sends>"]}]})
+    assert "a/L0-r1: n1: late &lt;sends&gt;" in html and "no figure below includes" in html
