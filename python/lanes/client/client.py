@@ -223,10 +223,20 @@ class AsyncClient:
         rows = sum(c.rows for c in calls)
         deadlines = [c.deadline for c in calls]
         deadline = None if None in deadlines else max(d for d in deadlines if d is not None)
-        for c in calls:  # a call due before the batch's deadline is held to its own
-            if c.deadline is not None and (deadline is None or c.deadline < deadline):
-                loop.call_at(c.deadline, _fail, c, _late(c, deadline))
-        error = await self._attempts(batch.model, inputs, rows, deadline, calls)
+        early = sorted(
+            (
+                c
+                for c in calls
+                if c.deadline is not None and (deadline is None or c.deadline < deadline)
+            ),
+            key=lambda c: c.deadline or 0.0,
+        )
+        watch = _Overdue(early, deadline) if early else None
+        try:
+            error = await self._attempts(batch.model, inputs, rows, deadline, calls)
+        finally:
+            if watch is not None:
+                watch.cancel()
         if error is not None:
             for c in calls:
                 _fail(c, error)
@@ -303,6 +313,36 @@ class AsyncClient:
             await asyncio.gather(self._upkeep, return_exceptions=True)
         await self._members.close()
         await self._transport.close()
+
+
+class _Overdue:
+    """Fails the calls due before their batch's deadline, each at its own deadline, with one
+    timer at a time (``calls`` sorted by deadline)."""
+
+    def __init__(self, calls: list[Call], batch_deadline: float | None) -> None:
+        self._calls = calls
+        self._next = 0
+        self._batch_deadline = batch_deadline
+        self._timer: asyncio.TimerHandle | None = None
+        self._arm()
+
+    def _arm(self) -> None:
+        due = self._calls[self._next].deadline if self._next < len(self._calls) else None
+        self._timer = None if due is None else asyncio.get_running_loop().call_at(due, self._fire)
+
+    def _fire(self) -> None:
+        now = asyncio.get_running_loop().time()
+        while self._next < len(self._calls):
+            c = self._calls[self._next]
+            if c.deadline is not None and c.deadline > now:
+                break
+            _fail(c, _late(c, self._batch_deadline))
+            self._next += 1
+        self._arm()
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 def _late(call: Call, batch_deadline: float | None) -> ClientError:
