@@ -32,7 +32,7 @@ $(PY_STAMP): pyproject.toml
 	@touch $@
 
 $(EXT_STAMP): $(PY_STAMP) $(RUST_SOURCES) pyproject.toml
-	$(BIN)/maturin develop --release --quiet --extras dev
+	$(BIN)/maturin develop --release --quiet --extras dev,ray
 	@touch $@
 
 # perf and strace for lanes diagnose, from Debian's archive when missing (py-spy is a PyPI
@@ -52,6 +52,8 @@ demo: setup ## compare independent, fifo and sjf serving the demo zoo on this ho
 # setup installs the profilers, so a missing one fails its tests here instead of skipping them
 # (LANES_REQUIRE_PROFILERS=0 make test to let them skip).
 test: export LANES_REQUIRE_PROFILERS ?= 1
+# setup installs the ray extra too: the fleet and cluster tests fail, not skip, without it.
+test: export LANES_REQUIRE_RAY ?= 1
 test: setup lint ## every test and lint: cargo test, pytest, clippy, fmt, ruff, stubtest
 	@# lanes-py is a cdylib with no Rust tests: pytest exercises it through the built module
 	@# (its test binary would also need libpython to link, absent on a bare Debian).

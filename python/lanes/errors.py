@@ -42,6 +42,16 @@ EXPERIMENT_INVALID = "experiment_invalid"
 """A lab experiment file (docs/lab.md) that is not valid TOML, has an unknown key, or a value out
 of its allowed range; or a results folder that holds a different experiment."""
 
+RAY_UNAVAILABLE = "ray_unavailable"
+"""No Ray cluster to join at the given address (``lanes fleet``)."""
+FLEET_EXISTS = "fleet_exists"
+"""``lanes fleet up`` for a fleet name that is already up on the cluster."""
+FLEET_NOT_FOUND = "fleet_not_found"
+"""No fleet of that name on the cluster (``lanes fleet status``, ``lanes.fleet.members``)."""
+MEMBER_NOT_READY = "member_not_ready"
+"""A fleet member whose ``lanes serve`` failed or was not ready in time; ``up`` took the fleet
+down again."""
+
 
 class LanesError(Exception):
     """A user-facing error: a stable ``code`` and a one-line ``message``."""

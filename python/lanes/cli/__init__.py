@@ -22,7 +22,7 @@ from lanes.errors import LanesError
 
 COMMANDS = (
     "serve", "sim", "bench", "bench_corpus", "bench_run", "probe", "arbiter", "zoo", "report",
-    "demo",
+    "demo", "fleet",
 )  # fmt: skip
 """Subcommand modules under ``lanes.cli``, in the order ``lanes --help`` lists them."""
 
