@@ -168,11 +168,16 @@ def test_bad_input_and_no_members_are_clear_errors(member: ServeProcess) -> None
             client.infer("double", {"z": np.zeros((1, 2), dtype=np.float32)})
         with pytest.raises(ClientError) as shape:
             client.infer("double", {"x": np.zeros((1, 3), dtype=np.float32)})
+        with pytest.raises(ClientError) as dtype:
+            client.infer("double", {"x": np.zeros((1, 2), dtype=np.complex64)})
     assert (unknown.value.code, unknown.value.status) == ("unknown_model", 404)
     assert "unknown model 'nope'" in unknown.value.message
     assert name.value.code == "bad_input" and "has no input 'z'" in name.value.message
     assert (shape.value.code, shape.value.status) == ("bad_input", 400)
     assert "shape" in shape.value.message
+    assert dtype.value.code == "bad_input" and "complex64 has no KServe datatype" in str(
+        dtype.value
+    )
 
     with Client(members=[]) as client, pytest.raises(ClientError) as none:
         client.infer("double", row(1))

@@ -39,6 +39,7 @@ from lanes.client.config import ClientConfig, MemberSource
 from lanes.client.errors import (
     CLIENT_CLOSED,
     DEADLINE_EXCEEDED,
+    MODEL_FAILED,
     NO_MEMBERS,
     AttemptFailed,
     ClientError,
@@ -47,7 +48,8 @@ from lanes.client.errors import (
 )
 from lanes.client.members import Members, MemberState
 from lanes.client.transport import RestTransport, Transport
-from lanes.errors import BAD_INPUT
+from lanes.errors import BAD_INPUT, LanesError
+from lanes.models.base import datatype_of
 from lanes.probe import Event
 
 T = TypeVar("T")
@@ -234,6 +236,8 @@ class AsyncClient:
         watch = _Overdue(early, deadline) if early else None
         try:
             error = await self._attempts(batch.model, inputs, rows, deadline, calls)
+        except Exception as err:  # a bug must not leave callers waiting forever
+            error = ClientError(MODEL_FAILED, f"client error: {type(err).__name__}: {err}")
         finally:
             if watch is not None:
                 watch.cancel()
@@ -363,16 +367,21 @@ def _fail(call: Call, error: ClientError) -> None:
 
 def _check_inputs(info: ModelInfo, inputs: Mapping[str, npt.ArrayLike]) -> tuple[Arrays, int]:
     """numpy arrays of the model's inputs and their common first dimension, or ``bad_input``.
-    (Datatypes and shapes are the server's to judge: a model may take several forms.)"""
+    (Beyond having a KServe datatype, datatypes and shapes are the server's to judge: a model
+    may take several forms.)"""
     if not inputs:
         raise ClientError(BAD_INPUT, f"model '{info.name}': no inputs given")
     arrays = {name: np.asarray(value) for name, value in inputs.items()}
-    for name in arrays:
+    for name, array in arrays.items():
         if info.inputs and name not in info.inputs:
             raise ClientError(
                 BAD_INPUT,
                 f"model '{info.name}' has no input '{name}'; its inputs: " + ", ".join(info.inputs),
             )
+        try:
+            datatype_of(array)
+        except LanesError as err:
+            raise ClientError(BAD_INPUT, f"input '{name}': {err.message}") from None
     firsts = {a.shape[0] if a.ndim else 0 for a in arrays.values()}
     if info.max_batch_size == 0:
         return arrays, 1
