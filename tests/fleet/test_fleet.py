@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 import lanes.fleet
@@ -222,6 +223,71 @@ def test_a_killed_member_is_restarted_by_ray_and_serves_again(cluster, fleet):
     assert [m.restarts for m in now[1:]] == [0, 0]
     assert infer(now[0].url)[0] == 200
     assert lanes.fleet.members(address=cluster) == [m.url for m in now]
+
+
+def _double_rows(url: str) -> int:
+    with urllib.request.urlopen(f"{url}/v2/models/double/stats", timeout=10) as r:
+        return int(json.loads(r.read())["model_stats"][0]["inference_count"])
+
+
+def _refused(url: str) -> bool:
+    host, port = url.removeprefix("http://").rsplit(":", 1)
+    try:
+        socket.create_connection((host, int(port)), timeout=1.0).close()
+    except ConnectionRefusedError:
+        return True
+    return False
+
+
+def test_lanes_client_over_the_fleet_retries_what_never_reached_a_member(cluster, fleet):
+    from lanes.client import Client, ClientConfig
+
+    before = lanes.fleet.status(address=cluster)
+    assert [m.state for m in before] == ["ready"] * 3
+    rows = {m.index: _double_rows(m.url) for m in before if m.url}
+    events: list[Any] = []
+    config = ClientConfig(members=lanes.fleet.member_source(address=cluster), batch_timeout_ms=0.0)
+    with Client(config, on_event=events.append) as client:
+        assert {m.url for m in client.members()} == {m.url for m in before}
+        client.metadata("double")
+        victim = before[1]
+        assert victim.url is not None and victim.pid is not None
+        os.kill(victim.pid, signal.SIGKILL)
+        wait_until(lambda: _refused(victim.url), timeout=10.0)
+        calls = 30
+        answers: list[Any] = [None] * calls
+
+        def call(i: int) -> None:
+            x = np.array([[i, 1.0]], dtype=np.float32)
+            try:
+                answers[i] = client.infer("double", {"x": x}, timeout_s=20.0)["y"]
+            except LanesError as err:
+                answers[i] = err
+
+        threads = [threading.Thread(target=call, args=(i,)) for i in range(calls)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    # every call answered, and answered right
+    for i, y in enumerate(answers):
+        assert isinstance(y, np.ndarray) and y.tolist() == [[2.0 * i, 2.0]], (i, y)
+    # the client tried the dead member, was refused, and took it out of balancing
+    assert any(e.target == victim.url and e.state == "down" for e in events), events
+
+    def back() -> bool:
+        m = lanes.fleet.status(address=cluster)[1]
+        return m.state == "ready" and m.pid != victim.pid
+
+    wait_until(back, timeout=60.0)
+    after = lanes.fleet.status(address=cluster)
+    # each call ran exactly once: the refused attempts never reached a device and were retried
+    ran = sum(
+        _double_rows(m.url) - (0 if m.index == victim.index else rows[m.index])
+        for m in after
+        if m.url
+    )
+    assert ran == calls
 
 
 def test_down_removes_every_member_and_is_idempotent(cluster, fleet):
