@@ -92,8 +92,8 @@ def cluster() -> Iterator[str]:
             yield address
         finally:
             if ray.is_initialized():
-                for name in ("default", "broken", "hanging"):
-                    lanes.fleet.down(name, drain_timeout=0.0)
+                for name in ("default", "broken", "hanging", "once"):
+                    lanes.fleet.down(name=name, drain_timeout=0.0)
 
 
 @pytest.fixture(scope="module")
@@ -105,15 +105,16 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def fleet(cluster: str, repo: Path) -> list[lanes.fleet.MemberStatus]:
-    config = FleetConfig(
-        devices="sim:1",
-        host="127.0.0.1",
-        models=repo,
-        serve_args=SERVE_ARGS,
-        ready_timeout_s=60.0,
-        health_interval_s=0.2,
-    )
-    return lanes.fleet.up(config, cluster)
+    """The fleet, brought up by the real command line (a driver of its own that exits)."""
+    up = [*lanes_command(), "fleet", "up", "--address", cluster, "--devices", "sim:1"]
+    up += ["--host", "127.0.0.1", "--models", str(repo), "--ready-timeout", "60"]
+    up += ["--health-interval", "0.2", "--", *SERVE_ARGS]
+    done = subprocess.run(up, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.endswith("lanes fleet: 'default' up: 3 members ready\n"), done.stderr
+    lines = done.stdout.splitlines()
+    assert len(lines) == 3 and all(" · devices sim:1 · ready · restarts 0" in x for x in lines)
+    return lanes.fleet.status(cluster)
 
 
 def test_up_places_one_member_per_node_and_serves_kserve_v2(cluster, fleet):
@@ -140,7 +141,7 @@ def test_status_and_members_list_the_fleet(cluster, fleet, capsys):
     assert main(["fleet", "status", "--address", cluster]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and all(" · ready · restarts 0" in line for line in lines)
-    assert lanes.fleet.members(address=cluster) == [m.url for m in fleet]
+    assert lanes.fleet.members(cluster) == [m.url for m in fleet]
 
 
 def test_up_again_and_status_of_no_fleet_are_refused(cluster, fleet, repo):
@@ -149,7 +150,7 @@ def test_up_again_and_status_of_no_fleet_are_refused(cluster, fleet, repo):
     assert err.value.code == FLEET_EXISTS
     assert "lanes fleet down --name default first" in err.value.message
     with pytest.raises(LanesError) as err:
-        lanes.fleet.status("nosuch", cluster)
+        lanes.fleet.status(cluster, "nosuch")
     assert err.value.code == FLEET_NOT_FOUND
 
 
@@ -172,7 +173,7 @@ def test_a_member_that_fails_or_never_gets_ready_fails_up_and_leaves_nothing(clu
     left = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
     assert not [n for n in left if n.startswith(("lanes-fleet:broken", "lanes-fleet:hanging"))]
     # the fleet that was up is untouched
-    assert [m.state for m in lanes.fleet.status(address=cluster)] == ["ready"] * 3
+    assert [m.state for m in lanes.fleet.status(cluster)] == ["ready"] * 3
 
 
 def _send(url: str, results: list[Any]) -> None:
@@ -212,17 +213,32 @@ def test_a_killed_member_is_restarted_by_ray_and_serves_again(cluster, fleet):
         assert result == 200 or isinstance(result, (ConnectionError, http.client.HTTPException))
 
     def restarted() -> bool:
-        now = lanes.fleet.status(address=cluster)[0]
+        now = lanes.fleet.status(cluster)[0]
         return now.state == "ready" and now.restarts == 1
 
     wait_until(restarted, timeout=60.0)
-    now = lanes.fleet.status(address=cluster)
+    now = lanes.fleet.status(cluster)
     assert now[0].pid != victim.pid
     assert now[0].url == victim.url  # the restarted member asked for its old port again
     assert now[0].node_id == victim.node_id
     assert [m.restarts for m in now[1:]] == [0, 0]
     assert infer(now[0].url)[0] == 200
-    assert lanes.fleet.members(address=cluster) == [m.url for m in now]
+    assert lanes.fleet.members(cluster) == [m.url for m in now]
+
+
+def test_a_member_out_of_restarts_is_dead_and_no_longer_listed(cluster, fleet, repo):
+    config = FleetConfig(
+        name="once", devices="sim:1", host="127.0.0.1", models=repo, serve_args=SERVE_ARGS,
+        max_restarts=0, health_interval_s=0.2,
+    )  # fmt: skip
+    members = lanes.fleet.up(config, cluster)
+    assert members[0].pid is not None
+    os.kill(members[0].pid, signal.SIGKILL)
+    wait_until(lambda: lanes.fleet.status(cluster, "once")[0].state == "dead")
+    assert [m.state for m in lanes.fleet.status(cluster, "once")[1:]] == ["ready", "ready"]
+    assert lanes.fleet.members(cluster, "once") == [m.url for m in members[1:]]
+    assert lanes.fleet.down(cluster, "once", drain_timeout=0.0) == 2
+    assert lanes.fleet.members(cluster) == [m.url for m in lanes.fleet.status(cluster)]
 
 
 def _double_rows(url: str) -> int:
@@ -242,11 +258,11 @@ def _refused(url: str) -> bool:
 def test_lanes_client_over_the_fleet_retries_what_never_reached_a_member(cluster, fleet):
     from lanes.client import Client, ClientConfig
 
-    before = lanes.fleet.status(address=cluster)
+    before = lanes.fleet.status(cluster)
     assert [m.state for m in before] == ["ready"] * 3
     rows = {m.index: _double_rows(m.url) for m in before if m.url}
     events: list[Any] = []
-    config = ClientConfig(members=lanes.fleet.member_source(address=cluster), batch_timeout_ms=0.0)
+    config = ClientConfig(members=lanes.fleet.member_source(cluster), batch_timeout_ms=0.0)
     with Client(config, on_event=events.append) as client:
         assert {m.url for m in client.members()} == {m.url for m in before}
         client.metadata("double")
@@ -276,11 +292,11 @@ def test_lanes_client_over_the_fleet_retries_what_never_reached_a_member(cluster
     assert any(e.target == victim.url and e.state == "down" for e in events), events
 
     def back() -> bool:
-        m = lanes.fleet.status(address=cluster)[1]
+        m = lanes.fleet.status(cluster)[1]
         return m.state == "ready" and m.pid != victim.pid
 
     wait_until(back, timeout=60.0)
-    after = lanes.fleet.status(address=cluster)
+    after = lanes.fleet.status(cluster)
     # each call ran exactly once: the refused attempts never reached a device and were retried
     ran = sum(
         _double_rows(m.url) - (0 if m.index == victim.index else rows[m.index])
@@ -291,7 +307,7 @@ def test_lanes_client_over_the_fleet_retries_what_never_reached_a_member(cluster
 
 
 def test_down_removes_every_member_and_is_idempotent(cluster, fleet):
-    pids = [m.pid for m in lanes.fleet.status(address=cluster)]
+    pids = [m.pid for m in lanes.fleet.status(cluster)]
     done = subprocess.run(
         [*lanes_command(), "fleet", "down", "--address", cluster, "--drain-timeout", "5"],
         capture_output=True, text=True, timeout=60, check=False,
@@ -308,9 +324,9 @@ def test_down_removes_every_member_and_is_idempotent(cluster, fleet):
     left = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
     assert not [n for n in left if n.startswith("lanes-fleet:")]
     with pytest.raises(LanesError) as err:
-        lanes.fleet.members(address=cluster)
+        lanes.fleet.members(cluster)
     assert err.value.code == FLEET_NOT_FOUND
-    assert lanes.fleet.down(address=cluster) == 0  # again: nothing to do, no error
+    assert lanes.fleet.down(cluster) == 0  # again: nothing to do, no error
 
 
 def _alive(pid: int) -> bool:

@@ -87,6 +87,13 @@ def register(subparsers: Any) -> None:
         "--ready-timeout", metavar="S", type=float, default=120.0, help="seconds to get ready"
     )
     up.add_argument(
+        "--health-interval",
+        metavar="S",
+        type=float,
+        default=1.0,
+        help="seconds between a member's readiness checks; 3 failed in a row restart it",
+    )
+    up.add_argument(
         "--num-cpus", metavar="N", type=float, default=0.0, help="Ray CPUs each member reserves"
     )
     up.add_argument("serve_args", nargs="*", metavar="-- SERVE_OPTION", help=argparse.SUPPRESS)
@@ -138,6 +145,7 @@ def run_up(args: argparse.Namespace) -> int:
         serve_args=tuple(extra),
         max_restarts=args.max_restarts,
         ready_timeout_s=args.ready_timeout,
+        health_interval_s=args.health_interval,
         num_cpus=args.num_cpus,
     )
     members = up(config, args.address)
@@ -151,7 +159,7 @@ def run_status(args: argparse.Namespace) -> int:
     from lanes.fleet.control import require_ray
 
     require_ray()
-    members = status(args.name, args.address)
+    members = status(args.address, args.name)
     if args.json:
         print(json.dumps({"name": args.name, "members": [m.as_dict() for m in members]}))
     else:
@@ -166,7 +174,7 @@ def run_down(args: argparse.Namespace) -> int:
     require_ray()
     if args.drain_timeout < 0:
         raise LanesError(BAD_ARGUMENT, f"--drain-timeout {args.drain_timeout:g}: at least 0")
-    removed = down(args.name, args.address, args.drain_timeout)
+    removed = down(args.address, args.name, args.drain_timeout)
     what = f"{removed} members removed" if removed else "no members (nothing to do)"
     print(f"lanes fleet: '{args.name}' down: {what}", file=sys.stderr)
     return 0

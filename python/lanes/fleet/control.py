@@ -206,9 +206,9 @@ def up(config: FleetConfig, address: str = "auto") -> list[MemberStatus]:
                     f"{_reason(err)}"
                 )
     if failure is not None:
-        down(config.name, address, drain_timeout=0.0)
+        down(address, config.name, drain_timeout=0.0)
         raise LanesError(MEMBER_NOT_READY, f"{failure}; the fleet was taken down")
-    return status(config.name, address)
+    return status(address, config.name)
 
 
 def _config_dict(config: FleetConfig) -> dict[str, Any]:
@@ -227,7 +227,7 @@ def _reason(err: BaseException) -> str:
     return found[-1] if found else f"{type(err).__name__}: {str(err).strip().splitlines()[0]}"
 
 
-def status(name: str = "default", address: str = "auto") -> list[MemberStatus]:
+def status(address: str = "auto", name: str = "default") -> list[MemberStatus]:
     """Every member of fleet ``name`` with a live readiness check."""
     ray = connect(address)
     registry = _registry(ray, name)
@@ -274,7 +274,7 @@ def status(name: str = "default", address: str = "auto") -> list[MemberStatus]:
     return result
 
 
-def down(name: str = "default", address: str = "auto", drain_timeout: float = 10.0) -> int:
+def down(address: str = "auto", name: str = "default", drain_timeout: float = 10.0) -> int:
     """Drain and remove every member and the registry of fleet ``name``; how many members
     were removed (0 when there was no such fleet)."""
     ray = connect(address)
@@ -301,9 +301,9 @@ def down(name: str = "default", address: str = "auto", drain_timeout: float = 10
     return len(actors)
 
 
-def members(name: str = "default", address: str = "auto") -> list[str]:
+def members(address: str = "auto", name: str = "default") -> list[str]:
     """The URLs of fleet ``name``'s ready members, by index — a member source for
-    ``lanes.client`` (``members=lambda: lanes.fleet.members(...)``), one registry call."""
+    ``lanes.client`` (``members=lambda: lanes.fleet.members(ADDRESS)``), one registry call."""
     ray = connect(address)
     registry = _registry(ray, name)
     if registry is None:
@@ -312,12 +312,12 @@ def members(name: str = "default", address: str = "auto") -> list[str]:
 
 
 def member_source(
-    name: str = "default", address: str = "auto"
+    address: str = "auto", name: str = "default"
 ) -> Callable[[], Awaitable[list[str]]]:
     """An ``async`` member source for ``lanes.client``'s ``members``: :func:`members` on a
     worker thread, so a client's event loop never waits on Ray."""
 
     async def source() -> list[str]:
-        return await asyncio.to_thread(members, name, address)
+        return await asyncio.to_thread(members, address, name)
 
     return source
