@@ -80,7 +80,12 @@ def test_a_killed_member_is_dropped_retried_around_and_readded(tmp_path: Path) -
     a = launch(tmp_path, "a", cost_ms=300, max_batch=1)
     b = launch(tmp_path, "b", cost_ms=300, max_batch=1)
     events: list[Event] = []
-    config = ClientConfig(members=[a.url, b.url], batch_timeout_ms=0, probe_interval_s=0.05)
+    config = ClientConfig(
+        members=[a.url, b.url],
+        batch_timeout_ms=0,
+        probe_interval_s=0.05,
+        stats_refresh_s=3600,  # both keep the estimates read first (equal priors): ties decide
+    )
     client = Client(config, on_event=events.append)
     try:
         client.infer("double", row(1))  # a (ties go to the first), then b: both known
