@@ -52,6 +52,28 @@ MEMBER_NOT_READY = "member_not_ready"
 """A fleet member whose ``lanes serve`` failed or was not ready in time; ``up`` took the fleet
 down again."""
 
+# Raised by ``lanes.client`` (its retry rule and statuses: lanes/client/errors.py).
+NO_MEMBERS = "no_members"
+"""The client's member source gave none, or none is up (all dropped by health)."""
+UNKNOWN_MODEL = "unknown_model"
+"""The server has no such model (404)."""
+DEADLINE_EXCEEDED = "deadline_exceeded"
+"""A call's deadline passed: before sending (nothing sent), queued on the server (504), or while
+waiting for the answer."""
+QUEUE_FULL = "queue_full"
+"""Every attempt was refused with 429 (the server's queue full)."""
+UNAVAILABLE = "unavailable"
+"""Every attempt failed before reaching a device (connection refused, 503 not ready or
+draining)."""
+CONNECTION_LOST = "connection_lost"
+"""The connection broke after the request was sent: it may have run, so it is not retried."""
+MODEL_FAILED = "model_failed"
+"""The model raised (500), or the server answered another error status."""
+BAD_RESPONSE = "bad_response"
+"""An answer the client cannot decode."""
+CLIENT_CLOSED = "client_closed"
+"""The client was closed while the call waited."""
+
 
 class LanesError(Exception):
     """A user-facing error: a stable ``code`` and a one-line ``message``."""

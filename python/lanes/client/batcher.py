@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from lanes.client.errors import BAD_RESPONSE, ClientError
+from lanes.client.errors import ClientError
+from lanes.errors import BAD_RESPONSE
 
 Arrays = dict[str, npt.NDArray[Any]]
 Signature = tuple[str, tuple[tuple[str, str, tuple[int, ...]], ...]]

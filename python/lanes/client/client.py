@@ -36,19 +36,17 @@ import numpy.typing as npt
 from lanes.client.balancer import pick
 from lanes.client.batcher import Arrays, Batch, Call, Coalescer, split, stack
 from lanes.client.config import ClientConfig, MemberSource
-from lanes.client.errors import (
+from lanes.client.errors import AttemptFailed, ClientError, drops_member, retryable
+from lanes.client.members import Members, MemberState
+from lanes.client.transport import RestTransport, Transport
+from lanes.errors import (
+    BAD_INPUT,
     CLIENT_CLOSED,
     DEADLINE_EXCEEDED,
     MODEL_FAILED,
     NO_MEMBERS,
-    AttemptFailed,
-    ClientError,
-    drops_member,
-    retryable,
+    LanesError,
 )
-from lanes.client.members import Members, MemberState
-from lanes.client.transport import RestTransport, Transport
-from lanes.errors import BAD_INPUT, LanesError
 from lanes.models.base import datatype_of
 from lanes.probe import Event
 

@@ -2,7 +2,8 @@
 
 Every failure a caller sees is a :class:`ClientError` — a :class:`~lanes.errors.LanesError`, so
 ``except LanesError`` catches it and code branches on ``err.code``, never on the message. The
-codes (once published, a code never changes meaning):
+codes (kept with every other code in :mod:`lanes.errors`; once published, a code never changes
+meaning):
 
 ====================  ================================================================
 ``no_members``        the member source gave none, or none is up (all dropped by health)
@@ -40,17 +41,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from lanes.errors import BAD_INPUT, LanesError
-
-NO_MEMBERS = "no_members"
-UNKNOWN_MODEL = "unknown_model"
-DEADLINE_EXCEEDED = "deadline_exceeded"
-QUEUE_FULL = "queue_full"
-UNAVAILABLE = "unavailable"
-CONNECTION_LOST = "connection_lost"
-MODEL_FAILED = "model_failed"
-BAD_RESPONSE = "bad_response"
-CLIENT_CLOSED = "client_closed"
+from lanes.errors import (
+    BAD_INPUT,
+    BAD_RESPONSE,
+    CONNECTION_LOST,
+    DEADLINE_EXCEEDED,
+    MODEL_FAILED,
+    QUEUE_FULL,
+    UNAVAILABLE,
+    UNKNOWN_MODEL,
+    LanesError,
+)
 
 CONNECT, HTTP, LOST, TIMEOUT, UNDECODABLE = "connect", "http", "lost", "timeout", "undecodable"
 """Kinds of :class:`AttemptFailed`."""
