@@ -57,6 +57,8 @@ def predict(batch):
 """
 SLOW_MS = 1500.0
 """The ``slow`` model's device time per batch (a simulated GPU holds it that long)."""
+ENV = {k: v for k, v in os.environ.items() if k != "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"}
+"""The command line's environment: lanes fleet keeps a loopback cluster on loopback itself."""
 SERVE_ARGS = ("--policy", "fifo", "--warmup-batches", "0", "--workers", "1")
 
 
@@ -109,7 +111,7 @@ def fleet(cluster: str, repo: Path) -> list[lanes.fleet.MemberStatus]:
     up = [*lanes_command(), "fleet", "up", "--address", cluster, "--devices", "sim:1"]
     up += ["--host", "127.0.0.1", "--models", str(repo), "--ready-timeout", "60"]
     up += ["--health-interval", "0.2", "--", *SERVE_ARGS]
-    done = subprocess.run(up, capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(up, capture_output=True, text=True, timeout=120, check=False, env=ENV)
     assert done.returncode == 0, done.stderr
     assert done.stderr.endswith("lanes fleet: 'default' up: 3 members ready\n"), done.stderr
     lines = done.stdout.splitlines()
@@ -310,7 +312,7 @@ def test_down_removes_every_member_and_is_idempotent(cluster, fleet):
     pids = [m.pid for m in lanes.fleet.status(cluster)]
     done = subprocess.run(
         [*lanes_command(), "fleet", "down", "--address", cluster, "--drain-timeout", "5"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True, text=True, timeout=60, check=False, env=ENV,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert done.stderr == "lanes fleet: 'default' down: 3 members removed\n"

@@ -18,7 +18,8 @@ from lanes.errors import BAD_ARGUMENT, LanesError
 
 _EPILOG = """\
 examples:
-  ray start --head --node-ip-address 127.0.0.1      a one-node cluster on this host
+  RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0 ray start --head --node-ip-address 127.0.0.1
+                                                    a one-node cluster on this host's loopback
   lanes fleet up --devices sim:2                    one lanes serve (demo zoo) per node
   lanes fleet up --models ./repo -- --policy fifo   after --: options for every lanes serve
   lanes fleet status --json                         members, nodes, URLs, health, restarts
@@ -116,6 +117,17 @@ def register(subparsers: Any) -> None:
     down.set_defaults(handler=run_down, display="lanes fleet down")
 
 
+def _need_ray() -> None:
+    """Fail early without Ray, without importing it: Ray must be imported only once the
+    address is known (lanes.fleet.control.connect sets what Ray reads at import)."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        from lanes.fleet.control import require_ray
+
+        require_ray()
+
+
 def _print(members: list[Any]) -> None:
     for m in members:
         print(
@@ -126,9 +138,8 @@ def _print(members: list[Any]) -> None:
 
 def run_up(args: argparse.Namespace) -> int:
     from lanes.fleet import FleetConfig, up
-    from lanes.fleet.control import require_ray
 
-    require_ray()
+    _need_ray()
     extra = list(args.serve_args)
     if extra and "--" not in args.argv:
         raise LanesError(
@@ -150,15 +161,15 @@ def run_up(args: argparse.Namespace) -> int:
     )
     members = up(config, args.address)
     _print(members)
-    print(f"lanes fleet: '{config.name}' up: {len(members)} members ready", file=sys.stderr)
+    count = f"{len(members)} member{'' if len(members) == 1 else 's'}"
+    print(f"lanes fleet: '{config.name}' up: {count} ready", file=sys.stderr)
     return 0
 
 
 def run_status(args: argparse.Namespace) -> int:
     from lanes.fleet import status
-    from lanes.fleet.control import require_ray
 
-    require_ray()
+    _need_ray()
     members = status(args.address, args.name)
     if args.json:
         print(json.dumps({"name": args.name, "members": [m.as_dict() for m in members]}))
@@ -169,12 +180,13 @@ def run_status(args: argparse.Namespace) -> int:
 
 def run_down(args: argparse.Namespace) -> int:
     from lanes.fleet import down
-    from lanes.fleet.control import require_ray
 
-    require_ray()
+    _need_ray()
     if args.drain_timeout < 0:
         raise LanesError(BAD_ARGUMENT, f"--drain-timeout {args.drain_timeout:g}: at least 0")
     removed = down(args.address, args.name, args.drain_timeout)
-    what = f"{removed} members removed" if removed else "no members (nothing to do)"
+    what = f"{removed} member{'' if removed == 1 else 's'} removed"
+    if not removed:
+        what = "no members (nothing to do)"
     print(f"lanes fleet: '{args.name}' down: {what}", file=sys.stderr)
     return 0

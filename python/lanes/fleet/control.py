@@ -24,6 +24,7 @@ import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from lanes.errors import (
@@ -77,8 +78,24 @@ def require_ray() -> Any:
     return ray
 
 
+def resolve(address: str) -> str:
+    """``auto`` as Ray resolves it — ``$RAY_ADDRESS``, else the address the last ``ray start``
+    on this host wrote (``$RAY_TMPDIR`` or /tmp, ``ray/ray_current_cluster``) — so that a
+    loopback cluster is known as one before Ray is imported; anything else as given."""
+    if address != "auto":
+        return address
+    if os.environ.get("RAY_ADDRESS"):
+        return os.environ["RAY_ADDRESS"]
+    current = Path(os.environ.get("RAY_TMPDIR", "/tmp")) / "ray" / "ray_current_cluster"
+    try:
+        return current.read_text().strip() or "auto"
+    except OSError:
+        return "auto"
+
+
 def connect(address: str) -> Any:
     """The ``ray`` module, joined to the cluster at ``address`` (``auto`` or ``HOST:PORT``)."""
+    given, address = address, resolve(address)
     if address.rpartition(":")[0].strip("[]") in _LOOPBACK and "ray" not in sys.modules:
         # Ray replaces a loopback address by the host's outward IP, where a cluster bound to
         # 127.0.0.1 does not listen; Ray reads this when imported.
@@ -91,12 +108,13 @@ def connect(address: str) -> Any:
         host, _, port = address.rpartition(":")
         host = host.strip("[]")
         if not host or not port.isdigit():
-            raise LanesError(RAY_UNAVAILABLE, f"--address {address!r}: not auto or HOST:PORT")
+            raise LanesError(RAY_UNAVAILABLE, f"--address {given!r}: not auto or HOST:PORT")
         try:
             socket.create_connection((host, int(port)), timeout=3.0).close()
         except OSError as err:
             raise LanesError(
-                RAY_UNAVAILABLE, f"--address {address}: no Ray cluster there ({err.strerror})"
+                RAY_UNAVAILABLE,
+                f"--address {_shown(given, address)}: no Ray cluster there ({err.strerror})",
             ) from None
         if host in _LOOPBACK:
             # Ray otherwise looks for this driver's raylet at the host's outward IP, where a
@@ -107,9 +125,17 @@ def connect(address: str) -> Any:
     except (ConnectionError, RuntimeError, ValueError) as err:
         first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
         raise LanesError(
-            RAY_UNAVAILABLE, f"--address {address}: no Ray cluster to join ({first})"
+            RAY_UNAVAILABLE, f"--address {_shown(given, address)}: no Ray cluster to join ({first})"
         ) from None
     return ray
+
+
+def _members(count: int) -> str:
+    return f"{count} member" if count == 1 else f"{count} members"
+
+
+def _shown(given: str, address: str) -> str:
+    return given if given == address else f"{given} ({address})"
 
 
 def _registry(ray: Any, name: str) -> Any | None:
@@ -128,18 +154,18 @@ def _head(ray: Any) -> str | None:
 
 def up(config: FleetConfig, address: str = "auto") -> list[MemberStatus]:
     """Bring the fleet up and return its members once every one is ready."""
-    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
     from lanes.fleet.member import Member
     from lanes.fleet.registry import Registry
 
     check(config)
-    ray = connect(address)
+    ray = connect(address)  # before any import of ray (see connect)
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
     if (existing := _registry(ray, config.name)) is not None:
         count = len(ray.get(existing.snapshot.remote(), timeout=10)["members"])
         raise LanesError(
             FLEET_EXISTS,
-            f"fleet '{config.name}' is already up ({count} members); "
+            f"fleet '{config.name}' is already up ({_members(count)}); "
             f"lanes fleet down --name {config.name} first",
         )
     slots = plan(nodes_from_ray(ray.nodes()), config)
