@@ -7,10 +7,10 @@ actor is the supervisor Ray restarts; the server is the process that serves.
 
 Life of a member (:class:`Member`):
 
-1. ``__init__`` picks the port (the one it had before a restart if it had one, else the
-   planned one), starts ``python -m lanes.fleet.member serve ...``, which asks the kernel to
-   SIGKILL it when the actor's thread dies (``PR_SET_PDEATHSIG``) and then becomes
-   ``lanes serve`` (``exec``), so no server outlives its actor.
+1. ``__init__`` picks the port (a first start: the planned one; a restart: the one it had,
+   or any free one if that is taken now), starts ``python -m lanes.fleet.member serve ...``,
+   which asks the kernel to SIGKILL it when the actor's thread dies (``PR_SET_PDEATHSIG``)
+   and then becomes ``lanes serve`` (``exec``), so no server outlives its actor.
 2. It waits for the start-up line (``lanes serve: http://... · metrics :P ...``), then for
    ``GET /v2/health/ready`` to answer 200, then reports the URL to the fleet's registry. If the
    server exits first, or is not ready within ``ready_timeout_s``, ``__init__`` raises: Ray
@@ -123,7 +123,8 @@ class Member:
         if devices == "auto" and slot["gpus"]:
             gpus = ray.get_runtime_context().get_accelerator_ids().get("GPU", [])
             devices = ",".join(f"cuda:{i}" for i in range(len(gpus)))  # CUDA_VISIBLE_DEVICES
-        ports = list(dict.fromkeys(p for p in (previous, slot["port"], 0) if p is not None))
+        # A restart asks for its old port, else any; a first start for the planned one only.
+        ports = [int(slot["port"])] if previous is None else list(dict.fromkeys((previous, 0)))
         self.server = self._start(settings["serve_argv"], devices, host, ports)
         url = self.server.url
         assert url is not None
