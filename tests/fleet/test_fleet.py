@@ -228,6 +228,23 @@ def test_a_killed_member_is_restarted_by_ray_and_serves_again(cluster, fleet):
     assert lanes.fleet.members(cluster) == [m.url for m in now]
 
 
+def test_a_killed_member_actor_takes_its_server_with_it_and_is_restarted(cluster, fleet):
+    from lanes.fleet.registry import member_name
+
+    old = lanes.fleet.status(cluster)[2]
+    assert old.state == "ready" and old.pid is not None
+    actor = ray.get_actor(member_name("default", 2), namespace="lanes")
+    ray.kill(actor, no_restart=False)  # the actor's process dies; Ray may restart it
+    wait_until(lambda: not _alive(old.pid), timeout=10.0)  # PR_SET_PDEATHSIG: no orphan server
+
+    def restarted() -> bool:
+        now = lanes.fleet.status(cluster)[2]
+        return now.state == "ready" and now.restarts == old.restarts + 1
+
+    wait_until(restarted, timeout=60.0)
+    assert infer(lanes.fleet.status(cluster)[2].url or "")[0] == 200
+
+
 def test_a_member_out_of_restarts_is_dead_and_no_longer_listed(cluster, fleet, repo):
     config = FleetConfig(
         name="once", devices="sim:1", host="127.0.0.1", models=repo, serve_args=SERVE_ARGS,
