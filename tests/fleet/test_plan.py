@@ -106,3 +106,27 @@ def test_without_ray_lanes_fleet_says_how_to_install_it_and_nothing_imports_ray(
     need = "lanes fleet needs Ray: pip install 'lanes[ray]'"
     assert done.stderr == f"lanes fleet status: error: {need}\n"
     assert done.stdout == "no ray\n"
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["fleet", "up", "--bogus"], "lanes: error: unrecognized arguments: --bogus"),
+        (["fleet", "up", "extra"],
+         "lanes fleet up: error: unrecognized arguments: extra (lanes serve options go after --)"),
+        (["fleet", "up", "--", "--port", "5"],
+         "lanes fleet up: error: lanes serve option '--port': the fleet sets it for each member; "
+         "use lanes fleet's --host, --port or --devices"),
+        (["fleet", "up", "--max-restarts", "-5"],
+         "lanes fleet up: error: --max-restarts -5: out of range; allowed: from 0 to 1000"),
+        (["fleet", "down", "--drain-timeout", "-1"],
+         "lanes fleet down: error: --drain-timeout -1: at least 0"),
+        (["fleet", "status", "--address", "nowhere"],
+         "lanes fleet status: error: --address 'nowhere': not auto or HOST:PORT"),
+    ],
+)  # fmt: skip
+def test_bad_command_lines_fail_in_one_line_before_any_cluster(argv, line, capsys):
+    from lanes.cli import main
+
+    assert main(argv) == 2
+    assert capsys.readouterr().err.splitlines()[-1] == line

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes.errors import (
+    BAD_ARGUMENT,
     FLEET_EXISTS,
     FLEET_NOT_FOUND,
     MEMBER_NOT_READY,
@@ -36,7 +37,7 @@ from lanes.errors import (
     LanesError,
 )
 from lanes.fleet.config import FleetConfig, check, serve_options
-from lanes.fleet.placement import nodes_from_ray, plan
+from lanes.fleet.placement import Slot, nodes_from_ray, plan
 from lanes.fleet.registry import actor_name, member_name
 
 NAMESPACE = "lanes"
@@ -168,9 +169,14 @@ def up(config: FleetConfig, address: str = "auto") -> list[MemberStatus]:
             f"fleet '{config.name}' is already up ({_members(count)}); "
             f"lanes fleet down --name {config.name} first",
         )
-    slots = plan(nodes_from_ray(ray.nodes()), config)
+    nodes = nodes_from_ray(ray.nodes())
+    slots = plan(nodes, config)
     if not slots:
-        raise LanesError(MEMBER_NOT_READY, f"--address {address}: the cluster has no alive node")
+        raise LanesError(
+            BAD_ARGUMENT,
+            f"--gpus-per-member {config.gpus_per_member}: no member to place; the most GPUs "
+            f"on one of the {len(nodes)} nodes is {max((n.gpus for n in nodes), default=0)}",
+        )
     plan_dicts = [s.as_dict() for s in slots]
     head = _head(ray)
     registry = (
@@ -212,6 +218,19 @@ def up(config: FleetConfig, address: str = "auto") -> list[MemberStatus]:
     del registry  # the named actor lives on; status and down find it by name
     refs = {m.info.remote(): slot for m, slot in zip(members, slots, strict=True)}
     deadline = time.monotonic() + config.ready_timeout_s + 10.0  # the member's own timeout first
+    try:
+        failure = _wait_ready(ray, refs, deadline, config.ready_timeout_s)
+    except BaseException:  # interrupted: leave no half fleet behind
+        down(address, config.name, drain_timeout=0.0)
+        raise
+    if failure is not None:
+        down(address, config.name, drain_timeout=0.0)
+        raise LanesError(MEMBER_NOT_READY, f"{failure}; the fleet was taken down")
+    return status(address, config.name)
+
+
+def _wait_ready(ray: Any, refs: dict[Any, Slot], deadline: float, timeout: float) -> str | None:
+    """Wait for every member's first ``info``; the first failure as one line, or None."""
     pending = list(refs)
     failure: str | None = None
     while pending and failure is None:
@@ -220,7 +239,7 @@ def up(config: FleetConfig, address: str = "auto") -> list[MemberStatus]:
             slot = refs[pending[0]]
             failure = (
                 f"member {slot.index} on node {slot.node_ip} ({slot.node_id[:8]}) not ready "
-                f"within {config.ready_timeout_s:g} s (no node resources for it, or a slow start)"
+                f"within {timeout:g} s (no node resources for it, or a slow start)"
             )
         for ref in done:
             try:
@@ -231,10 +250,7 @@ def up(config: FleetConfig, address: str = "auto") -> list[MemberStatus]:
                     f"member {slot.index} on node {slot.node_ip} ({slot.node_id[:8]}): "
                     f"{_reason(err)}"
                 )
-    if failure is not None:
-        down(address, config.name, drain_timeout=0.0)
-        raise LanesError(MEMBER_NOT_READY, f"{failure}; the fleet was taken down")
-    return status(address, config.name)
+    return failure
 
 
 def _config_dict(config: FleetConfig) -> dict[str, Any]:
