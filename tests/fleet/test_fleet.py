@@ -171,7 +171,7 @@ def test_a_member_that_fails_or_never_gets_ready_fails_up_and_leaves_nothing(clu
     with pytest.raises(LanesError) as err:
         lanes.fleet.up(config, cluster)
     assert err.value.code == MEMBER_NOT_READY
-    assert "lanes serve not ready within 2 s" in err.value.message
+    assert "not ready within 2 s" in err.value.message  # by the member, or up on a slow host
     left = [a["name"] for a in ray.util.list_named_actors(all_namespaces=True)]
     assert not [n for n in left if n.startswith(("lanes-fleet:broken", "lanes-fleet:hanging"))]
     # the fleet that was up is untouched
