@@ -17,41 +17,22 @@ from pathlib import Path
 
 import pytest
 
-# Ray swaps a loopback address for the host's outward IP unless told this is no real cluster;
-# it reads this when imported.
-os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
-try:
-    import ray
-    from ray.cluster_utils import Cluster as RayCluster
-except ImportError:  # pragma: no cover - the ray extra is not installed
-    if os.environ.get("LANES_REQUIRE_RAY") == "1":
-        raise
-    pytest.skip("ray is not installed (pip install 'lanes[ray]')", allow_module_level=True)
-
 from lanes.bench.result import Result, merge
 from lanes.errors import LanesError
 from lanes.lab import generators, runner
 from lanes.lab.cluster import Pool
 from lanes.lab.experiment import Cluster, parse_experiment
 from loopback import serve
+from ray_cluster import local_cluster, require_ray
+
+ray = require_ray()
 
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[str]:
     """A head and two worker nodes, one CPU each; the address. Shut down at the end."""
-    c = RayCluster(
-        initialize_head=True,
-        head_node_args={"num_cpus": 1, "node_ip_address": "127.0.0.1", "include_dashboard": False},
-    )
-    try:
-        for _ in range(2):
-            c.add_node(num_cpus=1, node_ip_address="127.0.0.1")
-        c.wait_for_nodes()
-        yield str(c.address)
-    finally:
-        if ray.is_initialized():
-            ray.shutdown()
-        c.shutdown()
+    with local_cluster(workers=2) as address:
+        yield address
 
 
 @pytest.fixture
