@@ -49,6 +49,8 @@ class Case:
     generators: int = 1
     connections: int = 64
     warmup_s: float = 1.0
+    trace: str | None = None
+    segment_s: float = 1.0
 
 
 CASES = {
@@ -57,18 +59,17 @@ CASES = {
     "log_lock": Case("log_lock.py", 150, "lock_contention", ("stacks", "syscalls")),
     "thread_pools": Case("thread_pools.py", 40, "threads_excess"),
     "one_core": Case("one_core.py", 110, "core_saturated"),
-    # 10 tickers of 5 req/s in phase, one connection each: a wave of 10 sends every 200 ms
-    # (at the server, 10 ms bins: index of dispersion about 8; Poisson about 1).
-    # The longer warm-up lets every generator process be up before the measured window
-    # starts, so every clone's measured ticker starts at the shared instant.
+    # A trace of waves: 50 sends within 20 ms at the top of every second. The lab's segments of
+    # 62.5 ms (16 a second; Poisson within each) keep the waves: at 10 ms bins the index of
+    # dispersion is about 9 (Poisson about 1). Until 4de1cfd this case planted 10 constant
+    # generators in phase; the lab now interleaves constant streams, so they send no waves.
     "waves": Case(
         "clean.py",
         50,
         "arrivals_clumped",
-        arrival="constant",
-        generators=10,
-        connections=1,
-        warmup_s=3.0,
+        arrival="trace",
+        trace="waves.trace",
+        segment_s=0.0625,
     ),
 }
 
@@ -76,6 +77,11 @@ CASES = {
 def experiment(name: str, case: Case) -> str:
     """The case's experiment file: one variant, one level, profiled."""
     command = [sys.executable, str(ZOO / case.service), "--port", "{port}"]
+    trace = (
+        f"trace = {json.dumps(str(ZOO / case.trace))}\nsegment_s = {case.segment_s:g}\n"
+        if case.trace
+        else ""
+    )
     return f"""\
 name = "zoo-{name}"
 [[variant]]
@@ -94,7 +100,7 @@ slo_ms = 1000
 generators = {case.generators}
 connections = {case.connections}
 timeout_s = 10
-
+{trace}
 [stability]
 max_extensions = 0
 

@@ -83,7 +83,7 @@ pub struct Second {
 }
 
 impl Second {
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Self {
             latency: new_histogram(SIGFIG_SECOND),
             requests: 0,

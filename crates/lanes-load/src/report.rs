@@ -21,6 +21,10 @@ use crate::engine::Outcome;
 use crate::error::LoadError;
 use crate::recorder::{add_bins, Errors, Recorder, Second, SEND_BIN_NS};
 
+/// The latest second a result's time series may name (a week): a bound on
+/// what a malformed or hostile result file can make a merge allocate.
+const MAX_SECONDS: usize = 7 * 24 * 3600;
+
 /// Latency percentiles in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Percentiles {
@@ -365,19 +369,30 @@ impl Report {
                 "the per-second histograms do not match the time series".into(),
             ));
         }
-        r.seconds = self
-            .histograms
-            .per_second
-            .iter()
-            .zip(&self.timeseries)
-            .map(|(h, p)| {
-                Ok(Second {
-                    latency: decode(h)?,
+        // Each point lands at its own `second`, not at its index: a run placed
+        // later in a sequence of runs (the lab's segments) carries shifted seconds.
+        for (h, p) in self.histograms.per_second.iter().zip(&self.timeseries) {
+            let i = usize::try_from(p.second)
+                .ok()
+                .filter(|&i| i <= MAX_SECONDS)
+                .ok_or_else(|| LoadError::Result(format!("second {} is out of range", p.second)))?;
+            let latency = decode(h)?;
+            if r.seconds.len() <= i {
+                r.seconds.resize_with(i, Second::new);
+                r.seconds.push(Second {
+                    latency,
                     requests: p.requests,
                     errors: p.errors,
-                })
-            })
-            .collect::<Result<_, LoadError>>()?;
+                });
+            } else {
+                let s = &mut r.seconds[i];
+                s.latency
+                    .add(latency)
+                    .map_err(|e| LoadError::Result(format!("histogram cannot be merged: {e:?}")))?;
+                s.requests += p.requests;
+                s.errors += p.errors;
+            }
+        }
         r.errors = self.errors;
         for (code, n) in &self.status_codes {
             let code = code
@@ -567,6 +582,37 @@ mod tests {
         assert_eq!(merged, direct);
         assert_eq!(merged.requests, both.replies());
         assert_eq!(merged.errors.timeout, a.errors.timeout + b.errors.timeout);
+    }
+
+    #[test]
+    fn points_land_on_their_own_second() {
+        // A run placed 3 s into a sequence carries shifted seconds; its points
+        // land there, and points of two runs on one second add.
+        let (a, b) = (recorder(1, 1500), recorder(2, 900));
+        let (ra, mut rb) = (report_of(&a, 1), report_of(&b, 1));
+        for p in &mut rb.timeseries {
+            p.second += 3;
+        }
+        let merged = merge(&[ra.clone(), rb.clone()]).unwrap();
+        assert_eq!(
+            merged.timeseries.len(),
+            ra.timeseries.len().max(rb.timeseries.len() + 3)
+        );
+        assert_eq!(merged.histograms.per_second.len(), merged.timeseries.len());
+        for p in &merged.timeseries {
+            let of = |r: &Report| {
+                r.timeseries
+                    .iter()
+                    .filter(|q| q.second == p.second)
+                    .map(|q| q.requests)
+                    .sum::<u64>()
+            };
+            assert_eq!(p.requests, of(&ra) + of(&rb), "second {}", p.second);
+        }
+        let total: u64 = merged.timeseries.iter().map(|p| p.requests).sum();
+        assert_eq!(total, merged.requests);
+        rb.timeseries[0].second = u64::MAX;
+        assert!(merge(&[ra, rb]).is_err());
     }
 
     #[test]

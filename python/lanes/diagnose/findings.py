@@ -380,10 +380,16 @@ def arrivals_clumped(ev: Evidence) -> Finding | None:
     if ev.late_sends is not None and ev.late_sends > LATE_SENDS:
         return None  # sends waited for busy connections: the server's backlog, not the client
     how = f" (the workload's arrival is {ev.arrival})" if ev.arrival else ""
+    if ev.arrival in ("bursty", "trace"):
+        so = (
+            f"the server sees waves, as the {ev.arrival} workload asks: is that production's shape?"
+        )
+    else:
+        so = "the server sees synchronised waves, not the intended process"
     return Finding(
         "arrivals_clumped",
         f"client arrivals clumped: dispersion {ev.dispersion:.1f} of sends per 10 ms "
-        f"(Poisson: 1){how}; the server sees synchronised waves, not the intended process",
+        f"(Poisson: 1){how}; {so}",
         {"dispersion_10ms": round(ev.dispersion, 2), "arrival": ev.arrival},
     )
 

@@ -250,21 +250,19 @@ def _merge_segments(measured: Sequence[tuple[float, Result]], origin: float) -> 
 
     :func:`merge` lays runs side by side; segments ran in sequence, so each one's sends series
     is placed at its offset from the measurement's start ``origin`` (``sends_10ms.start_ns``)
-    and its per-second series shifted by the same offset, before the exact merge. The origin
-    is the phase's, not the first segment's, which may have been left out (no sends).
+    and its per-second points shifted by the whole seconds of that offset (a segment that
+    starts within a second counts from that second), before the exact merge, which adds the
+    points that land on one second. The origin is the phase's, not the first segment's, which
+    may have been left out (no sends).
     """
     placed = []
     for offset, r in measured:
         sends = dict(r.data.get("sends_10ms") or {"bin_ms": 10, "counts": []})
         sends["start_ns"] = round((offset - origin) * 1e9)
-        placed.append(Result({**r.data, "sends_10ms": sends}))
-    merged = dict(merge(placed).data)
-    merged["timeseries"] = [
-        {**p, "second": int(p["second"] + round(o - origin))}
-        for o, r in measured
-        for p in r.data.get("timeseries", [])
-    ]
-    return merged
+        shift = math.floor(offset - origin + 1e-9)
+        points = [{**p, "second": int(p["second"]) + shift} for p in r.data.get("timeseries", [])]
+        placed.append(Result({**r.data, "sends_10ms": sends, "timeseries": points}))
+    return dict(merge(placed).data)
 
 
 def launch(specs: Sequence[dict[str, Any]], deadline_s: float) -> list[Result]:
