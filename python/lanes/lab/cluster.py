@@ -143,6 +143,8 @@ class Pool:
     def __init__(self, config: Cluster, streams: Sequence[str], corpus: Mapping[str, Path]) -> None:
         ray = _ray()
         self.config = config
+        self.actors: list[Any] = []
+        self.actor_nodes: list[Node] = []
         self._connected = connect(config.ray)
         try:
             nodes = alive_nodes()
@@ -159,8 +161,6 @@ class Pool:
             remote = ray.remote(num_cpus=0, max_restarts=0, max_task_retries=0)(_Generator)
             texts = {m: Path(p).read_text(encoding="utf-8") for m, p in corpus.items()}
             tag = uuid.uuid4().hex[:8]
-            self.actors: list[Any] = []
-            self.actor_nodes: list[Node] = []
             for m, node in enumerate(self.nodes):
                 for s, model in enumerate(streams):
                     strategy = NodeAffinitySchedulingStrategy(node.node_id, soft=False)
@@ -294,11 +294,11 @@ class Pool:
         ray = sys.modules.get("ray")
         if ray is None:
             return
-        for actor in getattr(self, "actors", []):
+        for actor in self.actors:
             with suppress(Exception):  # already dead: nothing to end
                 ray.kill(actor, no_restart=True)
         self.actors = []
-        if getattr(self, "_connected", False) and ray.is_initialized():
+        if self._connected and ray.is_initialized():
             ray.shutdown()
             self._connected = False
 
