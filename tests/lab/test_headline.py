@@ -56,6 +56,19 @@ def test_a_row_per_variant_with_intervals() -> None:
     assert every == "250 rps (+50 rps)"  # the mean and its resolution
     assert at_200 == f"2.00{TIMES}"  # 80 / 40 and 120 / 60: no spread
     assert at_300 == "9 rps vs 0"  # no ratio to a goodput of 0
+
+
+def test_a_collapsed_baseline_is_shown_as_a_figure_not_divided_by() -> None:
+    # The demo once printed "1001.00x": 250 req/s against a baseline's 0.2 at 500 offered.
+    head = hl.headline(
+        summary(
+            base=variant([100.0], [150.0], [[50.0], [200.0], [2.0]]),
+            sjf=variant([200.0], [250.0], [[50.0], [220.0], [250.0]]),
+        )
+    )
+    at_200, at_300 = head.rows[1][-2:]
+    assert at_200 == f"1.10{TIMES}"  # a baseline at 100 % of 200 offered: a ratio
+    assert at_300 == "250 rps vs 2"  # 2 of 300 offered (< 1 %): both figures
     assert head.rows[0][3] == f"1.00{TIMES}"
 
 

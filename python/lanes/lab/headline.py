@@ -12,7 +12,9 @@ variant, which ``lanes demo`` prints and the report shows:
   (:func:`lanes.lab.aggregate.paired_ratio`);
 - the capacity at which every model meets the SLO;
 - the goodput ratio to the baseline at the highest grid levels (:data:`TOP_LEVELS`), with its
-  interval; where the baseline's goodput is 0 (no ratio), the variant's goodput ``"97 rps vs 0"``.
+  interval; where the baseline collapsed — its goodput under :data:`COLLAPSED` of the offered
+  load, 0 included — the two goodputs ``"250 rps vs 0.2"``: a ratio to almost nothing
+  (``1001x``) says nothing a reader can use.
 
 A missing figure is :data:`NONE`.
 """
@@ -27,6 +29,8 @@ from lanes.lab import aggregate as agg
 
 TOP_LEVELS = 2
 """How many of the highest grid levels get a goodput ratio."""
+COLLAPSED = 0.01
+"""A baseline goodput below this share of the offered load is shown as a figure, not divided by."""
 NONE = "-"
 TIMES = "\N{MULTIPLICATION SIGN}"
 
@@ -106,9 +110,12 @@ def _capacity(block: Mapping[str, Any], unit: str) -> str:
 
 
 def _goodput(level: Mapping[str, Any], paired: Mapping[str, Any] | None, base: float | None) -> str:
-    """The paired goodput ratio; where the baseline's goodput is 0, the variant's goodput."""
-    if paired is None and base == 0 and level.get("goodput_rps") is not None:
-        return f"{number(level['goodput_rps'])} rps vs 0"
+    """The paired goodput ratio; where the baseline collapsed (module doc), both goodputs."""
+    offered = level.get("offered_rps")
+    floor = COLLAPSED * offered if offered else 0.0
+    collapsed = base is not None and (base == 0 or base < floor)
+    if collapsed and level.get("goodput_rps") is not None:
+        return f"{number(level['goodput_rps'])} rps vs {number(base)}"
     return _ratio(paired)
 
 
