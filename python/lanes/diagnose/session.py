@@ -128,9 +128,10 @@ class Session:
         cpu = self._blocks.get("cpu") or {}
         syscalls = self._blocks.get("syscalls")
         calls = syscalls["calls"] if syscalls else None
+        counted = _counted_requests(requests, syscalls, self._window[1])
         ev = rules.Evidence(
             cores=int(cpu.get("cores") or 1),
-            requests=requests,
+            requests=counted,
             cpu=cpu.get("samples"),
             processes=self._blocks.get("processes"),
             oncpu=self._folded("oncpu"),
@@ -143,10 +144,10 @@ class Session:
         found = [f.to_json() for f in rules.diagnose(ev)]
         per_request = (
             {
-                name: round((row["calls"] or 0) / requests, 3)
+                name: round((row["calls"] or 0) / counted, 3)
                 for name, row in sorted(calls.items(), key=lambda kv: -(kv[1]["calls"] or 0))
             }
-            if calls and requests
+            if calls and counted
             else None
         )
         flames = self._render()
@@ -200,3 +201,16 @@ class Session:
             except Exception as err:
                 self.skipped.append(f"flame graph {key}: {err}")
         return out
+
+
+def _counted_requests(
+    requests: int, syscalls: dict[str, Any] | None, window_s: float | None
+) -> int:
+    """The requests of the seconds the syscall tracer counted: all of the window's, unless the
+    tracer had to be started again (the attach rule in :mod:`lanes.diagnose.syscalls`) and so
+    counted only the window's last ``seconds`` — then the window's requests scaled by that
+    share (the load is steady within a window)."""
+    if not syscalls or (syscalls.get("attempts") or 1) <= 1 or not window_s:
+        return requests
+    share = min(1.0, float(syscalls.get("seconds") or 0.0) / window_s)
+    return max(1, round(requests * share)) if requests else 0

@@ -15,18 +15,31 @@ Tool rule, cheapest first:
 
 Each runs attached to the process tree's PIDs from :meth:`SyscallRecorder.start` to
 :meth:`SyscallRecorder.stop` (SIGINT: each tool prints its summary on it); perf attaches to
-the threads alive at the start, strace follows new ones. The totals are summed over threads
-into ``{name: {"calls", "errors", "time_ms"}}`` (errors and time None where the tool does not
-give them); the session divides calls by the requests completed in the window to give calls
-**per request**, the figure the field reports read (``futex``, ``epoll_wait``,
-``recvfrom``/``sendto`` per request).
+the threads alive at the start (and, by inheritance, the threads those start later),
+strace follows new ones.
+
+Attaching races with threads that exit: perf opens a counter per thread and event, and a
+thread gone in between fails the whole tool ("No such process"; a thread-per-request server
+failed about one attach in two here). Attach rule: perf is given the threads at least
+:data:`_SETTLED_S` old (``-t``; a thread-per-request server's request threads are younger
+and are counted through their parent's inherited counters once they exit), and a tool that
+exits within :data:`_ATTACH_S` of its start failed to attach and is started again, at most
+:data:`_ATTEMPTS` times; the block then says how many seconds it counted (``seconds``) so the
+session divides by the requests of those seconds, not of the window.
+
+The totals are summed over threads into ``{name: {"calls", "errors", "time_ms"}}`` (errors
+and time None where the tool does not give them); the session divides calls by the requests
+completed in the window to give calls **per request**, the figure the field reports read
+(``futex``, ``epoll_wait``, ``recvfrom``/``sendto`` per request).
 """
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -35,6 +48,12 @@ if TYPE_CHECKING:
     from lanes.diagnose.tools import Tool
 
 _STOP_S = 20.0
+_ATTACH_S = 1.0
+"""A tracer still running this long after its start has attached."""
+_ATTEMPTS = 4
+"""Starts of a tracer that keeps failing to attach before the part is given up."""
+_SETTLED_S = 0.5
+"""Threads younger than this are not attached to (they may exit while perf opens counters)."""
 Calls = dict[str, dict[str, float | None]]
 """Per syscall name: ``calls``, ``errors`` and ``time_ms`` (None where the tool gives none)."""
 _PERF_ROW = re.compile(r"^\s+([a-z_0-9]+)\s+(\d+)\s+(\d+)\s+([0-9.]+)\s")
@@ -146,6 +165,31 @@ def syscall_events(perf: str) -> list[str]:
     return [*events, "raw_syscalls:sys_enter"] if "raw_syscalls:sys_enter" in known else events
 
 
+def settled_threads(pids: list[int], min_age_s: float = _SETTLED_S) -> list[int]:
+    """The threads of ``pids`` started at least ``min_age_s`` ago (``/proc/PID/task/TID/stat``
+    field 22, in clock ticks since boot); every thread when none is that old, so a process
+    that just started is still attached to."""
+    tick = os.sysconf("SC_CLK_TCK")
+    now = time.clock_gettime(time.CLOCK_BOOTTIME)
+    every: list[int] = []
+    settled: list[int] = []
+    for pid in pids:
+        try:
+            tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text()
+            except OSError:
+                continue  # gone already
+            every.append(tid)
+            started = int(stat.rsplit(")", 1)[1].split()[19]) / tick
+            if now - started >= min_age_s:
+                settled.append(tid)
+    return settled or every
+
+
 def _raise_nofile() -> None:
     """In the tracer's child: the open-file limit up to the hard limit (perf stat opens one
     descriptor per counter and thread)."""
@@ -185,17 +229,20 @@ class SyscallRecorder:
     _proc: subprocess.Popen[bytes] | None = None
     _log: IO[bytes] | None = None
     _tool: str | None = None
+    _attempts: int = 0
+    _attached_at: float = 0.0
 
     def start(self) -> None:
         perf, strace = self.tools["perf"], self.tools["strace"]
         out = self.folder / "syscalls.txt"
         pids = [str(p) for p in self.pids]
+        tids = ",".join(str(t) for t in settled_threads(self.pids)) or ",".join(pids)
         events = syscall_events(perf.path) if perf.path is not None and not self.timed else []
         if perf.path is not None and self.timed:
-            argv = [perf.path, "trace", "-s", "-p", ",".join(pids), "-o", str(out)]
+            argv = [perf.path, "trace", "-s", "-t", tids, "-o", str(out)]
             self._tool = "perf trace"
         elif perf.path is not None and events:
-            argv = [perf.path, "stat", "-x,", "-e", ",".join(events), "-p", ",".join(pids)]
+            argv = [perf.path, "stat", "-x,", "-e", ",".join(events), "-t", tids]
             argv += ["-o", str(out)]
             self._tool = "perf stat"
         elif strace.path is not None:
@@ -206,14 +253,29 @@ class SyscallRecorder:
         else:
             self.skipped.append(f"syscalls: skipped — {perf.why_not}; {strace.why_not}")
             return
-        self._log = open(self.folder / "syscalls.log", "wb")  # noqa: SIM115 - closed in stop()
-        self._proc = subprocess.Popen(
-            argv,
-            stdout=self._log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            preexec_fn=_raise_nofile,  # setrlimit only: safe in the forked child
-        )
+        self._attach(argv)
+
+    def _attach(self, argv: list[str]) -> None:
+        """Start the tracer until it stays up for :data:`_ATTACH_S` (the attach rule)."""
+        for attempt in range(1, _ATTEMPTS + 1):
+            self._attempts = attempt
+            if self._log is not None:
+                self._log.close()
+            self._log = open(self.folder / "syscalls.log", "wb")  # noqa: SIM115 - closed in stop()
+            self._attached_at = time.monotonic()
+            self._proc = subprocess.Popen(
+                argv,
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                preexec_fn=_raise_nofile,  # setrlimit only: safe in the forked child
+            )
+            try:
+                self._proc.wait(timeout=_ATTACH_S)
+            except subprocess.TimeoutExpired:
+                return  # attached
+            if attempt == _ATTEMPTS:
+                return  # stop() reports what the last attempt printed
 
     def stop(self) -> dict[str, Any] | None:
         """Stop the tracer and return ``{"tool", "calls": {name: {...}}}``, or None."""
@@ -237,6 +299,8 @@ class SyscallRecorder:
         if not calls:
             log = (self.folder / "syscalls.log").read_text(errors="replace").strip()
             why = (log.splitlines() or ["no summary written"])[-1]
-            self.skipped.append(f"syscalls: {self._tool} recorded nothing — {why}")
+            tries = f" ({self._attempts} attempts)" if self._attempts > 1 else ""
+            self.skipped.append(f"syscalls: {self._tool} recorded nothing{tries} — {why}")
             return None
-        return {"tool": self._tool, "calls": calls}
+        seconds = round(time.monotonic() - self._attached_at, 3)
+        return {"tool": self._tool, "calls": calls, "attempts": self._attempts, "seconds": seconds}
