@@ -82,3 +82,18 @@ def test_a_collapsed_baseline_is_shown_as_a_figure_not_divided_by() -> None:
 )
 def test_resolution(lows: list[float | None], highs: list[float | None], text: str) -> None:
     assert hl.resolution(block(lows, highs), " rps") == text
+
+
+def test_a_baseline_collapsed_in_one_repeat_is_shown_as_figures() -> None:
+    # A fresh `make demo` printed "441.48x [0.00, 2333.61]": one repeat of the baseline had
+    # collapsed (0.2 of 500 offered), the other had not, and the mean of the two per-repeat
+    # ratios was read as a gain.
+    head = hl.headline(
+        summary(
+            base=variant([100.0, 100.0], [150.0, 150.0], [[100.0, 100.0], [0.2, 240.0]]),
+            sjf=variant([200.0, 200.0], [250.0, 250.0], [[100.0, 100.0], [180.0, 200.0]]),
+        )
+    )
+    at_100, at_200 = head.rows[1][-2:]
+    assert at_100 == f"1.00{TIMES}"
+    assert at_200 == "190 rps vs 120"  # the means; 0.2 is under 1 % of 200 offered

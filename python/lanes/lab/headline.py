@@ -12,9 +12,10 @@ variant, which ``lanes demo`` prints and the report shows:
   (:func:`lanes.lab.aggregate.paired_ratio`);
 - the capacity at which every model meets the SLO;
 - the goodput ratio to the baseline at the highest grid levels (:data:`TOP_LEVELS`), with its
-  interval; where the baseline collapsed — its goodput under :data:`COLLAPSED` of the offered
-  load, 0 included — the two goodputs ``"250 rps vs 0.2"``: a ratio to almost nothing
-  (``1001x``) says nothing a reader can use.
+  interval; where the baseline collapsed in any repeat — its goodput under :data:`COLLAPSED` of
+  the offered load, 0 included — the two mean goodputs ``"250 rps vs 0.2"``: a ratio to almost
+  nothing (``1001x``, or a mean of per-repeat ratios with one such repeat: ``441x [0.00,
+  2334]``) says nothing a reader can use.
 
 A missing figure is :data:`NONE`.
 """
@@ -50,7 +51,7 @@ def headline(summary: Mapping[str, Any]) -> Headline:
     base = str(summary["baseline"])
     ratios = agg.ratios(summary, base)["variants"]
     labels = _labels(summary["variants"][base])
-    base_goodput = {lv["level"]: lv["goodput_rps"] for lv in summary["variants"][base]["levels"]}
+    base_levels = {lv["level"]: lv for lv in summary["variants"][base]["levels"]}
     top = sorted(labels)[-TOP_LEVELS:]
     steps = max(int(v["capacity_search"]["steps"]) for v in summary["variants"].values())
     columns = [
@@ -67,7 +68,7 @@ def headline(summary: Mapping[str, Any]) -> Headline:
         search = variant.get("capacity_search") or {}
         every = variant.get("every_model_capacity") or {}
         pairs = zip(variant["levels"], ratios[name]["goodput"], strict=True)
-        goodput = {lv["level"]: _goodput(lv, g, base_goodput.get(lv["level"])) for lv, g in pairs}
+        goodput = {lv["level"]: _goodput(lv, g, base_levels.get(lv["level"])) for lv, g in pairs}
         rows.append(
             [
                 name,
@@ -109,13 +110,20 @@ def _capacity(block: Mapping[str, Any], unit: str) -> str:
     return f"{number(block['capacity'])}{unit} ({resolution(block, unit)})"
 
 
-def _goodput(level: Mapping[str, Any], paired: Mapping[str, Any] | None, base: float | None) -> str:
-    """The paired goodput ratio; where the baseline collapsed (module doc), both goodputs."""
+def _goodput(
+    level: Mapping[str, Any], paired: Mapping[str, Any] | None, base: Mapping[str, Any] | None
+) -> str:
+    """The paired goodput ratio; where the baseline collapsed in any repeat (module doc), both
+    mean goodputs."""
+    if base is None or base.get("goodput_rps") is None:
+        return _ratio(paired)
     offered = level.get("offered_rps")
     floor = COLLAPSED * offered if offered else 0.0
-    collapsed = base is not None and (base == 0 or base < floor)
+    repeats = [float(g) for g in (base.get("goodput_rps_by_repeat") or {}).values()]
+    repeats = repeats or [float(base["goodput_rps"])]
+    collapsed = any(g == 0 or g < floor for g in repeats)
     if collapsed and level.get("goodput_rps") is not None:
-        return f"{number(level['goodput_rps'])} rps vs {number(base)}"
+        return f"{number(level['goodput_rps'])} rps vs {number(base['goodput_rps'])}"
     return _ratio(paired)
 
 
