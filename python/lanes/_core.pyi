@@ -190,7 +190,7 @@ class ProbeRun:
         """``(host, port)`` of the metrics endpoint, if one was asked for."""
 
     def metrics(self) -> str:
-        """The metrics in Prometheus' text format."""
+        """The metrics as OpenMetrics text."""
 
 def probe_start(spec: dict[str, Any]) -> ProbeRun:
     """Check a probe spec (see lanes.probe.spec), load the targets, open the sockets and start
@@ -216,7 +216,7 @@ class ArbiterRun:
         """Wait for the end; raise ``LanesError`` if the run failed (``output_failed``)."""
 
     def metrics(self) -> str | None:
-        """The metrics in Prometheus' text format; ``None`` once stopped."""
+        """The metrics as OpenMetrics text; ``None`` once stopped."""
 
     def stats(self) -> str | None:
         """The STATS_REPLY JSON document; ``None`` once stopped."""

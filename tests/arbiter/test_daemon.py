@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from lanes.arbiter.protocol import (
     ACQUIRE,
@@ -433,9 +434,23 @@ def test_sigterm_rejects_queued_acquires_removes_the_socket_and_writes_the_timel
     assert c.grant()[0] == 1
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=DEADLINE_S) as r:
         text = r.read().decode()
+        assert r.headers["Content-Type"] == (
+            "application/openmetrics-text; version=1.0.0; charset=utf-8"
+        )
     assert 'lanes_arbiter_device_queued{device="sim:0"} 1' in text
     assert 'lanes_arbiter_releases_total{cause="release"} 1' in text
     assert 'lanes_arbiter_grant_wait_seconds_count{model="m"} 2' in text
+    assert text.endswith("\n# EOF\n")
+    samples = {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+    }
+    assert samples[("lanes_arbiter_grants_total", ())] == 2
+    assert samples[("lanes_arbiter_device_running", (("device", "sim:0"),))] == 1
+    wait = "lanes_arbiter_grant_wait_seconds_bucket"
+    assert samples[(wait, (("le", "+Inf"), ("model", "m")))] == 2
+    assert samples[(wait, (("le", "1.0"), ("model", "m")))] == 2
     proc.send_signal(signal.SIGTERM)
     assert c.reject()[:2] == (2, R_SHUTTING_DOWN)
     wait_for(c.closed, "the close")

@@ -10,11 +10,14 @@ from pathlib import Path
 
 import pytest
 from probe_support import MODES, port_of
+from prometheus_client.openmetrics.parser import text_string_to_metric_families
 
 from lanes import probe
 from lanes.errors import LanesError
 from lanes.probe.webhook import Webhook
 from loopback import free_port, serve
+
+OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"
 
 
 def drain(run: probe.Run) -> list[probe.Message]:
@@ -54,7 +57,7 @@ def test_messages_are_typed_and_in_order(
     assert line.startswith(f'{{"target": "127.0.0.1:{port_of(listener)}", "name": "a", ')
 
 
-def test_metrics_endpoint_serves_prometheus_text(
+def test_metrics_endpoint_serves_openmetrics_text(
     listener: socket.socket, write_targets: Callable[..., Path]
 ) -> None:
     path = write_targets(f"127.0.0.1:{port_of(listener)}")
@@ -67,10 +70,21 @@ def test_metrics_endpoint_serves_prometheus_text(
         host, port = address
         with urllib.request.urlopen(f"http://{host}:{port}/metrics", timeout=5) as response:
             text = response.read().decode()
-            assert response.headers["Content-Type"].startswith("text/plain; version=0.0.4")
+            assert response.headers["Content-Type"] == OPENMETRICS
         assert 'lanes_probe_targets{state="up"} 1' in text.splitlines()
         assert "lanes_probe_rounds_total 1" in text.splitlines()
+        assert text.endswith("\n# EOF\n")
         assert run.metrics().splitlines()[:4] == text.splitlines()[:4]
+        families = {f.name: f for f in text_string_to_metric_families(text)}
+        assert families["lanes_probe_rounds"].type == "counter"
+        assert families["lanes_probe_round_duration_seconds"].type == "histogram"
+        assert {s.labels["mode"] for s in families["lanes_probe_info"].samples} == {"connect"}
+        count = [
+            s.value
+            for s in families["lanes_probe_round_duration_seconds"].samples
+            if s.name.endswith("_count")
+        ]
+        assert count == [1]
     finally:
         run.stop()
         assert run.wait(5.0)

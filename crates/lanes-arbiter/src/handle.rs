@@ -170,7 +170,7 @@ impl Arbiter {
         rx.recv_timeout(Duration::from_secs(5)).ok()
     }
 
-    /// The metrics in Prometheus' text format; `None` once stopped.
+    /// The metrics as OpenMetrics text; `None` once stopped.
     pub fn metrics(&self) -> Option<String> {
         self.ask(Event::Metrics)
     }

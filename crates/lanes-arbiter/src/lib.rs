@@ -7,7 +7,7 @@
 //! - [`protocol`]: the wire protocol's messages and pure codec (docs/arbiter-protocol.md);
 //! - [`state`]: every decision — acquire, grant, release, disconnect, revoke,
 //!   deadline expiry — as methods of a plain [`State`], tested without async;
-//! - [`metrics`]: counters and their Prometheus text; [`timeline`]: the
+//! - [`metrics`]: counters and their OpenMetrics text; [`timeline`]: the
 //!   Chrome-trace device timeline;
 //! - [`daemon`]: the socket, the actor task that owns the `State`, the
 //!   connection tasks; [`handle`]: the [`Arbiter`] handle that runs them on a thread;

@@ -166,7 +166,7 @@ impl State {
             queued_by_set: FxHashMap::default(),
             deadlines: BinaryHeap::new(),
             holds: BinaryHeap::new(),
-            counters: Counters::new(config.devices.len()),
+            counters: Counters::new(&config.devices),
             timeline: (config.trace_events > 0)
                 .then(|| Timeline::new(config.devices.len(), config.trace_events)),
             notices: Vec::new(),
@@ -176,7 +176,7 @@ impl State {
 
     /// A new connection, before its HELLO.
     pub fn connect(&mut self, conn: ConnId) {
-        self.counters.connections += 1;
+        self.counters.connection();
         self.conns.insert(
             conn,
             Conn {
@@ -287,7 +287,7 @@ impl State {
         let m = self.model_names.len() as ModelId;
         self.models.insert(name.to_owned(), m);
         self.model_names.push(name.to_owned());
-        self.counters.add_model();
+        self.counters.add_model(name);
         Some(m)
     }
 
@@ -564,7 +564,7 @@ impl State {
             let Some((device, _)) = info.granted else {
                 continue;
             };
-            self.counters.hold_exceeded += 1;
+            self.counters.hold_exceeded();
             let (service, pid) = self
                 .conns
                 .get(&info.conn)

@@ -287,7 +287,7 @@ fn max_hold_counts_once_and_revoke_takes_back() {
         assert!(out.is_empty());
         s.tick(100, &mut out);
         s.dispatch(100, &mut out);
-        assert_eq!(s.counters.hold_exceeded, 1);
+        assert_eq!(s.counters.hold_exceeded_total(), 1);
         assert_eq!(s.take_notices().len(), 1);
         if revoke {
             assert_eq!(
@@ -309,7 +309,7 @@ fn max_hold_counts_once_and_revoke_takes_back() {
             assert!(out.is_empty());
             out.clear();
             s.tick(1000, &mut out);
-            assert_eq!(s.counters.hold_exceeded, 1); // once per grant
+            assert_eq!(s.counters.hold_exceeded_total(), 1); // once per grant
             assert_eq!(s.next_wake(), None);
         }
     }
@@ -379,7 +379,7 @@ fn stats_metrics_and_timeline_report_the_state() {
     assert_eq!(stats["clients"], 1);
     let text = s.render_metrics(3_000_000_000);
     assert!(
-        text.contains("lanes_arbiter_device_busy_seconds_total{device=\"sim:0\"} 2\n"),
+        text.contains("lanes_arbiter_device_busy_seconds_total{device=\"sim:0\"} 2.0\n"),
         "{text}"
     );
     let trace: serde_json::Value = serde_json::from_str(&s.timeline_json().unwrap()).unwrap();

@@ -4,11 +4,12 @@
 //! The rule, for each accepted connection (one request per connection, then
 //! the connection closes):
 //! - `GET /metrics` or `GET /` (any query string) asks `render` for the page:
-//!   `Some(text)` is `200` with `Content-Type: text/plain; version=0.0.4;
-//!   charset=utf-8` (Prometheus text format 0.0.4); `None` (the owner is
-//!   stopping) is `503`;
+//!   `Some(text)` is `200` with [`CONTENT_TYPE`], OpenMetrics text 1.0.0 (what
+//!   `prometheus_client::encoding::text::encode` writes); `None` (the owner
+//!   is stopping) is `503`;
 //! - `GET` of any other path is `404`; any other method is `405` with
-//!   `Allow: GET`. Neither calls `render`;
+//!   `Allow: GET`. Neither calls `render`. These and the `503` are a line of
+//!   [`ERROR_CONTENT_TYPE`];
 //! - the request head must arrive within [`HEAD_TIMEOUT`] and fit in
 //!   [`HEAD_LIMIT`] bytes, so a slow or silent client cannot hold a task:
 //!   past the time the connection is closed, past the size hyper answers `431`.
@@ -17,7 +18,7 @@
 //! # async fn run() -> std::io::Result<()> {
 //! let listener = tokio::net::TcpListener::bind("127.0.0.1:9100").await?;
 //! tokio::spawn(lanes_metrics_http::serve(listener, || async {
-//!     Some("up 1\n".to_string())
+//!     Some("up 1\n# EOF\n".to_string())
 //! }));
 //! # Ok(())
 //! # }
@@ -41,8 +42,11 @@ use tokio::net::TcpListener;
 pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 /// The largest request head accepted, bytes (hyper's smallest read buffer).
 pub const HEAD_LIMIT: usize = 8192;
-/// The Prometheus text exposition format, version 0.0.4.
-pub const CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+/// The OpenMetrics text exposition format, version 1.0.0, which Prometheus
+/// asks for first.
+pub const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The type of the one-line answers that are no page (`404`, `405`, `503`).
+pub const ERROR_CONTENT_TYPE: &str = "text/plain; charset=utf-8";
 
 /// Serves the page `render` produces on `listener` until the runtime stops
 /// (see the module docs for the rule). `render` runs once per scrape, on the
@@ -107,9 +111,14 @@ where
         ),
         _ => (StatusCode::METHOD_NOT_ALLOWED, "GET only\n".to_string()),
     };
+    let kind = if status == StatusCode::OK {
+        CONTENT_TYPE
+    } else {
+        ERROR_CONTENT_TYPE
+    };
     let mut response = Response::builder()
         .status(status)
-        .header(header::CONTENT_TYPE, CONTENT_TYPE);
+        .header(header::CONTENT_TYPE, kind);
     if status == StatusCode::METHOD_NOT_ALLOWED {
         response = response.header(header::ALLOW, "GET");
     }
@@ -155,10 +164,10 @@ mod tests {
 
     #[tokio::test]
     async fn answers_by_method_and_path() {
-        let (addr, calls) = start(Some("up 1\n")).await;
+        let (addr, calls) = start(Some("up 1\n# EOF\n")).await;
         for (request, status, body, renders) in [
-            ("GET /metrics HTTP/1.1", "200 OK", "up 1\n", 1),
-            ("GET /?name=x HTTP/1.1", "200 OK", "up 1\n", 2),
+            ("GET /metrics HTTP/1.1", "200 OK", "up 1\n# EOF\n", 1),
+            ("GET /?name=x HTTP/1.1", "200 OK", "up 1\n# EOF\n", 2),
             (
                 "GET /nope HTTP/1.1",
                 "404 Not Found",
@@ -178,8 +187,13 @@ mod tests {
                 page.starts_with(&format!("HTTP/1.1 {status}\r\n")),
                 "{request}: {page}"
             );
+            let kind = if status == "200 OK" {
+                "application/openmetrics-text; version=1.0.0; charset=utf-8"
+            } else {
+                "text/plain; charset=utf-8"
+            };
             assert!(
-                page.contains(&format!("\r\nContent-Type: {CONTENT_TYPE}\r\n")),
+                page.contains(&format!("\r\nContent-Type: {kind}\r\n")),
                 "{page}"
             );
             assert!(page.contains("\r\nConnection: close\r\n"), "{page}");
@@ -204,6 +218,10 @@ mod tests {
             "{page}"
         );
         assert!(page.ends_with("\r\n\r\nstopping\n"), "{page}");
+        assert!(
+            page.contains("\r\nContent-Type: text/plain; charset=utf-8\r\n"),
+            "{page}"
+        );
     }
 
     #[tokio::test]

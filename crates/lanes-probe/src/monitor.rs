@@ -53,7 +53,6 @@ impl Monitor {
             .build()
             .map_err(|e| ProbeError::Socket(format!("event loop: {e}")))?;
         let (tx, messages) = flume::unbounded();
-        let metrics = Arc::new(Metrics::default());
         let enter = runtime.enter();
         let listener =
             match config.metrics {
@@ -72,16 +71,11 @@ impl Monitor {
         let metrics_addr = listener.as_ref().and_then(|l| l.local_addr().ok());
         let (prober, notices) = open(&config, loaded.len())?;
         drop(enter);
-        let mode = match prober {
-            Prober::Syn(ref p) => {
-                metrics.set_setup(Mode::Syn, Some(p.buffer().effective));
-                Mode::Syn
-            }
-            Prober::Connect => {
-                metrics.set_setup(Mode::Connect, None);
-                Mode::Connect
-            }
+        let (mode, buffer) = match prober {
+            Prober::Syn(ref p) => (Mode::Syn, Some(p.buffer().effective)),
+            Prober::Connect => (Mode::Connect, None),
         };
+        let metrics = Arc::new(Metrics::new(mode, buffer));
         for n in notices {
             let _ = tx.send(Message::Notice(n));
         }

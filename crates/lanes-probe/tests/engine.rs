@@ -104,7 +104,9 @@ fn metrics_are_served_and_stop_is_prompt() {
     read_until(&monitor, &mut log, |l| !l.rounds.is_empty());
     let page = get(addr, "/metrics");
     assert!(page.starts_with("HTTP/1.1 200 OK\r\n"), "{page}");
-    assert!(page.contains("Content-Type: text/plain; version=0.0.4"));
+    assert!(page
+        .contains("Content-Type: application/openmetrics-text; version=1.0.0; charset=utf-8\r\n"));
+    assert!(page.ends_with("\n# EOF\n"), "{page}");
     for line in [
         "lanes_probe_info{mode=\"connect\"} 1",
         "lanes_probe_targets{state=\"up\"} 1",

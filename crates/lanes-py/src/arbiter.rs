@@ -68,7 +68,7 @@ impl ArbiterRun {
         detached(py, || Ok(self.arbiter.join()?))
     }
 
-    /// The metrics in Prometheus' text format; `None` once stopped.
+    /// The metrics as OpenMetrics text; `None` once stopped.
     fn metrics(&self, py: Python<'_>) -> Option<String> {
         py.detach(|| self.arbiter.metrics())
     }

@@ -107,7 +107,7 @@ impl ProbeRun {
             .map(|a| (a.ip().to_string(), a.port()))
     }
 
-    /// The metrics in Prometheus' text format.
+    /// The metrics as OpenMetrics text.
     fn metrics(&self) -> String {
         self.monitor.metrics().render()
     }

@@ -192,7 +192,7 @@ class Run:
         self._native.result()
 
     def metrics(self) -> str:
-        """The metrics in Prometheus' text format."""
+        """The metrics as OpenMetrics text."""
         return self._native.metrics()
 
 

@@ -1,5 +1,5 @@
 //! What the state reports about itself: per-device queue lengths, the
-//! STATS_REPLY document, the Prometheus text and the timeline.
+//! STATS_REPLY document, the OpenMetrics text and the timeline.
 
 use lanes_policy::{DeviceSet, Nanos};
 
@@ -47,7 +47,7 @@ impl State {
         .to_string()
     }
 
-    /// Prometheus text of the daemon's metrics at `now`.
+    /// The daemon's metrics at `now`, as OpenMetrics text.
     pub fn render_metrics(&self, now: Nanos) -> String {
         let busy: Vec<f64> = (0..self.devices.len())
             .map(|d| self.sched.busy_time(d, now) as f64 / 1e9)
@@ -56,12 +56,10 @@ impl State {
             .map(|d| self.sched.running_on(d))
             .collect();
         self.counters.render(&crate::metrics::Gauges {
-            devices: &self.devices,
             busy_s: &busy,
             running: &running,
             queued: &self.queued_per_device(),
             clients: self.conns.len(),
-            models: &self.model_names,
         })
     }
 
