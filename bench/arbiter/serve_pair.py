@@ -78,7 +78,6 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 LANES = [sys.executable, "-m", "lanes"]
 HISTOGRAM = "lanes_arbiter_grant_wait_seconds"
-SERIES = re.compile(rf'{HISTOGRAM}_(bucket|sum|count)\{{model="([^"]+)"(?:,le="([^"]+)")?\}} (\S+)')
 BODY = '{"inputs":[{"name":"x","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]}]}'
 MODEL_PY = 'def predict(batch):\n    return {"y": batch["x"]}\n'
 
@@ -145,20 +144,23 @@ class Proc:
 
 
 def scrape(url: str) -> dict[str, Any]:
-    """The grant-wait histogram per model: {model: {"buckets": [(le, n)...], "sum", "count"}}."""
+    """The grant-wait histogram per model: {model: {"buckets": [(le, n)...], "sum", "count"}},
+    read from the daemon's OpenMetrics page with prometheus_client's parser."""
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families
+
     with urllib.request.urlopen(url, timeout=5) as r:
         text = r.read().decode()
     out: dict[str, dict[str, Any]] = {}
-    for line in text.splitlines():
-        m = SERIES.match(line)
-        if not m:
+    for family in text_string_to_metric_families(text):
+        if family.name != HISTOGRAM:
             continue
-        kind, model, le, value = m.groups()
-        h = out.setdefault(model, {"buckets": [], "sum": 0.0, "count": 0.0})
-        if kind == "bucket":
-            h["buckets"].append((float(le), float(value)))
-        else:
-            h[kind] = float(value)
+        for sample in family.samples:
+            h = out.setdefault(sample.labels["model"], {"buckets": [], "sum": 0.0, "count": 0.0})
+            kind = sample.name.removeprefix(f"{HISTOGRAM}_")
+            if kind == "bucket":
+                h["buckets"].append((float(sample.labels["le"]), float(sample.value)))
+            elif kind in ("sum", "count"):
+                h[kind] = float(sample.value)
     return out
 
 
