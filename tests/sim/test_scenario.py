@@ -143,6 +143,25 @@ def test_every_example_loads(path: Path) -> None:
     json.dumps(scenario.to_core(), allow_nan=False)
 
 
+def test_interpreter_and_busy_cores_reach_the_core_only_when_set(tmp_path: Path) -> None:
+    plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    assert "busy_cores" not in plain and "interpreter" not in plain
+    text = edit(
+        "cpu_cores = 8", "cpu_cores = 8\nbusy_cores = 0.5\n[host.interpreter]\nbatch_ms = 1.5"
+    )
+    host = Scenario.load(write(tmp_path, text)).to_core()["host"]
+    assert (host["busy_cores"], host["interpreter"]) == (
+        0.5,
+        {"batch_ms": 1.5, "handoff_ms": 0.0, "convoy_ms": 0.0},
+    )
+    empty = edit("cpu_cores = 8", "cpu_cores = 8\n[host.interpreter]")
+    assert Scenario.load(write(tmp_path, empty)).to_core()["host"]["interpreter"] == {
+        "batch_ms": 0.0,
+        "handoff_ms": 0.0,
+        "convoy_ms": 0.0,
+    }
+
+
 def test_trace_example_reads_its_trace() -> None:
     scenario = Scenario.load(EXAMPLES / "ocr-trace.toml")
     arrival = scenario.services[0].arrival
@@ -490,6 +509,42 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\nshared_cores = 1",
         ["host.shared_cores = 1", "true or false"],
+    ),
+    (
+        "busy-cores-all",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nbusy_cores = 8",
+        ["host.busy_cores = 8", "below cpu_cores (8)"],
+    ),
+    (
+        "busy-cores-negative",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nbusy_cores = -0.1",
+        ["host.busy_cores"],
+    ),
+    (
+        "interpreter-not-table",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ninterpreter = true",
+        ["host.interpreter = true", "must be a table: [host.interpreter]"],
+    ),
+    (
+        "interpreter-unknown-key",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ninterpreter = { batch_ms = 1, gil = 1 }",
+        ["host.interpreter.gil"],
+    ),
+    (
+        "interpreter-handoff-ms",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ninterpreter = { handoff_ms = -0.5 }",
+        ["host.interpreter.handoff_ms = -0.5", ">= 0"],
+    ),
+    (
+        "interpreter-batch-ms",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ninterpreter = { batch_ms = -1 }",
+        ["host.interpreter.batch_ms = -1", ">= 0"],
     ),
 ]
 

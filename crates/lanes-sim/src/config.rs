@@ -181,6 +181,47 @@ pub struct Host {
     /// with the CPU phases, so device work and CPU phases share the cores.
     #[serde(default)]
     pub shared_cores: bool,
+    /// Cores' worth of CPU that work outside the served requests keeps busy
+    /// all the time (another process on the host, e.g. the load generator):
+    /// slices of [`BUSY_SLICE_MS`] that queue for a core like any CPU phase,
+    /// one every `BUSY_SLICE_MS / busy_cores` ms.
+    #[serde(default)]
+    pub busy_cores: f64,
+    /// The server is one interpreter with a global lock (`lanes serve` in
+    /// Python: the GIL); `None` (the default): no such lock.
+    #[serde(default)]
+    pub interpreter: Option<Interpreter>,
+}
+
+/// Length of one slice of [`Host::busy_cores`]' background work, ms.
+pub const BUSY_SLICE_MS: f64 = 1.0;
+
+/// One host-wide interpreter lock that the server's Python work holds.
+///
+/// **Rule.** A phase that holds the lock starts with its thread waking up
+/// (`handoff_ms`, the lock not held), then asks for the lock. A free lock it
+/// takes at once; a held one it waits for (first come, first served, one
+/// holder), and when it is handed the lock, the lock stays idle for
+/// `convoy_ms` before the phase goes on (the GIL convoy: a released GIL waits
+/// for the thread it was handed to). Holding the lock it waits for a core; it
+/// releases both when it ends. The phases that hold it: every request's `pre` and `post`,
+/// and each batch's Python work ([`Interpreter::batch_ms`]: dispatch,
+/// collate, split, completion), which runs before the batch's runtime call
+/// while the batch holds its device. The runtime call itself (the GPU phase,
+/// or with `shared_cores` its core) and [`Host::busy_cores`] do not hold it:
+/// ONNX Runtime releases the GIL while a batch runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Interpreter {
+    /// Python work per batch, ms, holding the lock and a core.
+    #[serde(default)]
+    pub batch_ms: f64,
+    /// A thread's wake-up before each lock-holding phase, ms (lock not held).
+    #[serde(default)]
+    pub handoff_ms: f64,
+    /// The lock's idle time each time it is handed to a waiting phase, ms.
+    #[serde(default)]
+    pub convoy_ms: f64,
 }
 
 fn one() -> u32 {
@@ -230,6 +271,26 @@ impl Scenario {
         }
         if h.semaphore == 0 {
             return Err(self.invalid("host.semaphore".into(), 0, "must be >= 1"));
+        }
+        if !(non_negative(h.busy_cores) && h.busy_cores < h.cpu_cores as f64) {
+            return Err(self.invalid(
+                "host.busy_cores".into(),
+                h.busy_cores,
+                "must be a number >= 0 and below host.cpu_cores",
+            ));
+        }
+        if let Some(i) = &h.interpreter {
+            let keys = [
+                ("batch_ms", i.batch_ms),
+                ("handoff_ms", i.handoff_ms),
+                ("convoy_ms", i.convoy_ms),
+            ];
+            for (key, v) in keys {
+                if !non_negative(v) {
+                    let key = format!("host.interpreter.{key}");
+                    return Err(self.invalid(key, v, "must be a number >= 0"));
+                }
+            }
         }
         if h.eta.is_empty() || !h.eta.iter().all(|&e| positive(e)) {
             return Err(self.invalid(

@@ -19,6 +19,12 @@
 //!   bound round-robin to a GPU → waits for one of the service's workers on
 //!   that GPU and one of the GPU's semaphore permits, both held from before
 //!   pre until after post → GPU (overlapping whatever else runs there).
+//!
+//! With `host.interpreter` (the server's global lock,
+//! [`Interpreter`]) the CPU phases and each batch's Python
+//! work (`batch_ms`, before its runtime call, while the batch holds its
+//! device) wait for the lock, then for a core; with `host.busy_cores`
+//! background slices queue for cores throughout the run.
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
@@ -28,7 +34,7 @@ use lanes_serving::{Action, Batching, Grants, ModelConfig, Queued, ServingState}
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
-use crate::config::{Mode, Scenario, SimError};
+use crate::config::{Interpreter, Mode, Scenario, SimError, BUSY_SLICE_MS};
 use crate::host::{CpuPool, Gpu};
 use crate::stats::{GpuTime, PointResult, Recorder};
 use crate::workload::{ArrivalGen, CostSampler};
@@ -36,6 +42,10 @@ use crate::workload::{ArrivalGen, CostSampler};
 /// CPU-pool tokens with this bit are batches waiting for a core
 /// (`host.shared_cores`); the rest are requests' CPU phases.
 const BATCH_TOKEN: u32 = 1 << 31;
+/// Tokens with this bit are a batch's Python work (`host.interpreter.batch_ms`).
+const BATCH_PY_TOKEN: u32 = 1 << 30;
+/// The token of a background slice (`host.busy_cores`).
+const BUSY_TOKEN: u32 = 1 << 29;
 
 /// Fraction of arrivals that warm the host up and are not measured.
 pub const WARMUP_FRACTION: f64 = 0.05;
@@ -46,6 +56,12 @@ enum Ev {
     Cpu(u32),
     Gpu(u16, u32),
     Wake,
+    /// The next background slice is due (`host.busy_cores`).
+    Busy,
+    /// The phase that was handed the interpreter lock is awake (`convoy_ms`).
+    Lock(u32),
+    /// A lock-holding phase's thread is awake and asks for the lock.
+    Woken(u32),
 }
 
 impl Ev {
@@ -56,6 +72,9 @@ impl Ev {
             Self::Cpu(r) => 1 << 56 | u64::from(r),
             Self::Gpu(g, v) => 2 << 56 | u64::from(g) << 32 | u64::from(v),
             Self::Wake => 3 << 56,
+            Self::Busy => 4 << 56,
+            Self::Lock(t) => 5 << 56 | u64::from(t),
+            Self::Woken(t) => 6 << 56 | u64::from(t),
         }
     }
 
@@ -64,7 +83,10 @@ impl Ev {
             0 => Self::Arrival(word as u8),
             1 => Self::Cpu(word as u32),
             2 => Self::Gpu((word >> 32) as u16, word as u32),
-            _ => Self::Wake,
+            3 => Self::Wake,
+            4 => Self::Busy,
+            5 => Self::Lock(word as u32),
+            _ => Self::Woken(word as u32),
         }
     }
 }
@@ -150,6 +172,15 @@ struct Sim<'a> {
     reqs: Vec<Req>,
     free: Vec<u32>,
     cpu: CpuPool<u32>,
+    /// The interpreter lock: a pool of one (`host.interpreter`).
+    lock: Option<CpuPool<u32>>,
+    /// A batch's Python work, a thread's wake-up, the lock's idle time when
+    /// handed over, and a background slice (`busy`: its period), ns.
+    batch_py: u64,
+    handoff: u64,
+    convoy: u64,
+    busy_slice: u64,
+    busy_period: u64,
     gpus: Vec<Gpu>,
     /// The serving state (every mode but `semaphore`).
     state: Option<ServingState>,
@@ -241,6 +272,9 @@ impl<'a> Sim<'a> {
             })
             .collect();
         let state = serving_state(sc, mode)?;
+        let lock = sc.host.interpreter.as_ref();
+        let lock_ns =
+            |ms: fn(&Interpreter) -> f64| lock.map_or(0, |i| (ms(i) * 1e6).round() as u64);
         let n = sc.services.len();
         let pools = Pools {
             idle_workers: sc
@@ -262,6 +296,16 @@ impl<'a> Sim<'a> {
             reqs: Vec::with_capacity(1024),
             free: Vec::new(),
             cpu: CpuPool::new(sc.host.cpu_cores),
+            lock: lock.map(|_| CpuPool::new(1)),
+            batch_py: lock_ns(|i| i.batch_ms),
+            handoff: lock_ns(|i| i.handoff_ms),
+            convoy: lock_ns(|i| i.convoy_ms),
+            busy_slice: (BUSY_SLICE_MS * 1e6) as u64,
+            busy_period: if sc.host.busy_cores > 0.0 {
+                (BUSY_SLICE_MS * 1e6 / sc.host.busy_cores).round().max(1.0) as u64
+            } else {
+                0
+            },
             gpus: (0..g).map(|_| Gpu::new()).collect(),
             state,
             actions: Vec::new(),
@@ -282,6 +326,9 @@ impl<'a> Sim<'a> {
         };
         for i in 0..n {
             sim.schedule_arrival(i);
+        }
+        if sim.busy_period > 0 {
+            sim.at(0, Ev::Busy);
         }
         Ok(sim)
     }
@@ -306,6 +353,9 @@ impl<'a> Sim<'a> {
                 Ev::Cpu(r) => self.on_cpu_done(r),
                 Ev::Gpu(g, version) => self.on_gpu_done(g as usize, version),
                 Ev::Wake => self.on_wake(t),
+                Ev::Busy => self.on_busy(),
+                Ev::Lock(token) => self.take_core(token, self.phase_cost(token)),
+                Ev::Woken(token) => self.ask_lock(token, self.phase_cost(token)),
             }
         }
     }
@@ -415,17 +465,101 @@ impl<'a> Sim<'a> {
         let q = &mut self.reqs[r as usize];
         q.phase = phase;
         let cost = if phase == Phase::Pre { q.pre } else { q.post };
-        if self.cpu.request(r, cost).is_some() {
-            self.at(self.now + cost, Ev::Cpu(r));
+        self.cpu_phase(r, cost);
+    }
+
+    /// A CPU phase (`token`) of `cost` ns begins: if it holds the
+    /// interpreter lock ([`holds_lock`]) its thread wakes up (`handoff`, no
+    /// lock held) and asks for the lock; then it waits for a core.
+    fn cpu_phase(&mut self, token: u32, cost: u64) {
+        if self.lock.is_some() && holds_lock(token) {
+            if self.handoff > 0 {
+                self.at(self.now + self.handoff, Ev::Woken(token));
+            } else {
+                self.ask_lock(token, cost);
+            }
+            return;
+        }
+        self.take_core(token, cost);
+    }
+
+    /// `token` asks for the lock: a free lock is taken at once; a held one
+    /// is waited for, and then handed over ([`Self::handed_lock`]).
+    fn ask_lock(&mut self, token: u32, cost: u64) {
+        let lock = self.lock.as_mut().expect("only with a lock");
+        if lock.request(token, cost).is_some() {
+            self.take_core(token, cost);
         }
     }
 
-    fn on_cpu_done(&mut self, r: u32) {
-        self.release_core();
-        match self.reqs[r as usize].phase {
-            Phase::Pre => self.request_gpu(r),
-            Phase::Post => self.finish(r),
+    /// A released lock goes to `token`, which waited for it: the lock stays
+    /// idle `convoy` ns (its thread waking), then `token` asks for a core.
+    fn handed_lock(&mut self, token: u32, cost: u64) {
+        if self.convoy > 0 {
+            self.at(self.now + self.convoy, Ev::Lock(token));
+        } else {
+            self.take_core(token, cost);
         }
+    }
+
+    fn take_core(&mut self, token: u32, cost: u64) {
+        if self.cpu.request(token, cost).is_some() {
+            self.on_core(token, cost);
+        }
+    }
+
+    /// The cost of the lock-holding phase `token`, ns.
+    fn phase_cost(&self, token: u32) -> u64 {
+        if token & BATCH_PY_TOKEN != 0 {
+            return self.batch_py;
+        }
+        let q = &self.reqs[token as usize];
+        if q.phase == Phase::Pre {
+            q.pre
+        } else {
+            q.post
+        }
+    }
+
+    /// `token` got a core: a batch's runtime call starts on its device, any
+    /// other phase ends after `cost`.
+    fn on_core(&mut self, token: u32, cost: u64) {
+        if token & BATCH_TOKEN != 0 {
+            self.run_batch(token & !BATCH_TOKEN);
+        } else {
+            self.at(self.now + cost, Ev::Cpu(token));
+        }
+    }
+
+    fn on_cpu_done(&mut self, token: u32) {
+        self.release_core();
+        if holds_lock(token) {
+            if let Some((next, cost)) = self.lock.as_mut().and_then(CpuPool::release) {
+                self.handed_lock(next, cost);
+            }
+        }
+        if token == BUSY_TOKEN {
+            return;
+        }
+        if token & BATCH_PY_TOKEN != 0 {
+            self.batch_runtime(token & !BATCH_PY_TOKEN);
+            return;
+        }
+        match self.reqs[token as usize].phase {
+            Phase::Pre => self.request_gpu(token),
+            Phase::Post => self.finish(token),
+        }
+    }
+
+    /// A background slice (`host.busy_cores`) queues for a core; the next is
+    /// due one period later while requests remain to arrive or are in flight.
+    fn on_busy(&mut self) {
+        let in_flight = self.reqs.len() - self.free.len();
+        if self.generated == self.total && in_flight == 0 {
+            return;
+        }
+        self.cpu_phase(BUSY_TOKEN, self.busy_slice);
+        self.at(self.now + self.busy_period, Ev::Busy);
     }
 
     fn request_gpu(&mut self, r: u32) {
@@ -534,6 +668,17 @@ impl<'a> Sim<'a> {
         if measured {
             self.per_service[service].batch(n as usize);
         }
+        if self.batch_py > 0 {
+            self.cpu_phase(slot | BATCH_PY_TOKEN, self.batch_py);
+        } else {
+            self.batch_runtime(slot);
+        }
+    }
+
+    /// The batch in `slot` is ready for its runtime call: it starts on its
+    /// device, after waiting for a core if the cores are shared.
+    fn batch_runtime(&mut self, slot: u32) {
+        let cost = self.batches[slot as usize].cost;
         if !self.sc.host.shared_cores || self.cpu.request(slot | BATCH_TOKEN, cost).is_some() {
             self.run_batch(slot);
         }
@@ -552,11 +697,7 @@ impl<'a> Sim<'a> {
     /// A core of the CPU pool is free: the next waiting phase or batch takes it.
     fn release_core(&mut self) {
         if let Some((next, cost)) = self.cpu.release() {
-            if next & BATCH_TOKEN != 0 {
-                self.run_batch(next & !BATCH_TOKEN);
-            } else {
-                self.at(self.now + cost, Ev::Cpu(next));
-            }
+            self.on_core(next, cost);
         }
     }
 
@@ -702,6 +843,13 @@ impl<'a> Sim<'a> {
             services,
         }
     }
+}
+
+/// Whether a CPU phase holds the interpreter lock (when there is one): a
+/// request's pre or post and a batch's Python work do; a batch's runtime call
+/// and a background slice do not.
+fn holds_lock(token: u32) -> bool {
+    token & (BATCH_TOKEN | BUSY_TOKEN) == 0
 }
 
 /// The serving state for `mode` (none for `semaphore`): one model per

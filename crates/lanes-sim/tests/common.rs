@@ -63,6 +63,8 @@ pub fn ocr_unbatched() -> Scenario {
             semaphore: 1,
             eta: vec![1.0],
             shared_cores: false,
+            busy_cores: 0.0,
+            interpreter: None,
         },
         services: vec![
             service("cnn", 0.60, 2, 2.0, 5.0, 0.3, 1.0),
@@ -84,6 +86,8 @@ pub fn single_server(gpu: Cost) -> Scenario {
             semaphore: 1,
             eta: vec![1.0],
             shared_cores: false,
+            busy_cores: 0.0,
+            interpreter: None,
         },
         services: vec![Service {
             name: "only".into(),

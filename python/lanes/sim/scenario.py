@@ -40,7 +40,11 @@ SHARE_TOLERANCE = 1e-6
 _BUILTIN_DIR = Path(__file__).with_name("scenarios")
 
 _TOP_KEYS = ("name", "description", "slo_ms", "host", "service")
-_HOST_KEYS = ("gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta", "shared_cores")
+_HOST_KEYS = (
+    "gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta", "shared_cores", "busy_cores",
+    "interpreter",
+)  # fmt: skip
+_INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
     "name", "share", "workers_per_gpu", "arrival", "pre", "gpu", "post", "slo_ms", "deadline_ms",
     "batching",
@@ -117,9 +121,13 @@ class Host:
     k jobs progresses at ``eta(k) / k``."""
     shared_cores: bool = False
     """The GPUs are cores of the CPU pool (CPU executors): a running batch holds a core."""
+    busy_cores: float = 0.0
+    """Cores' worth of CPU that work outside the requests (e.g. the load generator) keeps busy."""
+    interpreter: Interpreter | None = None
+    """The server's global interpreter lock (the GIL); ``None``: no such lock."""
 
     def to_core(self) -> dict[str, Any]:
-        return {
+        core: dict[str, Any] = {
             "gpus": self.gpus,
             "cpu_cores": self.cpu_cores,
             "gpu_capacity": self.gpu_capacity,
@@ -127,6 +135,34 @@ class Host:
             "eta": list(self.eta),
             "shared_cores": self.shared_cores,
         }
+        # Only when set, so scenarios without them hand over what they always did.
+        if self.busy_cores:
+            core["busy_cores"] = self.busy_cores
+        if self.interpreter is not None:
+            core["interpreter"] = {
+                "batch_ms": self.interpreter.batch_ms,
+                "handoff_ms": self.interpreter.handoff_ms,
+                "convoy_ms": self.interpreter.convoy_ms,
+            }
+        return core
+
+
+@dataclass(frozen=True)
+class Interpreter:
+    """One interpreter lock on the host that the server's Python work holds (docs/sim.md).
+
+    Each request's ``pre`` and ``post`` and each batch's Python work (``batch_ms``, before its
+    runtime call) start with a thread's wake-up (``handoff_ms``), then take the lock (first come
+    first served; a lock handed to a waiting phase stays idle ``convoy_ms`` first), then a core;
+    the runtime call and ``busy_cores`` do not hold it.
+    """
+
+    batch_ms: float = 0.0
+    """Python work per batch, ms (dispatch, collate, split, completion)."""
+    handoff_ms: float = 0.0
+    """A thread's wake-up before each lock-holding phase, ms (the lock not held)."""
+    convoy_ms: float = 0.0
+    """The lock's idle time each time it is handed to a waiting phase, ms (the GIL convoy)."""
 
 
 @dataclass(frozen=True)
@@ -291,7 +327,18 @@ def _host(t: Table) -> Host:
     shared = t.raw.get("shared_cores", False)
     if not isinstance(shared, bool):
         t.fail("shared_cores", "must be true or false")
-    return Host(gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared)
+    busy = t.number("busy_cores", low=0, default=0.0)
+    if busy >= cpu_cores:
+        t.fail("busy_cores", f"must be a number >= 0 and below cpu_cores ({cpu_cores})")
+    interpreter = None
+    if t.has("interpreter"):
+        i = t.table(
+            "interpreter",
+            needs="must be a table: [host.interpreter] with batch_ms, handoff_ms, convoy_ms",
+        )
+        i.only(_INTERPRETER_KEYS)
+        interpreter = Interpreter(*(i.number(k, low=0, default=0.0) for k in _INTERPRETER_KEYS))
+    return Host(gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter)
 
 
 def _service(t: Table, slo_ms: float, base_dir: Path) -> Service:
