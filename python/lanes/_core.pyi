@@ -101,8 +101,8 @@ class Scheduler:
     ) -> Scheduler:
         """``policy``: ``fifo``, ``limit:K``, ``sjf[:alpha=A,slack=MS|off]``,
         ``fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS]``,
-        ``lanes[:alpha=A,slack=MS|off,fast=MS]`` (``sjf`` plus a fast slot per device for jobs
-        of estimated cost at most ``fast``) or ``edf``;
+        ``lanes[:alpha=A,slack=MS|off,fast=MS,hold=MS,budget=MS|off]`` (``sjf`` plus a fast
+        slot per device for jobs of estimated cost at most ``fast``, optionally gated) or ``edf``;
         ``capacities``: jobs each device runs at once (device ids are the indices).
         Raises ``LanesError`` (``unknown_policy``, ``bad_policy_argument``, ``bad_device_count``,
         ``bad_capacity``, ``bad_argument``)."""
@@ -155,6 +155,10 @@ class Scheduler:
 
     def dispatch(self, now_ns: int) -> list[tuple[str, int, int | str]]:
         """Decisions at ``now_ns``: ``("drop", job, reason)`` then ``("run", job, device)``."""
+
+    def next_wake(self) -> int | None:
+        """When a short job the fast lane's gate held back at the last ``dispatch`` is admitted
+        with no other event (call ``dispatch`` then); None when none was held back."""
 
     def complete(self, job: int, now_ns: int) -> tuple[int, int]:
         """Mark a running job finished; returns ``(device, held_ns)``. Raises ``not_running``."""

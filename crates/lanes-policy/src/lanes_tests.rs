@@ -414,3 +414,88 @@ fn short_jobs_wait_less_beside_long_ones() {
     assert!(worst_short_wait("lanes:alpha=0,slack=off") <= 5 * MS);
     assert!(worst_short_wait("lanes") <= 5 * MS);
 }
+
+/// One device runs job 1 (`running` ms, from 0); short job 2 (5 ms) arrives
+/// at `arrive` ms, and the scheduler dispatches then and at each of `at` (ms,
+/// increasing; job 1 never ends here: an estimate it overruns). Returns when
+/// job 2 started and the wake-up reported after each dispatch, in ms.
+fn gated(policy: &str, running: u64, arrive: u64, at: &[u64]) -> (Option<u64>, Vec<Option<u64>>) {
+    let mut s = scheduler(policy, 1);
+    let all = s.all_devices();
+    let mut out = Vec::new();
+    s.submit(Job::new(1, 0, running * MS, 0, all)).unwrap();
+    s.dispatch(0, &mut out);
+    s.submit(Job::new(2, 1, 5 * MS, arrive * MS, all)).unwrap();
+    let mut wakes = Vec::new();
+    for &now in std::iter::once(&arrive).chain(at) {
+        out.clear();
+        s.dispatch(now * MS, &mut out);
+        wakes.push(s.next_wake().map(|w| w / MS));
+        if runs(&out).contains(&(2, 0)) {
+            return (Some(now), wakes);
+        }
+    }
+    (None, wakes)
+}
+
+#[test]
+fn the_gate_holds_a_short_job_back_from_the_fast_slot() {
+    // (policy, running job ms, job 2 arrives ms, dispatches after ms,
+    //  job 2 starts at ms, wake-up after each dispatch)
+    type Case<'a> = (&'a str, u64, u64, &'a [u64], Option<u64>, &'a [Option<u64>]);
+    #[rustfmt::skip]
+    let cases: &[Case] = &[
+        // No gate: at once, no wake-up.
+        ("lanes", 90, 1, &[], Some(1), &[None]),
+        // Hold: only once it has waited 3 ms; the wake-up says when.
+        ("lanes:hold=3", 90, 1, &[3, 4], Some(4), &[Some(4), Some(4), None]),
+        ("fair:fast=20,hold=3", 90, 1, &[4], Some(4), &[Some(4), None]),
+        // Budget: the regular slot frees 89 ms after arrival: at once.
+        ("lanes:budget=10", 90, 1, &[], Some(1), &[None]),
+        // ... 5 ms after arrival (within 10): it waits for the regular slot;
+        // when that overruns its estimate, it goes once it has waited 10 ms.
+        ("lanes:budget=10", 25, 20, &[29, 30], Some(30), &[Some(30), Some(30), None]),
+        // Both: the hold's wake-up when the budget already admits it.
+        ("lanes:hold=3,budget=10", 90, 1, &[4], Some(4), &[Some(4), None]),
+        ("lanes:hold=3,budget=10", 25, 20, &[23, 30], Some(30), &[Some(30), Some(30), None]),
+        // A gate does not make a long job short (job 2 is 5 ms).
+        ("lanes:hold=3,fast=4", 90, 1, &[50], None, &[None, None]),
+    ];
+    for &(policy, running, arrive, at, start, wakes) in cases {
+        let (started, woke) = gated(policy, running, arrive, at);
+        assert_eq!(started, start, "{policy}");
+        assert_eq!(woke, wakes, "{policy}");
+    }
+}
+
+#[test]
+fn with_a_gate_the_fast_lane_takes_the_oldest_admitted_short_job() {
+    // One device runs a 90 ms job; short jobs (arrival ms, cost ms) queue.
+    // (policy, queued, dispatch at ms, started)
+    type Case<'a> = (&'a str, &'a [(u64, u64)], u64, &'a [JobId]);
+    let cases: &[Case] = &[
+        // Aging order without a gate: 5 + 4·3 = 17 < 15 + 4·1 = 19.
+        ("lanes", &[(1, 15), (3, 5)], 3, &[3]),
+        // With one, the oldest: job 2.
+        ("lanes:budget=0", &[(1, 15), (3, 5)], 3, &[2]),
+        ("lanes:hold=2", &[(1, 15), (3, 5)], 3, &[2]),
+        // The oldest is held back (1 ms short of its hold): nobody younger
+        // is admitted either.
+        ("lanes:hold=3", &[(1, 15), (3, 5)], 3, &[]),
+    ];
+    for &(policy, queued, now, expect) in cases {
+        let mut s = scheduler(policy, 1);
+        let all = s.all_devices();
+        let mut out = Vec::new();
+        s.submit(Job::new(1, 0, 90 * MS, 0, all)).unwrap();
+        s.dispatch(0, &mut out);
+        for (i, &(arrival, cost)) in queued.iter().enumerate() {
+            s.submit(Job::new(2 + i as JobId, 1, cost * MS, arrival * MS, all))
+                .unwrap();
+        }
+        out.clear();
+        s.dispatch(now * MS, &mut out);
+        let started: Vec<JobId> = runs(&out).into_iter().map(|(id, _)| id).collect();
+        assert_eq!(started, expect, "{policy}");
+    }
+}

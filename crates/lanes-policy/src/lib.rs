@@ -19,6 +19,7 @@
 
 pub mod error;
 pub mod estimator;
+pub mod gate;
 pub mod job;
 pub mod policy;
 mod queue;
@@ -27,6 +28,7 @@ mod share;
 
 pub use error::PolicyError;
 pub use estimator::{CostConfig, CostModel, Prior};
+pub use gate::FastGate;
 pub use job::{DeviceId, DeviceSet, Job, JobId, ModelId};
 pub use policy::Policy;
 pub use scheduler::{Completed, Decision, DeviceSpec, DropReason, Scheduler};

@@ -111,17 +111,29 @@
 //! `sjf` aging bound holds for regular slots unchanged: fast jobs take no
 //! regular slot.
 //!
-//! Arguments: `lanes:alpha=A,slack=MS,fast=MS` (`alpha` and `slack` as
-//! `sjf`; `fast` > 0, in milliseconds).
+//! Arguments: `lanes:alpha=A,slack=MS,fast=MS,hold=MS,budget=MS` (`alpha`
+//! and `slack` as `sjf`; `fast` > 0, in milliseconds; `hold` and `budget`
+//! gate the fast lane, below).
+//!
+//! ## The fast lane's gate (`hold`, `budget`)
+//!
+//! Both off by default; exact rule in [`crate::gate`]. **Hold**: a short job
+//! may take a fast slot only once it has waited `hold` (its batch grows
+//! meanwhile). **Budget**: a short job may take device d's fast slot only if
+//! d's regular slot is not expected (by the running jobs' estimated costs) to
+//! free within `budget` of the short job's arrival, or once it has waited
+//! `budget`. With a gate the fast lane takes the oldest admitted short job.
+//! `lanes:...,hold=MS,budget=MS|off` and `fair:...,fast=MS,hold=MS,budget=MS|off`
+//! (`fair` needs `fast` for either).
 
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Nanos, PolicyError, NANOS_PER_MS};
+use crate::{FastGate, Nanos, PolicyError, NANOS_PER_MS};
 
 /// The allowed policy names, for error messages.
 pub const ALLOWED: &str =
-    "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off], fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS], lanes[:alpha=A,slack=MS|off,fast=MS], edf";
+    "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off], fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS,fast=MS|off,hold=MS,budget=MS|off], lanes[:alpha=A,slack=MS|off,fast=MS,hold=MS,budget=MS|off], edf";
 
 /// `sjf`'s default aging rate α (cost-nanoseconds forgiven per nanosecond
 /// waited), chosen by simulation: docs/results/sim.md.
@@ -159,13 +171,16 @@ pub enum Policy {
         threshold: Nanos,
         cap: Nanos,
         fast: Option<Nanos>,
+        gate: FastGate,
     },
     /// `sjf` on the regular slots, plus one fast slot per device that a job
-    /// of estimated cost at most `fast` may take beside a long job.
+    /// of estimated cost at most `fast` may take beside a long job, when
+    /// `gate` admits it.
     Lanes {
         alpha: f64,
         slack: Option<Nanos>,
         fast: Nanos,
+        gate: FastGate,
     },
     /// Earliest deadline first, dropping jobs that cannot finish in time.
     Edf,
@@ -188,6 +203,7 @@ impl Policy {
             threshold: DEFAULT_FAIR_THRESHOLD,
             cap: DEFAULT_FAIR_CAP,
             fast: None,
+            gate: FastGate::default(),
         }
     }
 
@@ -197,6 +213,7 @@ impl Policy {
             alpha: DEFAULT_SJF_ALPHA,
             slack: DEFAULT_SJF_SLACK,
             fast: DEFAULT_LANES_FAST,
+            gate: FastGate::default(),
         }
     }
 
@@ -217,6 +234,15 @@ impl Policy {
             Self::Lanes { fast, .. } => Some(fast),
             Self::Fair { fast, .. } => fast,
             _ => None,
+        }
+    }
+
+    /// (`lanes`, `fair` with `fast`) when a short job may take an open fast
+    /// slot; the default (admit at once) under other policies.
+    pub fn fast_gate(&self) -> FastGate {
+        match *self {
+            Self::Lanes { gate, .. } | Self::Fair { gate, .. } => gate,
+            _ => FastGate::default(),
         }
     }
 
@@ -270,12 +296,13 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
     let (mut threshold, mut cap) = (DEFAULT_FAIR_THRESHOLD, DEFAULT_FAIR_CAP);
     let mut fast = DEFAULT_LANES_FAST;
     let mut fair_fast = None;
+    let mut gate = FastGate::default();
     let fair = family == Family::Fair;
     let lanes = family == Family::Lanes;
     let keys = match family {
         Family::Sjf => "alpha, slack",
-        Family::Fair => "alpha, slack, threshold, cap, fast",
-        Family::Lanes => "alpha, slack, fast",
+        Family::Fair => "alpha, slack, threshold, cap, fast, hold, budget",
+        Family::Lanes => "alpha, slack, fast, hold, budget",
     };
     for pair in args.split(',') {
         let Some((key, value)) = pair.split_once('=') else {
@@ -323,6 +350,15 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
                     ),
                 };
             }
+            ("hold", true, _) | ("hold", _, true) => gate.hold = milliseconds(name, "hold", value)?,
+            ("budget", true, _) | ("budget", _, true) => {
+                gate.budget = match value.trim() {
+                    "off" | "none" => None,
+                    v => Some(milliseconds(name, "budget", v).map_err(|_| {
+                        bad(name, "budget", value, "must be milliseconds >= 0 or off")
+                    })?),
+                };
+            }
             ("cap", true, _) => {
                 cap = milliseconds(name, "cap", value)?;
                 if cap == 0 {
@@ -336,8 +372,29 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
     }
     match family {
         Family::Sjf => return Ok(Policy::Sjf { alpha, slack }),
-        Family::Lanes => return Ok(Policy::Lanes { alpha, slack, fast }),
+        Family::Lanes => {
+            return Ok(Policy::Lanes {
+                alpha,
+                slack,
+                fast,
+                gate,
+            })
+        }
         Family::Fair => {}
+    }
+    if fair_fast.is_none() && !gate.is_open() {
+        let key = if gate.hold > 0 { "hold" } else { "budget" };
+        let value = args
+            .rsplit(',')
+            .filter_map(|p| p.split_once('='))
+            .find(|(k, _)| k.trim() == key)
+            .map_or("", |(_, v)| v);
+        return Err(bad(
+            name,
+            key,
+            value,
+            "gates the fast lane, so it needs fast=MS",
+        ));
     }
     if threshold >= cap {
         let value = format!("{}", threshold as f64 / NANOS_PER_MS);
@@ -354,6 +411,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
         threshold,
         cap,
         fast: fair_fast,
+        gate,
     })
 }
 
@@ -410,6 +468,7 @@ impl fmt::Display for Policy {
                 threshold,
                 cap,
                 fast,
+                gate,
             } => {
                 if *self == Self::fair() {
                     return f.write_str("fair");
@@ -423,19 +482,36 @@ impl fmt::Display for Policy {
                     *cap as f64 / NANOS_PER_MS
                 )?;
                 match fast {
-                    Some(ns) => write!(f, ",fast={}", *ns as f64 / NANOS_PER_MS),
-                    None => Ok(()),
+                    Some(ns) => write!(f, ",fast={}", *ns as f64 / NANOS_PER_MS)?,
+                    None => return Ok(()),
                 }
+                write_gate(f, gate)
             }
-            Self::Lanes { alpha, slack, fast } => {
+            Self::Lanes {
+                alpha,
+                slack,
+                fast,
+                gate,
+            } => {
                 if *self == Self::lanes() {
                     return f.write_str("lanes");
                 }
                 write!(f, "lanes:")?;
                 write_shortest_first(f, *alpha, *slack)?;
-                write!(f, ",fast={}", *fast as f64 / NANOS_PER_MS)
+                write!(f, ",fast={}", *fast as f64 / NANOS_PER_MS)?;
+                write_gate(f, gate)
             }
         }
+    }
+}
+
+fn write_gate(f: &mut fmt::Formatter<'_>, gate: &FastGate) -> fmt::Result {
+    if gate.hold > 0 {
+        write!(f, ",hold={}", gate.hold as f64 / NANOS_PER_MS)?;
+    }
+    match gate.budget {
+        Some(ns) => write!(f, ",budget={}", ns as f64 / NANOS_PER_MS),
+        None => Ok(()),
     }
 }
 
@@ -485,6 +561,17 @@ mod tests {
                 "lanes:slack=off,fast=2.5,alpha=0",
                 "lanes:alpha=0,slack=off,fast=2.5",
             ),
+            ("lanes:hold=3", "lanes:alpha=4,slack=80,fast=20,hold=3"),
+            ("lanes:hold=0,budget=off", "lanes"),
+            (
+                "lanes:budget=10,fast=25",
+                "lanes:alpha=4,slack=80,fast=25,budget=10",
+            ),
+            (
+                "fair:fast=25,hold=2.5,budget=0",
+                "fair:alpha=4,slack=80,threshold=20,cap=200,fast=25,hold=2.5,budget=0",
+            ),
+            ("fair:hold=0,budget=off", "fair"),
         ];
         for (name, canonical) in cases {
             let p: Policy = name.parse().unwrap();
@@ -540,6 +627,19 @@ mod tests {
             ("fair:fast=0", "bad_policy_argument", "> 0 or off"),
             ("fair:fast=soon", "bad_policy_argument", "'soon'"),
             ("lanes:fast", "bad_policy_argument", "KEY=VALUE"),
+            ("lanes:hold=-1", "bad_policy_argument", "'-1'"),
+            ("lanes:hold=soon", "bad_policy_argument", "'soon'"),
+            ("lanes:budget=-2", "bad_policy_argument", "budget = '-2'"),
+            ("lanes:budget=soon", "bad_policy_argument", ">= 0 or off"),
+            ("fair:hold=3", "bad_policy_argument", "needs fast=MS"),
+            ("fair:budget=10", "bad_policy_argument", "budget = '10'"),
+            (
+                "fair:fast=off,budget=10",
+                "bad_policy_argument",
+                "needs fast=MS",
+            ),
+            ("sjf:hold=3", "bad_policy_argument", "alpha, slack"),
+            ("lanes:delay=3", "bad_policy_argument", "fast, hold, budget"),
         ];
         for (name, code, fragment) in cases {
             let err = name.parse::<Policy>().unwrap_err();

@@ -12,7 +12,9 @@
 //! - urgency key (`sjf`/`fair`/`lanes` with slack, jobs with a target): latest start `target − cost`
 //!   (an entry leaves for good once `now` passes it);
 //! - short key (`lanes`, jobs of cost at most `fast`): the order key, in a
-//!   heap of its own, so the fast lane finds the best short job at once;
+//!   heap of its own, so the fast lane finds the best short job at once
+//!   (with a fast-lane gate: the arrival, so the top is the oldest and the
+//!   gate, a cutoff on arrival, is tested on the top alone);
 //! - drop key (jobs with a deadline): the last instant the job may still be
 //!   dispatched — `deadline`, or `deadline − cost` under `edf`.
 
@@ -195,7 +197,12 @@ impl ReadyQueue {
                 .push(Reverse((latest_start, seq, slot, generation)));
         }
         if self.policy.fast_lane().is_some_and(|fast| job.cost <= fast) {
-            group.short.push(Reverse((order, seq, slot, generation)));
+            let key = if self.policy.fast_gate().is_open() {
+                order
+            } else {
+                job.arrival
+            };
+            group.short.push(Reverse((key, seq, slot, generation)));
         }
         self.index.insert(job.id, slot);
         let s = &mut self.slots[slot as usize];
@@ -340,31 +347,46 @@ impl ReadyQueue {
         best
     }
 
-    /// (`lanes`) the best short job (aging order) eligible for at least one
-    /// device in `open` (devices with an open fast slot), if any.
-    pub fn best_short(&mut self, open: DeviceSet) -> Option<Candidate> {
+    /// (`lanes`) the best short job (aging order; with a gate, oldest first)
+    /// eligible for at least one device in `open` (devices with an open fast
+    /// slot) on which `admit(arrival, devices)` lets it in (`Ok`: those
+    /// devices, non-empty), if any; the candidate's devices are those. Also
+    /// the earliest instant at which a group's best short job that `admit`
+    /// held back (`Err(instant)`) is let in, if any.
+    pub fn best_short(
+        &mut self,
+        open: DeviceSet,
+        admit: impl Fn(Nanos, DeviceSet) -> Result<DeviceSet, Nanos>,
+    ) -> (Option<Candidate>, Option<Nanos>) {
         let slots = &self.slots;
         let mut best: Option<Candidate> = None;
+        let mut held: Option<Nanos> = None;
         for group in &mut self.groups {
-            if group.live == 0 || group.devices.intersect(open).is_empty() {
+            let reachable = group.devices.intersect(open);
+            if group.live == 0 || reachable.is_empty() {
                 continue;
             }
             while let Some(top) = group.short.peek() {
                 if Self::is_live(slots, top) {
                     let Reverse((key, seq, slot, _)) = *top;
-                    if best.is_none_or(|b| (key, seq) < b.key) {
-                        best = Some(Candidate {
-                            class: Class::Normal,
-                            key: (key, seq),
-                            slot,
-                            devices: group.devices,
-                        });
+                    let arrival = slots[slot as usize].job.as_ref().map_or(0, |j| j.arrival);
+                    match admit(arrival, reachable) {
+                        Err(at) => held = Some(held.map_or(at, |h| h.min(at))),
+                        Ok(devices) if best.is_none_or(|b| (key, seq) < b.key) => {
+                            best = Some(Candidate {
+                                class: Class::Normal,
+                                key: (key, seq),
+                                slot,
+                                devices,
+                            });
+                        }
+                        Ok(_) => {}
                     }
                     break;
                 }
                 group.short.pop();
             }
         }
-        best
+        (best, held)
     }
 }

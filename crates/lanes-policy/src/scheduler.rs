@@ -19,7 +19,9 @@
 //! take a job, the best short job (cost at most `fast`, aging order) eligible
 //! for an open fast slot starts there, overlapping the long job; the device
 //! is chosen among open fast slots by the rule above. Long jobs never take a
-//! fast slot (rule: [`crate::policy`]).
+//! fast slot (rule: [`crate::policy`]). With a gate ([`crate::gate`]) a
+//! short job takes a fast slot only where the gate admits it, oldest first;
+//! [`Scheduler::next_wake`] says when a job held back is admitted.
 //!
 //! **Shares** (`fair`). [`Scheduler::complete`] charges the job's measured run
 //! time (`now − started`) to its model's deficit counter; the policy reads the
@@ -78,6 +80,9 @@ struct Device {
     long: u32,
     /// (`lanes`) a short job holds the fast slot.
     fast: bool,
+    /// (`lanes` with a budget gate) the jobs in regular slots and their
+    /// estimated ends (`started + cost`).
+    ends: Vec<(JobId, Nanos)>,
     /// Time with at least one job running, up to `busy_since`.
     busy: Nanos,
     busy_since: Nanos,
@@ -114,6 +119,9 @@ pub struct Scheduler {
     running: FxHashMap<JobId, Running>,
     /// Devices with a free slot.
     free: DeviceSet,
+    /// (fast-lane gate) when a short job held back at the last dispatch is
+    /// admitted by time alone.
+    wake: Option<Nanos>,
 }
 
 impl Scheduler {
@@ -135,6 +143,7 @@ impl Scheduler {
                 running: 0,
                 long: 0,
                 fast: false,
+                ends: Vec::new(),
                 busy: 0,
                 busy_since: 0,
             })
@@ -145,6 +154,7 @@ impl Scheduler {
             devices,
             queue: ReadyQueue::new(policy),
             running: FxHashMap::default(),
+            wake: None,
         })
     }
 
@@ -204,6 +214,14 @@ impl Scheduler {
         !self.free.is_empty() || !self.fast_open().is_empty()
     }
 
+    /// (fast-lane gate) the instant at which a short job that the gate held
+    /// back at the last [`Scheduler::dispatch`] is admitted with no other
+    /// event in between: call `dispatch` then. `None` when none was held back
+    /// or no fast slot is open any more (then only an event can change that).
+    pub fn next_wake(&self) -> Option<Nanos> {
+        self.wake.filter(|_| !self.fast_open().is_empty())
+    }
+
     /// (`lanes`) whether a short job holds `device`'s fast slot.
     pub fn fast_running(&self, device: DeviceId) -> bool {
         self.devices[device].fast
@@ -259,6 +277,8 @@ impl Scheduler {
             out.push(Decision::Drop { job, reason });
         }
         self.queue.settle();
+        self.wake = None;
+        let gate = self.policy.fast_gate();
         while self.queue.len() > 0 {
             if !self.free.is_empty() {
                 if let Some(candidate) = self.queue.best(self.free, now) {
@@ -274,7 +294,29 @@ impl Scheduler {
             if open.is_empty() {
                 break;
             }
-            let Some(candidate) = self.queue.best_short(open) else {
+            let devices = &self.devices;
+            let admit = |arrival: Nanos, reachable: DeviceSet| -> Result<DeviceSet, Nanos> {
+                if gate.is_open() {
+                    return Ok(reachable);
+                }
+                let end = |d: DeviceId| devices[d].ends.iter().map(|e| e.1).min().unwrap_or(now);
+                let admitted: DeviceSet = reachable
+                    .iter()
+                    .filter(|&d| gate.admits(arrival, now, end(d)))
+                    .collect();
+                if admitted.is_empty() {
+                    let at = reachable
+                        .iter()
+                        .map(|d| gate.admitted_at(arrival, now, end(d)));
+                    return Err(at.min().unwrap_or(Nanos::MAX));
+                }
+                Ok(admitted)
+            };
+            let (candidate, held) = self.queue.best_short(open, admit);
+            if let Some(at) = held {
+                self.wake = Some(self.wake.map_or(at, |w| w.min(at)));
+            }
+            let Some(candidate) = candidate else {
                 break;
             };
             let device = self.pick_device(candidate.devices.intersect(open), now);
@@ -307,6 +349,9 @@ impl Scheduler {
             Lane::RegularLong => d.long += 1,
             Lane::Regular => {}
         }
+        if lane != Lane::Fast && !self.policy.fast_gate().is_open() {
+            d.ends.push((job.id, now.saturating_add(job.cost)));
+        }
         if d.running - u32::from(d.fast) >= d.slots {
             self.free.0 &= !(1u64 << device);
         }
@@ -338,6 +383,7 @@ impl Scheduler {
         if d.running == 0 {
             d.busy += now.saturating_sub(d.busy_since);
         }
+        d.ends.retain(|e| e.0 != id);
         if r.lane != Lane::Fast {
             self.free.0 |= 1u64 << r.device;
         }

@@ -229,6 +229,13 @@ impl Scheduler {
             .collect()
     }
 
+    /// (fast-lane gate: `hold`, `budget`) when a short job held back at the
+    /// last `dispatch` is admitted with no other event: call `dispatch` then.
+    /// None when none was held back.
+    fn next_wake(&self) -> Option<u64> {
+        self.state().engine.next_wake()
+    }
+
     /// Marks running job `job` finished at `now_ns`; returns `(device,
     /// held_ns)`. Call `dispatch` afterwards to hand the slot on.
     fn complete(&self, py: Python<'_>, job: u64, now_ns: u64) -> PyResult<(usize, u64)> {

@@ -391,11 +391,15 @@ impl ServingState {
         self.pump(now, out);
     }
 
-    /// The next instant [`ServingState::poll`] has work, if any.
+    /// The next instant [`ServingState::poll`] has work, if any: a request
+    /// expires, a partial batch's timeout runs out, or an engine's fast-lane
+    /// gate admits a short job it held back.
     pub fn next_wake(&self) -> Option<Nanos> {
+        let engines = self.engines.iter().filter_map(Scheduler::next_wake);
         self.models
             .iter()
             .map(|s| s.queue.next_expiry().min(s.ready_at.unwrap_or(Nanos::MAX)))
+            .chain(engines)
             .min()
             .filter(|&t| t != Nanos::MAX)
     }

@@ -372,3 +372,26 @@ fn lanes_starts_a_short_batch_beside_a_long_one() {
         assert_eq!(s.inflight(1), u32::from(beside), "{policy}");
     }
 }
+
+#[test]
+fn a_gated_fast_lane_wakes_the_driver_and_the_batch_has_grown() {
+    // One device; m0 rows cost 90 ms (long), m1 rows 5 ms. m1's requests
+    // arrive at 1 and 2 ms; under `lanes:hold=3` the first may take the fast
+    // slot at 4 ms, which `next_wake` reports; polled then, both go together.
+    let mut s = state(
+        Grants::Engine("lanes:hold=3".parse().unwrap()),
+        1,
+        &[(batching(8, 0, 2), 90.0), (batching(8, 0, 2), 5.0)],
+    );
+    assert_eq!(
+        starts(&send(&mut s, 0, 0, req(1, 0, None))),
+        [(0, 0, vec![1])]
+    );
+    assert_eq!(starts(&send(&mut s, MS, 1, req(2, MS, None))), []);
+    assert_eq!(starts(&send(&mut s, 2 * MS, 1, req(3, 2 * MS, None))), []);
+    assert_eq!(s.next_wake(), Some(4 * MS));
+    let mut out = Vec::new();
+    s.poll(4 * MS, &mut out);
+    assert_eq!(starts(&out), [(1, 0, vec![2, 3])]);
+    assert_eq!(s.next_wake(), None);
+}

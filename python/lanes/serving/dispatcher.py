@@ -98,6 +98,7 @@ class Dispatcher:
         self._ids = itertools.count(1)
         self._shared: Scheduler | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._wake: asyncio.TimerHandle | None = None  # the fast-lane gate's next admission
         self._tasks: set[asyncio.Task[Any]] = set()
         self.occupancy = Occupancy([r.device.name for r in self.runners])
         self.timeline: Timeline | None = None
@@ -271,7 +272,22 @@ class Dispatcher:
                         continue
                     assert isinstance(arg, int)
                     self._start(s, engine, job, arg, now)
+        self._arm_wake()
         self._decision_point()
+
+    def _arm_wake(self) -> None:
+        """Dispatch again when the fast lane's gate (``hold``, ``budget``) admits a held job."""
+        if self._wake is not None:
+            self._wake.cancel()
+            self._wake = None
+        wakes = [w for w in (e.next_wake() for e in self.engines()) if w is not None]
+        if wakes and self._loop is not None:
+            delay = max(0, min(wakes) - now_ns()) / 1e9
+            self._wake = self._loop.call_later(delay, self._on_wake)
+
+    def _on_wake(self) -> None:
+        self._wake = None
+        self._pump()
 
     def _decision_point(self) -> None:
         """Open or close the idle-while-waiting intervals (the rule is in the module docs)."""
@@ -387,6 +403,8 @@ class Dispatcher:
         return error is None
 
     def close(self) -> None:
+        if self._wake is not None:
+            self._wake.cancel()
         for s in self.models.values():
             if s.timer is not None:
                 s.timer.cancel()
