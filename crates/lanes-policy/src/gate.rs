@@ -17,6 +17,11 @@
 //!   short job's arrival. A job that would get the regular slot within its
 //!   budget waits for it instead of slowing the long job; one whose long job
 //!   overran its estimate is admitted once it has waited `budget`.
+//! - **Burst** (`burst=MS`, qualifies `hold`). The hold applies only while
+//!   some long job has been queued for at least `burst` (its arrival is at
+//!   least `burst` before `now`): a long model is backlogged, a burst is on,
+//!   and device time a short job saves by batching goes to that backlog.
+//!   Otherwise a short job may take a fast slot at once (budget permitting).
 //!
 //! With both, a job needs both. Both are conditions on the job's arrival
 //! (admitted on d at `now` iff `arrival <= cutoff(d)`), so with a gate the
@@ -43,12 +48,29 @@ pub struct FastGate {
     /// The wait a short job accepts for a regular slot before it takes the
     /// fast one; `None`: no budget rule.
     pub budget: Option<Nanos>,
+    /// The hold applies only while a long job has been queued this long;
+    /// `None`: always.
+    pub burst: Option<Nanos>,
 }
 
 impl FastGate {
     /// Whether the gate admits every short job at once (no rule set).
     pub fn is_open(&self) -> bool {
         self.hold == 0 && self.budget.is_none()
+    }
+
+    /// The gate in force at `now`, given the earliest arrival of a queued
+    /// long job (`oldest_long`): with `burst`, the hold is dropped unless
+    /// that job has waited at least `burst`.
+    pub fn at(&self, now: Nanos, oldest_long: Option<Nanos>) -> FastGate {
+        let backlogged = match self.burst {
+            None => true,
+            Some(b) => oldest_long.is_some_and(|a| now.saturating_sub(a) >= b),
+        };
+        FastGate {
+            hold: if backlogged { self.hold } else { 0 },
+            ..*self
+        }
     }
 
     /// Whether a short job that arrived at `arrival` may take, at `now`, the
@@ -109,6 +131,7 @@ mod tests {
             let gate = FastGate {
                 hold: hold * MS,
                 budget: budget.map(|b| b * MS),
+                burst: None,
             };
             assert_eq!(
                 gate.admits(arrival * MS, now * MS, end * MS),
@@ -135,6 +158,7 @@ mod tests {
             let gate = FastGate {
                 hold: hold * MS,
                 budget: budget.map(|b| b * MS),
+                burst: None,
             };
             let at = gate.admitted_at(5 * MS, 6 * MS, end * MS);
             assert_eq!(at, expect * MS, "{gate:?} end {end}");
@@ -145,9 +169,33 @@ mod tests {
         }
         assert!(FastGate::default().is_open());
         assert!(!FastGate {
-            hold: 0,
-            budget: Some(0)
+            budget: Some(0),
+            ..FastGate::default()
         }
         .is_open());
+    }
+
+    #[test]
+    fn burst_keeps_the_hold_only_while_a_long_job_is_backlogged() {
+        // (burst ms, oldest queued long job's arrival ms, hold in force ms)
+        // at 100 ms, with hold=6.
+        let cases: &[(Option<u64>, Option<u64>, u64)] = &[
+            (None, None, 6),
+            (None, Some(99), 6),
+            (Some(50), None, 0),
+            (Some(50), Some(51), 0),
+            (Some(50), Some(50), 6),
+            (Some(50), Some(0), 6),
+        ];
+        for &(burst, oldest, expect) in cases {
+            let gate = FastGate {
+                hold: 6 * MS,
+                budget: Some(10 * MS),
+                burst: burst.map(|b| b * MS),
+            };
+            let now = gate.at(100 * MS, oldest.map(|a| a * MS));
+            assert_eq!(now.hold, expect * MS, "{gate:?} oldest {oldest:?}");
+            assert_eq!(now.budget, gate.budget);
+        }
     }
 }

@@ -499,3 +499,31 @@ fn with_a_gate_the_fast_lane_takes_the_oldest_admitted_short_job() {
         assert_eq!(started, expect, "{policy}");
     }
 }
+
+#[test]
+fn with_burst_the_hold_applies_only_while_a_long_job_is_backlogged() {
+    // One device runs long job 1 (90 ms, from 0); long job 2 (90 ms) queues
+    // at `long_at`; short job 3 (5 ms) arrives at 40 ms. Under
+    // `lanes:hold=6,burst=30` it is held only if job 2 has waited 30 ms.
+    // (long job 2 queued at ms, job 3 starts at 40 ms, wake-up ms)
+    let cases: &[(u64, bool, Option<u64>)] = &[(5, false, Some(46)), (20, true, None)];
+    for &(long_at, at_once, wake) in cases {
+        let mut s = scheduler("lanes:hold=6,burst=30", 1);
+        let all = s.all_devices();
+        let mut out = Vec::new();
+        s.submit(Job::new(1, 0, 90 * MS, 0, all)).unwrap();
+        s.dispatch(0, &mut out);
+        s.submit(Job::new(2, 0, 90 * MS, long_at * MS, all))
+            .unwrap();
+        s.submit(Job::new(3, 1, 5 * MS, 40 * MS, all)).unwrap();
+        out.clear();
+        s.dispatch(40 * MS, &mut out);
+        let started = runs(&out).contains(&(3, 0));
+        assert_eq!(started, at_once, "long job queued at {long_at}");
+        assert_eq!(
+            s.next_wake(),
+            wake.map(|w| w * MS),
+            "long job queued at {long_at}"
+        );
+    }
+}

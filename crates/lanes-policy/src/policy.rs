@@ -122,9 +122,12 @@
 //! meanwhile). **Budget**: a short job may take device d's fast slot only if
 //! d's regular slot is not expected (by the running jobs' estimated costs) to
 //! free within `budget` of the short job's arrival, or once it has waited
-//! `budget`. With a gate the fast lane takes the oldest admitted short job.
-//! `lanes:...,hold=MS,budget=MS|off` and `fair:...,fast=MS,hold=MS,budget=MS|off`
-//! (`fair` needs `fast` for either).
+//! `budget`. **Burst** (qualifies `hold`): the hold applies only while some
+//! long job has been queued for at least `burst` (a long model is
+//! backlogged). With a gate the fast lane takes the oldest admitted short job.
+//! `lanes:...,hold=MS,budget=MS|off,burst=MS|off` and
+//! `fair:...,fast=MS,hold=MS,budget=MS|off,burst=MS|off` (`fair` needs `fast`
+//! for any; `burst` needs `hold`).
 
 use std::fmt;
 use std::str::FromStr;
@@ -133,7 +136,7 @@ use crate::{FastGate, Nanos, PolicyError, NANOS_PER_MS};
 
 /// The allowed policy names, for error messages.
 pub const ALLOWED: &str =
-    "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off], fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS,fast=MS|off,hold=MS,budget=MS|off], lanes[:alpha=A,slack=MS|off,fast=MS,hold=MS,budget=MS|off], edf";
+    "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off], fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS,fast=MS|off,hold=MS,budget=MS|off,burst=MS|off], lanes[:alpha=A,slack=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf";
 
 /// `sjf`'s default aging rate α (cost-nanoseconds forgiven per nanosecond
 /// waited), chosen by simulation: docs/results/sim.md.
@@ -281,6 +284,16 @@ fn milliseconds(name: &str, key: &str, value: &str) -> Result<Nanos, PolicyError
         .ok_or_else(|| bad(name, key, value, "must be milliseconds >= 0"))
 }
 
+/// Milliseconds >= 0, or `off` / `none` for `None`.
+fn milliseconds_or_off(name: &str, key: &str, value: &str) -> Result<Option<Nanos>, PolicyError> {
+    match value.trim() {
+        "off" | "none" => Ok(None),
+        v => milliseconds(name, key, v)
+            .map(Some)
+            .map_err(|_| bad(name, key, value, "must be milliseconds >= 0 or off")),
+    }
+}
+
 /// Which shortest-first policy [`parse_shortest_first`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Family {
@@ -301,8 +314,8 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
     let lanes = family == Family::Lanes;
     let keys = match family {
         Family::Sjf => "alpha, slack",
-        Family::Fair => "alpha, slack, threshold, cap, fast, hold, budget",
-        Family::Lanes => "alpha, slack, fast, hold, budget",
+        Family::Fair => "alpha, slack, threshold, cap, fast, hold, budget, burst",
+        Family::Lanes => "alpha, slack, fast, hold, budget, burst",
     };
     for pair in args.split(',') {
         let Some((key, value)) = pair.split_once('=') else {
@@ -322,14 +335,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
                     .filter(|a| a.is_finite() && *a >= 0.0)
                     .ok_or_else(|| bad(name, "alpha", value, "must be a number >= 0"))?;
             }
-            ("slack", _, _) => {
-                slack = match value.trim() {
-                    "off" | "none" => None,
-                    v => Some(milliseconds(name, "slack", v).map_err(|_| {
-                        bad(name, "slack", value, "must be milliseconds >= 0 or off")
-                    })?),
-                };
-            }
+            ("slack", _, _) => slack = milliseconds_or_off(name, "slack", value)?,
             ("threshold", true, _) => threshold = milliseconds(name, "threshold", value)?,
             ("fast", false, true) => {
                 fast = milliseconds(name, "fast", value)?;
@@ -352,12 +358,10 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
             }
             ("hold", true, _) | ("hold", _, true) => gate.hold = milliseconds(name, "hold", value)?,
             ("budget", true, _) | ("budget", _, true) => {
-                gate.budget = match value.trim() {
-                    "off" | "none" => None,
-                    v => Some(milliseconds(name, "budget", v).map_err(|_| {
-                        bad(name, "budget", value, "must be milliseconds >= 0 or off")
-                    })?),
-                };
+                gate.budget = milliseconds_or_off(name, "budget", value)?;
+            }
+            ("burst", true, _) | ("burst", _, true) => {
+                gate.burst = milliseconds_or_off(name, "burst", value)?;
             }
             ("cap", true, _) => {
                 cap = milliseconds(name, "cap", value)?;
@@ -369,6 +373,15 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
                 return Err(bad(name, "argument", other, &format!("allowed are {keys}")));
             }
         }
+    }
+    if gate.burst.is_some() && gate.hold == 0 {
+        let value = format!("{}", gate.burst.unwrap_or(0) as f64 / NANOS_PER_MS);
+        return Err(bad(
+            name,
+            "burst",
+            &value,
+            "qualifies the hold, so it needs hold=MS > 0",
+        ));
     }
     match family {
         Family::Sjf => return Ok(Policy::Sjf { alpha, slack }),
@@ -509,8 +522,11 @@ fn write_gate(f: &mut fmt::Formatter<'_>, gate: &FastGate) -> fmt::Result {
     if gate.hold > 0 {
         write!(f, ",hold={}", gate.hold as f64 / NANOS_PER_MS)?;
     }
-    match gate.budget {
-        Some(ns) => write!(f, ",budget={}", ns as f64 / NANOS_PER_MS),
+    if let Some(ns) = gate.budget {
+        write!(f, ",budget={}", ns as f64 / NANOS_PER_MS)?;
+    }
+    match gate.burst {
+        Some(ns) => write!(f, ",burst={}", ns as f64 / NANOS_PER_MS),
         None => Ok(()),
     }
 }
@@ -572,6 +588,10 @@ mod tests {
                 "fair:alpha=4,slack=80,threshold=20,cap=200,fast=25,hold=2.5,budget=0",
             ),
             ("fair:hold=0,budget=off", "fair"),
+            (
+                "lanes:burst=100,hold=6",
+                "lanes:alpha=4,slack=80,fast=20,hold=6,burst=100",
+            ),
         ];
         for (name, canonical) in cases {
             let p: Policy = name.parse().unwrap();
@@ -639,6 +659,17 @@ mod tests {
                 "needs fast=MS",
             ),
             ("sjf:hold=3", "bad_policy_argument", "alpha, slack"),
+            (
+                "lanes:burst=100",
+                "bad_policy_argument",
+                "needs hold=MS > 0",
+            ),
+            ("lanes:hold=3,burst=soon", "bad_policy_argument", "'soon'"),
+            (
+                "fair:hold=3,burst=50",
+                "bad_policy_argument",
+                "needs fast=MS",
+            ),
             ("lanes:delay=3", "bad_policy_argument", "fast, hold, budget"),
         ];
         for (name, code, fragment) in cases {

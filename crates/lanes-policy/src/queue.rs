@@ -78,6 +78,8 @@ pub(crate) struct ReadyQueue {
     seq: u64,
     /// `fair` only: per-model deficit counters.
     shares: Option<Shares>,
+    /// (fast-lane gate with `burst`) long jobs by arrival.
+    long: BinaryHeap<Entry>,
 }
 
 impl ReadyQueue {
@@ -94,6 +96,7 @@ impl ReadyQueue {
                 Policy::Fair { threshold, cap, .. } => Some(Shares::new(threshold, cap)),
                 _ => None,
             },
+            long: BinaryHeap::new(),
         }
     }
 
@@ -203,6 +206,11 @@ impl ReadyQueue {
                 job.arrival
             };
             group.short.push(Reverse((key, seq, slot, generation)));
+        }
+        let gate = self.policy.fast_gate();
+        if gate.burst.is_some() && self.policy.fast_lane().is_some_and(|fast| job.cost > fast) {
+            self.long
+                .push(Reverse((job.arrival, seq, slot, generation)));
         }
         self.index.insert(job.id, slot);
         let s = &mut self.slots[slot as usize];
@@ -345,6 +353,18 @@ impl ReadyQueue {
             }
         }
         best
+    }
+
+    /// (fast-lane gate with `burst`) the earliest arrival of a queued long
+    /// job, if any.
+    pub fn oldest_long(&mut self) -> Option<Nanos> {
+        while let Some(top) = self.long.peek() {
+            if Self::is_live(&self.slots, top) {
+                return Some(top.0 .0);
+            }
+            self.long.pop();
+        }
+        None
     }
 
     /// (`lanes`) the best short job (aging order; with a gate, oldest first)

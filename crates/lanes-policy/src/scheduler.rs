@@ -294,6 +294,7 @@ impl Scheduler {
             if open.is_empty() {
                 break;
             }
+            let gate = gate.at(now, self.queue.oldest_long());
             let devices = &self.devices;
             let admit = |arrival: Nanos, reachable: DeviceSet| -> Result<DeviceSet, Nanos> {
                 if gate.is_open() {
