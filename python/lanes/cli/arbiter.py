@@ -82,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="sjf",
         metavar="NAME",
         help="fifo, limit:K, sjf[:alpha=A,slack=MS|off], fair[:...,threshold=MS,cap=MS], "
-        "lanes[:...,fast=MS,hold=MS,budget=MS|off], edf "
+        "lanes[:...,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf "
         "(default sjf)",
     )
     p.add_argument(

@@ -28,8 +28,8 @@ devices:  auto (default: every CUDA GPU, else one CPU executor per core, 1 intra
 policies: independent (each model its own workers, overlapping), fifo, limit:K,
           sjf[:alpha=A,slack=MS|off] (default), fair[:...,threshold=MS,cap=MS]
           (sjf with a per-model share of device time: docs/policies.md),
-          lanes[:...,fast=MS,hold=MS,budget=MS|off] (sjf plus a fast slot per device for
-          short jobs, optionally gated: docs/policies.md), edf
+          lanes[:...,fast=MS,hold=MS,budget=MS|off,burst=MS|off] (sjf plus a fast slot per
+          device for short jobs, optionally gated: docs/policies.md), edf
 environment: LANES_SERVE_DEVICES, LANES_SERVE_POLICY, LANES_SERVE_PORT, ... (any option)
 """
 

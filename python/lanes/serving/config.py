@@ -27,7 +27,7 @@ CONFIG_INVALID = "config_invalid"
 POLICIES = (
     "independent, fifo, limit:K, sjf[:alpha=A,slack=MS|off], "
     "fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS], "
-    "lanes[:alpha=A,slack=MS|off,fast=MS,hold=MS,budget=MS|off], edf"
+    "lanes[:alpha=A,slack=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf"
 )
 
 
