@@ -26,11 +26,10 @@ from typing import Any
 
 import aiohttp
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 import tritonclient.http as triton
-from onnx import TensorProto, helper
+from onnx_repository import write_onnx_repository
 from tritonclient.utils import InferenceServerException
 
 from lanes.errors import BAD_INPUT, LanesError
@@ -258,42 +257,6 @@ def client(h: Handle, **kwargs: Any) -> triton.InferenceServerClient:
 
 
 # -- servers --------------------------------------------------------------------------------------
-
-
-def write_onnx_repository(root: Path) -> Path:
-    """A repository with one ONNX model, ``affine``: ``y = relu(x @ W + b)`` (FP32 [N, 4] →
-    [N, 3]) and ``k = argmax(y, 1)`` (INT64 [N]). Returns the ONNX file."""
-    rng = np.random.default_rng(7)
-    w = helper.make_tensor("W", TensorProto.FLOAT, [4, 3], rng.normal(size=12).tolist())
-    b = helper.make_tensor("b", TensorProto.FLOAT, [3], rng.normal(size=3).tolist())
-    graph = helper.make_graph(
-        [
-            helper.make_node("MatMul", ["x", "W"], ["h"]),
-            helper.make_node("Add", ["h", "b"], ["a"]),
-            helper.make_node("Relu", ["a"], ["y"]),
-            helper.make_node("ArgMax", ["y"], ["k"], axis=1, keepdims=0),
-        ],
-        "affine",
-        [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 4])],
-        [
-            helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 3]),
-            helper.make_tensor_value_info("k", TensorProto.INT64, ["N"]),
-        ],
-        initializer=[w, b],
-    )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
-    model.ir_version = 8
-    folder = root / "affine"
-    folder.mkdir(parents=True)
-    onnx.save(model, str(folder / "model.onnx"))
-    (folder / "model.toml").write_text(
-        'adapter = "onnx"\nfile = "model.onnx"\n'
-        "[batching]\nmax_batch_size = 8\nbatch_timeout_micros = 50000\n"
-        '[[inputs]]\nname = "x"\ndatatype = "FP32"\nshape = [-1, 4]\n'
-        '[[outputs]]\nname = "y"\ndatatype = "FP32"\nshape = [-1, 3]\n'
-        '[[outputs]]\nname = "k"\ndatatype = "INT64"\nshape = [-1]\n'
-    )
-    return folder / "model.onnx"
 
 
 @dataclass
@@ -627,6 +590,16 @@ BAD: dict[str, Bad] = {
         "between 0 and the body length", **{HEADER_LENGTH: "100000"}
     ),
     "header-length-not-a-number": _binary("must be an integer", **{HEADER_LENGTH: "ten"}),
+    "header-length-underscored": _binary("must be an integer", **{HEADER_LENGTH: "1_0"}),
+    "too-many-dimensions": Bad(
+        400, "shape has 65 dimensions; at most 32", body(tensor(shape=[1] * 65, data=[1]))
+    ),
+    "corrupt-content-encoding": Bad(
+        400,
+        "request body cannot be read: Can not decode content-encoding: gzip",
+        body(),
+        {"Content-Encoding": "gzip"},
+    ),
     "binary-without-header-length": Bad(
         400, "no Inference-Header-Content-Length", binary_body(np.ones((1, 2)), raw=b"")[0]
     ),
@@ -659,7 +632,9 @@ BAD: dict[str, Bad] = {
         404, "no version '0'", None, path="/v2/models/double/versions/0/stats"
     ),
     "unknown-route": Bad(404, "no route /v2/nothing", None, path="/v2/nothing"),
-    "infer-by-get": Bad(405, "Method Not Allowed", None, method="GET"),
+    "infer-by-get": Bad(
+        405, "method GET not allowed on /v2/models/double/infer: POST", None, method="GET"
+    ),
     # 413: body over the limit (64 KiB here), JSON or binary
     "body-over-limit": Bad(413, "over the limit", body(tensor(), pad="x" * 100_000)),
     "binary-body-over-limit": Bad(

@@ -217,6 +217,8 @@ def input_json(**fields):
         (input_json(shape=[-1, 2]), "dimensions must be between 0"),
         (input_json(shape=[10**12]), "dimensions must be between 0"),
         (input_json(shape=[60000, 60000]), "elements, more than a body"),
+        (input_json(shape=[1] * 65, data=[1]), "shape has 65 dimensions; at most 32"),
+        (input_json(shape=[0] * 33, data=[]), "shape has 33 dimensions; at most 32"),
         (input_json(shape=[3]), "'data' has 2 elements; shape [3] needs 3"),
         (input_json(shape=[1]), "'data' has 2 elements; shape [1] needs 1"),
         (input_json(data=[[1, 2], [3]], shape=[3]), "nested arrays of equal lengths"),
@@ -357,7 +359,8 @@ def test_body_over_the_limit_is_413():
 def test_parse_header_length():
     assert parse_header_length(None) is None
     assert parse_header_length(" 42 ") == 42
-    for bad in ("abc", "", "4.5", "1" * 30, "\u00b2"):
+    assert parse_header_length("-1") == -1  # decode_request says it is out of range
+    for bad in ("abc", "", "4.5", "1" * 30, "\u00b2", "1_0", "0x10", "+"):
         with pytest.raises(WireError) as info:
             parse_header_length(bad)
         assert info.value.status == 400

@@ -10,19 +10,24 @@ Routes (each also under ``/v2/models/{m}/versions/{v}/...``):
   Triton-style statistics; ``GET /v2/trace?seconds=N`` — the device timeline of the last N
   seconds (default 10) as Chrome trace-event JSON (lanes.serving.timeline).
 - ``POST /v2/models/{m}/infer`` — JSON tensors or the binary tensor data extension.
+- ``GET /v2/openapi.json`` — the OpenAPI 3 document of all of the above (``openapi.json`` beside
+  this module, read once; tests/serving/test_openapi.py keeps it and these routes in step).
 
 Status codes (design.md §3): 400 malformed or invalid input · 404 unknown model or version ·
-413 body over the limit · 429 queue full · 503 not ready or draining · 504 deadline exceeded ·
-500 model failure. Every error body is ``{"error": "..."}``. A request's deadline is its
-``timeout`` parameter (µs, KServe) or the ``lanes-timeout-ms`` header, else the model's default;
-it applies until the request's batch starts on a device. A client that disconnects while its
-request is queued takes the request out of the queue.
+405 method not allowed (with ``Allow``) · 413 body over the limit · 429 queue full · 503 not
+ready or draining · 504 deadline exceeded · 500 model failure. Every error body is
+``{"error": "..."}``. A request's deadline is its ``timeout`` parameter (µs, KServe) or the
+``lanes-timeout-ms`` header, else the model's default; it applies until the request's batch
+starts on a device. A client that disconnects while its request is queued takes the request out
+of the queue.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
@@ -57,6 +62,8 @@ MAX_TIMEOUT_NS = 10**18
 """The longest deadline a request can ask for (~31 years): a longer ``timeout`` (µs) or
 ``lanes-timeout-ms`` (``inf`` included) is cut to it, so a deadline always fits the engine's u64
 nanoseconds and asyncio's float seconds."""
+OPENAPI_FILE = "openapi.json"
+"""The OpenAPI document of the REST API, a file of this package."""
 SERVER_KEY: web.AppKey[Server] = web.AppKey("server")
 log = logging.getLogger("lanes.serve")
 
@@ -75,6 +82,14 @@ async def errors_as_json(request: web.Request, handler: Any) -> web.StreamRespon
         return error(err.status, err.message)
     except web.HTTPRequestEntityTooLarge as err:
         return error(413, f"request body over the limit: {err.text}")
+    except web.RequestPayloadError as err:  # e.g. a body its Content-Encoding does not decode
+        why = getattr(err.__cause__, "message", "") or " ".join(str(err).split())
+        return error(400, f"request body cannot be read: {why}")
+    except web.HTTPMethodNotAllowed as err:
+        allowed = ", ".join(sorted(err.allowed_methods))
+        response = error(405, f"method {request.method} not allowed on {request.path}: {allowed}")
+        response.headers["Allow"] = allowed
+        return response
     except web.HTTPException as err:
         if err.status < 400:
             raise
@@ -95,6 +110,8 @@ def build_app(server: Server) -> web.Application:
     r.add_get("/v2", metadata)
     r.add_get("/v2/models/stats", all_stats)
     r.add_get("/v2/trace", trace)
+    openapi_document()  # read now: a package without it fails at start, not on a request
+    r.add_get("/v2/openapi.json", openapi)
     for base in ("/v2/models/{model}", "/v2/models/{model}/versions/{version}"):
         r.add_get(base, model_metadata)
         r.add_get(base + "/ready", model_ready)
@@ -120,6 +137,16 @@ def _served(request: web.Request) -> Served:
     if version is not None and version != s.model.version:
         raise Refusal(404, f"model '{name}' has no version '{version}' (it has {s.model.version})")
     return s
+
+
+@functools.cache
+def openapi_document() -> bytes:
+    """The OpenAPI document (:data:`OPENAPI_FILE`), read once."""
+    return resources.files("lanes.serving").joinpath(OPENAPI_FILE).read_bytes()
+
+
+async def openapi(request: web.Request) -> web.Response:
+    return web.Response(body=openapi_document(), content_type="application/json")
 
 
 async def live(request: web.Request) -> web.Response:

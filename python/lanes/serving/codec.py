@@ -10,7 +10,8 @@ as ``{"error": message}``; no numpy or json exception escapes for a malformed bo
 
 Request tensors
     ``{"name", "shape", "datatype", "data", "parameters"?}``. ``data`` is a JSON array, flat or
-    nested, read in row-major order; its element count must equal the product of ``shape``.
+    nested, read in row-major order; its element count must equal the product of ``shape`` (at
+    most :data:`MAX_DIMS` dimensions).
     ``BOOL`` data are ``true``/``false``; integer types take JSON integers in the type's range;
     ``FP16``/``FP32``/``FP64`` take any JSON number (integers too; a finite value that overflows
     the type is refused); ``BYTES`` data are strings, stored as their UTF-8 bytes. numpy reads
@@ -66,6 +67,10 @@ from lanes.models.base import DATATYPES, TensorSpec, datatype_of
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 """Default largest request body accepted (64 MiB); a larger one is refused with 413."""
+
+MAX_DIMS = 32
+"""The most dimensions a request tensor may have (numpy 1's limit; numpy 2 allows 64): more is
+a 400, not numpy's ValueError."""
 
 HEADER_LENGTH = "Inference-Header-Content-Length"
 """The HTTP header giving the JSON header's length in a body with binary tensor data."""
@@ -146,7 +151,8 @@ def parse_header_length(value: str | None) -> int | None:
     if value is None:
         return None
     text = value.strip()
-    if not text.isascii() or len(text) > 20:
+    # int() alone would take "1_0" and non-ASCII digits
+    if not text.isascii() or len(text) > 20 or not text.lstrip("+-").isdigit():
         raise _bad(f"{HEADER_LENGTH} {value!r}: must be an integer")
     try:
         return int(text)
@@ -300,10 +306,13 @@ def _parameters(value: Any, where: str) -> dict[str, Any]:
 
 
 def _shape(value: Any, name: str, max_bytes: int) -> tuple[int, ...]:
-    """A request tensor's shape: integers >= 0 whose product is at most ``max_bytes`` (every
-    element takes at least one byte on the wire, so a larger tensor cannot be in the body)."""
+    """A request tensor's shape: at most :data:`MAX_DIMS` integers >= 0 whose product is at most
+    ``max_bytes`` (every element takes at least one byte on the wire, so a larger tensor cannot
+    be in the body)."""
     if not isinstance(value, list):
         raise _bad(f"input '{name}': 'shape' must be an array of integers")
+    if len(value) > MAX_DIMS:
+        raise _bad(f"input '{name}': shape has {len(value)} dimensions; at most {MAX_DIMS}")
     for d in value:
         if _not_int(d):
             raise _bad(f"input '{name}': shape {value}: dimensions must be integers")
