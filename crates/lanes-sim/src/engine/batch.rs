@@ -1,0 +1,273 @@
+//! Batching and dispatch through the serving state (every mode but
+//! `semaphore`).
+//!
+//! After its pre, a request enters `lanes-serving`'s [`ServingState`] — the
+//! very state `lanes serve` runs: admission, late batch formation with the
+//! service's `max_batch_size` and `batch_timeout_micros`, one job per ready
+//! service, expiry at the deadline, target = arrival + SLO. The simulator
+//! carries out the state's actions and keeps one wake-up event pending for
+//! its earliest timer.
+//!
+//! **Batch cost rule.** A batch of n requests runs for the mean of its
+//! requests' own GPU samples times the service's batching factor at n
+//! ([`crate::config::BatchingSpec`]), at least 1 ns. Before its runtime call
+//! it does its Python work (`host.interpreter.batch_ms`, holding its device
+//! and the lock, see [`super::cpu`]); with `host.shared_cores` the runtime
+//! call holds a core. On completion the measured time it held the device
+//! feeds the estimator and each request goes on to its post.
+
+use lanes_policy::{CostConfig, DeviceSet, DeviceSpec, Prior};
+use lanes_serving::{Action, Batching, Grants, ModelConfig, Queued, ServingState};
+
+use super::cpu::{BATCH_PY_TOKEN, BATCH_TOKEN};
+use super::event::Ev;
+use super::request::Phase;
+use super::Sim;
+use crate::config::{Mode, Scenario, SimError};
+
+/// One batch on a GPU: its job in the serving state and its requests.
+#[derive(Debug, Default)]
+pub(super) struct SimBatch {
+    job: u64,
+    device: usize,
+    reqs: Vec<u32>,
+    cost: u64,
+    start: u64,
+    measured: bool,
+}
+
+impl Sim<'_> {
+    /// Request `r`'s pre is done: it queues for a batch (or, under
+    /// `semaphore`, starts on its GPU).
+    pub(super) fn request_gpu(&mut self, r: u32) {
+        let Some(state) = self.state.as_mut() else {
+            let g = self.reqs[r as usize].gpu as usize;
+            self.start_gpu(r, g);
+            return;
+        };
+        let q = &mut self.reqs[r as usize];
+        q.waiting_since = self.now;
+        let svc = &self.services[q.service as usize];
+        let model = u32::from(q.service);
+        let deadline = svc.deadline.map(|d| q.arrival + d);
+        if state.admit(self.now, model, 1, deadline).is_err() {
+            self.record_drop(r);
+            self.free.push(r);
+            return;
+        }
+        let request = Queued {
+            id: u64::from(r),
+            rows: 1,
+            arrival: q.arrival,
+            enqueued: self.now,
+            deadline,
+            target: Some(q.arrival + svc.slo),
+        };
+        let mut actions = std::mem::take(&mut self.actions);
+        state.enqueue(self.now, model, request, &mut actions);
+        self.apply(actions);
+    }
+
+    /// Carries out the serving state's actions, then keeps a wake-up event
+    /// pending for its next timer.
+    fn apply(&mut self, mut actions: Vec<Action>) {
+        for action in actions.drain(..) {
+            match action {
+                Action::Start(batch) => self.start_batch(batch),
+                Action::Fail { request, .. } => {
+                    let r = request as u32;
+                    self.end_wait(r);
+                    self.record_drop(r);
+                    self.free.push(r);
+                }
+                // Grants are never external here.
+                Action::Ask { .. } | Action::Withdraw { .. } | Action::Release { .. } => {}
+            }
+        }
+        self.actions = actions;
+        let next = self.state.as_ref().and_then(ServingState::next_wake);
+        if let Some(t) = next.filter(|&t| t < self.wake_at) {
+            self.wake_at = t;
+            self.at(t.max(self.now), Ev::Wake);
+        }
+    }
+
+    #[inline]
+    pub(super) fn on_wake(&mut self, t: u64) {
+        if t != self.wake_at {
+            return; // superseded by an earlier wake-up
+        }
+        self.wake_at = u64::MAX;
+        let mut actions = std::mem::take(&mut self.actions);
+        if let Some(state) = self.state.as_mut() {
+            state.poll(self.now, &mut actions);
+        }
+        self.apply(actions);
+    }
+
+    /// A batch starts on its GPU: its time is the service's curve at its size
+    /// scaled by its requests' own samples (config::BatchingSpec).
+    fn start_batch(&mut self, batch: lanes_serving::Batch) {
+        let service = batch.model as usize;
+        let spec = &self.sc.services[service];
+        let n = batch.requests.len() as u32;
+        let slot = match self.free_batches.pop() {
+            Some(slot) => slot,
+            None => {
+                self.batches.push(SimBatch::default());
+                (self.batches.len() - 1) as u32
+            }
+        };
+        let mut reqs = std::mem::take(&mut self.batches[slot as usize].reqs);
+        let (mut work, mut measured) = (0u64, false);
+        for q in &batch.requests {
+            let r = q.id as u32;
+            reqs.push(r);
+            self.end_wait(r);
+            let req = &mut self.reqs[r as usize];
+            req.gpu = batch.device as u16;
+            req.gpu_start = self.now;
+            work += req.work;
+            measured |= req.measured;
+        }
+        let factor = spec.batching.factor(spec.gpu.mean_ms, n);
+        let cost = ((work as f64 / f64::from(n.max(1))) * factor + 0.5).max(1.0) as u64;
+        if let Some(state) = self.state.as_mut() {
+            state.recycle(batch.requests);
+        }
+        self.batches[slot as usize] = SimBatch {
+            job: batch.job,
+            device: batch.device,
+            reqs,
+            cost,
+            start: self.now,
+            measured,
+        };
+        if measured {
+            self.per_service[service].batch(n as usize);
+        }
+        if self.batch_py > 0 {
+            self.cpu_phase(slot | BATCH_PY_TOKEN, self.batch_py);
+        } else {
+            self.batch_runtime(slot);
+        }
+    }
+
+    /// The batch in `slot` is ready for its runtime call: it starts on its
+    /// device, after waiting for a core if the cores are shared.
+    pub(super) fn batch_runtime(&mut self, slot: u32) {
+        let cost = self.batches[slot as usize].cost;
+        if !self.sc.host.shared_cores || self.cpu.request(slot | BATCH_TOKEN, cost).is_some() {
+            self.run_batch(slot);
+        }
+    }
+
+    /// The batch in `slot` starts on its device (holding a core if shared).
+    pub(super) fn run_batch(&mut self, slot: u32) {
+        let b = &self.batches[slot as usize];
+        let (g, cost) = (b.device, b.cost);
+        if let Some(t) = self.gpus[g].start(slot, cost, self.now, &self.sc.host.eta) {
+            let v = self.gpus[g].version;
+            self.at(t, Ev::Gpu(g as u16, v));
+        }
+    }
+
+    /// GPU `g`'s completion event (stale unless `version` is current): its
+    /// finished jobs — batches, or requests under `semaphore` — leave it.
+    #[inline]
+    pub(super) fn on_gpu_done(&mut self, g: usize, version: u32) {
+        let mut done = std::mem::take(&mut self.done);
+        let next = self.gpus[g].finish(version, self.now, &self.sc.host.eta, &mut done);
+        if let Some(t) = next {
+            let v = self.gpus[g].version;
+            self.at(t, Ev::Gpu(g as u16, v));
+        }
+        let mut actions = std::mem::take(&mut self.actions);
+        for &id in &done {
+            if self.state.is_none() {
+                self.request_off_gpu(id);
+                continue;
+            }
+            let batch = std::mem::take(&mut self.batches[id as usize]);
+            self.free_batches.push(id);
+            let held = self.now - batch.start;
+            if batch.measured {
+                self.gpu_time.effective += batch.cost;
+                self.gpu_time.overlap += held.saturating_sub(batch.cost);
+            }
+            if self.sc.host.shared_cores {
+                self.release_core();
+            }
+            let state = self.state.as_mut().expect("batch modes have a state");
+            state.complete(self.now, batch.job, Some(held), &mut actions);
+            for &r in &batch.reqs {
+                self.begin_cpu(r, Phase::Post);
+            }
+            let mut reqs = batch.reqs;
+            reqs.clear();
+            self.batches[id as usize].reqs = reqs;
+        }
+        done.clear();
+        self.done = done;
+        self.apply(actions);
+    }
+}
+
+/// The serving state for `mode` (none for `semaphore`): one model per
+/// service with its batching, its GPU cost curve as the estimator's prior.
+pub(super) fn serving_state(sc: &Scenario, mode: Mode) -> Result<Option<ServingState>, SimError> {
+    let g = sc.host.gpus;
+    let grants = match mode {
+        Mode::Engine(policy) => Grants::Engine(policy),
+        Mode::Independent => Grants::Independent,
+        Mode::Semaphore => return Ok(None),
+    };
+    let spec = DeviceSpec {
+        capacity: sc.host.gpu_capacity,
+    };
+    let mut state = ServingState::with_devices(grants, &vec![spec; g], CostConfig::default())?;
+    for s in &sc.services {
+        let b = &s.batching;
+        let threads = match mode {
+            Mode::Independent => s.workers_per_gpu,
+            // No limit of the service's own: every slot of every GPU,
+            // `lanes`' fast slots included.
+            Mode::Engine(policy) => b
+                .num_batch_threads
+                .unwrap_or(g as u32 * (sc.host.gpu_capacity + policy.fast_slots())),
+            Mode::Semaphore => b
+                .num_batch_threads
+                .unwrap_or(g as u32 * sc.host.gpu_capacity),
+        };
+        let max = b.max_batch_size;
+        let solo = s.gpu.mean_ms * 1e6;
+        let per_item = if max > 1 {
+            (solo * b.factor(s.gpu.mean_ms, max) - solo) / f64::from(max - 1)
+        } else {
+            solo
+        };
+        state
+            .add_model(ModelConfig {
+                name: s.name.clone(),
+                batching: Batching {
+                    max_batch_size: max,
+                    batch_timeout: b.batch_timeout_micros * 1000,
+                    num_batch_threads: threads,
+                    // The simulator measures queues, it does not bound them.
+                    max_enqueued_batches: u32::MAX / max.max(1),
+                },
+                devices: DeviceSet::all(g),
+                prior: Some(Prior {
+                    fixed: solo - per_item,
+                    per_item,
+                }),
+            })
+            .map_err(|e| SimError::InvalidScenario {
+                scenario: sc.name.clone(),
+                key: format!("service {}", s.name),
+                value: e.code().to_owned(),
+                allowed: e.to_string(),
+            })?;
+    }
+    Ok(Some(state))
+}

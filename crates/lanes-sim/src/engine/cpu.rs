@@ -1,0 +1,152 @@
+//! The host's CPU side: phases on the core pool, the interpreter lock and
+//! background load.
+//!
+//! A CPU phase is a token: a request's index (its pre or post), or a batch's
+//! slot with [`BATCH_PY_TOKEN`] (its Python work, `host.interpreter.batch_ms`)
+//! or [`BATCH_TOKEN`] (its runtime call holding a core, `host.shared_cores`),
+//! or [`BUSY_TOKEN`] (a background slice, `host.busy_cores`).
+//!
+//! **Rule.** A phase that holds the interpreter lock ([`holds_lock`]: pre,
+//! post and a batch's Python work; not a runtime call nor a background slice)
+//! first waits `handoff` ns for its thread to wake (lock free), then asks for
+//! the lock (FCFS, a pool of one), then for a core (FCFS, `cpu_cores`); it
+//! holds both for its cost and releases both at its end. A lock released to
+//! a waiting phase stays idle `convoy` ns (that thread waking) before the
+//! phase asks for its core. Other phases only queue for a core. Background
+//! slices of [`crate::config::BUSY_SLICE_MS`] arrive every `busy_period` ns
+//! while requests remain to arrive or are in flight.
+
+use super::event::Ev;
+use super::request::Phase;
+use super::Sim;
+use crate::host::CpuPool;
+
+/// CPU-pool tokens with this bit are batches waiting for a core
+/// (`host.shared_cores`); the rest are requests' CPU phases.
+pub(super) const BATCH_TOKEN: u32 = 1 << 31;
+/// Tokens with this bit are a batch's Python work (`host.interpreter.batch_ms`).
+pub(super) const BATCH_PY_TOKEN: u32 = 1 << 30;
+/// The token of a background slice (`host.busy_cores`).
+const BUSY_TOKEN: u32 = 1 << 29;
+
+/// Whether a CPU phase holds the interpreter lock (when there is one): a
+/// request's pre or post and a batch's Python work do; a batch's runtime call
+/// and a background slice do not.
+fn holds_lock(token: u32) -> bool {
+    token & (BATCH_TOKEN | BUSY_TOKEN) == 0
+}
+
+impl Sim<'_> {
+    pub(super) fn begin_cpu(&mut self, r: u32, phase: Phase) {
+        let q = &mut self.reqs[r as usize];
+        q.phase = phase;
+        let cost = if phase == Phase::Pre { q.pre } else { q.post };
+        self.cpu_phase(r, cost);
+    }
+
+    /// A CPU phase (`token`) of `cost` ns begins: if it holds the
+    /// interpreter lock ([`holds_lock`]) its thread wakes up (`handoff`, no
+    /// lock held) and asks for the lock; then it waits for a core.
+    pub(super) fn cpu_phase(&mut self, token: u32, cost: u64) {
+        if self.lock.is_some() && holds_lock(token) {
+            if self.handoff > 0 {
+                self.at(self.now + self.handoff, Ev::Woken(token));
+            } else {
+                self.ask_lock(token, cost);
+            }
+            return;
+        }
+        self.take_core(token, cost);
+    }
+
+    /// `token` asks for the lock: a free lock is taken at once; a held one
+    /// is waited for, and then handed over ([`Self::handed_lock`]).
+    #[inline]
+    pub(super) fn ask_lock(&mut self, token: u32, cost: u64) {
+        let lock = self.lock.as_mut().expect("only with a lock");
+        if lock.request(token, cost).is_some() {
+            self.take_core(token, cost);
+        }
+    }
+
+    /// A released lock goes to `token`, which waited for it: the lock stays
+    /// idle `convoy` ns (its thread waking), then `token` asks for a core.
+    fn handed_lock(&mut self, token: u32, cost: u64) {
+        if self.convoy > 0 {
+            self.at(self.now + self.convoy, Ev::Lock(token));
+        } else {
+            self.take_core(token, cost);
+        }
+    }
+
+    #[inline]
+    pub(super) fn take_core(&mut self, token: u32, cost: u64) {
+        if self.cpu.request(token, cost).is_some() {
+            self.on_core(token, cost);
+        }
+    }
+
+    /// The cost of the lock-holding phase `token`, ns.
+    #[inline]
+    pub(super) fn phase_cost(&self, token: u32) -> u64 {
+        if token & BATCH_PY_TOKEN != 0 {
+            return self.batch_py;
+        }
+        let q = &self.reqs[token as usize];
+        if q.phase == Phase::Pre {
+            q.pre
+        } else {
+            q.post
+        }
+    }
+
+    /// `token` got a core: a batch's runtime call starts on its device, any
+    /// other phase ends after `cost`.
+    fn on_core(&mut self, token: u32, cost: u64) {
+        if token & BATCH_TOKEN != 0 {
+            self.run_batch(token & !BATCH_TOKEN);
+        } else {
+            self.at(self.now + cost, Ev::Cpu(token));
+        }
+    }
+
+    #[inline]
+    pub(super) fn on_cpu_done(&mut self, token: u32) {
+        self.release_core();
+        if holds_lock(token) {
+            if let Some((next, cost)) = self.lock.as_mut().and_then(CpuPool::release) {
+                self.handed_lock(next, cost);
+            }
+        }
+        if token == BUSY_TOKEN {
+            return;
+        }
+        if token & BATCH_PY_TOKEN != 0 {
+            self.batch_runtime(token & !BATCH_PY_TOKEN);
+            return;
+        }
+        match self.reqs[token as usize].phase {
+            Phase::Pre => self.request_gpu(token),
+            Phase::Post => self.finish(token),
+        }
+    }
+
+    /// A background slice (`host.busy_cores`) queues for a core; the next is
+    /// due one period later while requests remain to arrive or are in flight.
+    #[inline]
+    pub(super) fn on_busy(&mut self) {
+        let in_flight = self.reqs.len() - self.free.len();
+        if self.generated == self.total && in_flight == 0 {
+            return;
+        }
+        self.cpu_phase(BUSY_TOKEN, self.busy_slice);
+        self.at(self.now + self.busy_period, Ev::Busy);
+    }
+
+    /// A core of the CPU pool is free: the next waiting phase or batch takes it.
+    pub(super) fn release_core(&mut self) {
+        if let Some((next, cost)) = self.cpu.release() {
+            self.on_core(next, cost);
+        }
+    }
+}

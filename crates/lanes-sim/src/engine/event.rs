@@ -1,0 +1,86 @@
+//! The event queue: the simulation's clock.
+//!
+//! Events are arrivals (one pending per service), CPU-phase ends, GPU
+//! completions, the serving state's wake-ups, background slices and the
+//! interpreter lock's hand-overs. The queue pops them in time order, ties in
+//! the order they were scheduled: each push takes the next sequence number,
+//! and an event is one packed word, so the heap orders plain integer triples.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Ev {
+    Arrival(u8),
+    Cpu(u32),
+    Gpu(u16, u32),
+    Wake,
+    /// The next background slice is due (`host.busy_cores`).
+    Busy,
+    /// The phase that was handed the interpreter lock is awake (`convoy_ms`).
+    Lock(u32),
+    /// A lock-holding phase's thread is awake and asks for the lock.
+    Woken(u32),
+}
+
+impl Ev {
+    /// Packed into one word for the event heap: kind in the top byte.
+    #[inline]
+    fn pack(self) -> u64 {
+        match self {
+            Self::Arrival(s) => u64::from(s),
+            Self::Cpu(r) => 1 << 56 | u64::from(r),
+            Self::Gpu(g, v) => 2 << 56 | u64::from(g) << 32 | u64::from(v),
+            Self::Wake => 3 << 56,
+            Self::Busy => 4 << 56,
+            Self::Lock(t) => 5 << 56 | u64::from(t),
+            Self::Woken(t) => 6 << 56 | u64::from(t),
+        }
+    }
+
+    #[inline]
+    fn unpack(word: u64) -> Self {
+        match word >> 56 {
+            0 => Self::Arrival(word as u8),
+            1 => Self::Cpu(word as u32),
+            2 => Self::Gpu((word >> 32) as u16, word as u32),
+            3 => Self::Wake,
+            4 => Self::Busy,
+            5 => Self::Lock(word as u32),
+            _ => Self::Woken(word as u32),
+        }
+    }
+}
+
+/// Pending events, earliest first, ties in schedule order.
+#[derive(Debug)]
+pub(super) struct EventQueue {
+    seq: u64,
+    /// (time, sequence, packed event).
+    heap: BinaryHeap<Reverse<(u64, u64, u64)>>,
+}
+
+impl EventQueue {
+    #[inline]
+    pub(super) fn new() -> Self {
+        Self {
+            seq: 0,
+            heap: BinaryHeap::with_capacity(1024),
+        }
+    }
+
+    /// Schedules `ev` at `t`, after every event already scheduled at `t`.
+    #[inline]
+    pub(super) fn push(&mut self, t: u64, ev: Ev) {
+        self.seq += 1;
+        self.heap.push(Reverse((t, self.seq, ev.pack())));
+    }
+
+    /// The next event and its time.
+    #[inline]
+    pub(super) fn pop(&mut self) -> Option<(u64, Ev)> {
+        self.heap
+            .pop()
+            .map(|Reverse((t, _, ev))| (t, Ev::unpack(ev)))
+    }
+}

@@ -1,0 +1,219 @@
+//! The event loop: one simulated run of a scenario at one load and seed.
+//!
+//! Events are arrivals (one pending per service), CPU-phase ends and GPU
+//! completions, processed in time order (ties in the order they were
+//! scheduled). A request's path:
+//!
+//! - engine modes and `independent`: arrival → CPU pre → the service's queue
+//!   in `lanes-serving`'s [`ServingState`] — the very state `lanes serve`
+//!   runs: admission, late batch formation with the service's
+//!   `max_batch_size` and `batch_timeout_micros`, one job per ready service,
+//!   expiry at the deadline, target = arrival + SLO → a batch dispatched to a
+//!   GPU (by the shared policy engine, or under `independent` by the service's
+//!   own engine with `workers_per_gpu` batches per GPU, overlapping other
+//!   services) → CPU post for each request → done. A batch's GPU time follows
+//!   the service's cost curve in batch size ([`crate::config::BatchingSpec`]);
+//!   measured batch times feed the estimator; requests failed at their
+//!   deadline count as dropped and as SLO misses.
+//! - `semaphore` (the field's per-GPU limit, one request at a time): arrival →
+//!   bound round-robin to a GPU → waits for one of the service's workers on
+//!   that GPU and one of the GPU's semaphore permits, both held from before
+//!   pre until after post → GPU (overlapping whatever else runs there).
+//!
+//! With `host.interpreter` (the server's global lock,
+//! [`Interpreter`]) the CPU phases and each batch's Python
+//! work (`batch_ms`, before its runtime call, while the batch holds its
+//! device) wait for the lock, then for a core; with `host.busy_cores`
+//! background slices queue for cores throughout the run.
+//!
+//! Each concept's rule is in its (private) module, all methods of one run's
+//! `Sim`:
+//!
+//! - `event`: the event queue, the run's clock;
+//! - `request`: a request's arrival, waits, drop or completion;
+//! - `cpu`: CPU phases on the core pool, the interpreter lock, background
+//!   slices;
+//! - `batch`: batching and dispatch through the serving state;
+//! - `semaphore`: the `semaphore` mode's workers and permits;
+//! - `measure`: the measurement window and the run's result.
+
+mod batch;
+mod cpu;
+mod event;
+mod measure;
+mod request;
+mod semaphore;
+
+use lanes_serving::{Action, ServingState};
+
+use crate::config::{Interpreter, Mode, Scenario, SimError, BUSY_SLICE_MS};
+use crate::host::{CpuPool, Gpu};
+use crate::stats::{PointResult, Recorder};
+use batch::{serving_state, SimBatch};
+use event::{Ev, EventQueue};
+use measure::{GpuTimeNs, Snapshot};
+use request::{Req, ServiceRt};
+use semaphore::Pools;
+
+/// Fraction of arrivals that warm the host up and are not measured.
+pub const WARMUP_FRACTION: f64 = 0.05;
+
+/// One run's state; each concept's rules and methods live in its module.
+struct Sim<'a> {
+    sc: &'a Scenario,
+    mode: Mode,
+    now: u64,
+    events: EventQueue,
+    reqs: Vec<Req>,
+    free: Vec<u32>,
+    cpu: CpuPool<u32>,
+    /// The interpreter lock: a pool of one (`host.interpreter`).
+    lock: Option<CpuPool<u32>>,
+    /// A batch's Python work, a thread's wake-up, the lock's idle time when
+    /// handed over, and a background slice (`busy`: its period), ns.
+    batch_py: u64,
+    handoff: u64,
+    convoy: u64,
+    busy_slice: u64,
+    busy_period: u64,
+    gpus: Vec<Gpu>,
+    /// The serving state (every mode but `semaphore`).
+    state: Option<ServingState>,
+    actions: Vec<Action>,
+    batches: Vec<SimBatch>,
+    free_batches: Vec<u32>,
+    /// The earliest pending wake-up event (`u64::MAX`: none).
+    wake_at: u64,
+    done: Vec<u32>,
+    pools: Pools,
+    services: Vec<ServiceRt>,
+    generated: u64,
+    total: u64,
+    warmup: u64,
+    per_service: Vec<Recorder>,
+    window_start: u64,
+    at_window_start: Snapshot,
+    gpu_time: GpuTimeNs,
+    last_done: u64,
+}
+
+/// Simulates `requests` arrivals of `scenario` under `mode` at `load`.
+pub fn simulate(
+    scenario: &Scenario,
+    mode: &Mode,
+    load: f64,
+    seed: u64,
+    requests: u64,
+) -> Result<PointResult, SimError> {
+    scenario.validate()?;
+    simulate_valid(scenario, mode, load, seed, requests)
+}
+
+/// [`simulate`] for a scenario the caller has validated once for many runs.
+pub(crate) fn simulate_valid(
+    scenario: &Scenario,
+    mode: &Mode,
+    load: f64,
+    seed: u64,
+    requests: u64,
+) -> Result<PointResult, SimError> {
+    if !(load.is_finite() && load > 0.0 && load <= 10.0) {
+        return Err(SimError::BadArgument {
+            key: "load",
+            value: load.to_string(),
+            allowed: "must be a number in (0, 10]",
+        });
+    }
+    if !(100..=1_000_000_000).contains(&requests) {
+        return Err(SimError::BadArgument {
+            key: "requests",
+            value: requests.to_string(),
+            allowed: "must be an integer in 100..=1000000000",
+        });
+    }
+    let mut sim = Sim::new(scenario, *mode, load, seed, requests)?;
+    sim.run();
+    Ok(sim.result(load, seed))
+}
+
+impl<'a> Sim<'a> {
+    fn new(
+        sc: &'a Scenario,
+        mode: Mode,
+        load: f64,
+        seed: u64,
+        total: u64,
+    ) -> Result<Self, SimError> {
+        let g = sc.host.gpus;
+        let state = serving_state(sc, mode)?;
+        let lock = sc.host.interpreter.as_ref();
+        let lock_ns =
+            |ms: fn(&Interpreter) -> f64| lock.map_or(0, |i| (ms(i) * 1e6).round() as u64);
+        let n = sc.services.len();
+        let mut sim = Self {
+            sc,
+            mode,
+            now: 0,
+            events: EventQueue::new(),
+            reqs: Vec::with_capacity(1024),
+            free: Vec::new(),
+            cpu: CpuPool::new(sc.host.cpu_cores),
+            lock: lock.map(|_| CpuPool::new(1)),
+            batch_py: lock_ns(|i| i.batch_ms),
+            handoff: lock_ns(|i| i.handoff_ms),
+            convoy: lock_ns(|i| i.convoy_ms),
+            busy_slice: (BUSY_SLICE_MS * 1e6) as u64,
+            busy_period: if sc.host.busy_cores > 0.0 {
+                (BUSY_SLICE_MS * 1e6 / sc.host.busy_cores).round().max(1.0) as u64
+            } else {
+                0
+            },
+            gpus: (0..g).map(|_| Gpu::new()).collect(),
+            state,
+            actions: Vec::new(),
+            batches: Vec::new(),
+            free_batches: Vec::new(),
+            wake_at: u64::MAX,
+            done: Vec::new(),
+            pools: Pools::new(sc),
+            services: request::services(sc, load, seed),
+            generated: 0,
+            total,
+            warmup: (total as f64 * WARMUP_FRACTION) as u64,
+            per_service: (0..n).map(|_| Recorder::new()).collect(),
+            window_start: 0,
+            at_window_start: Snapshot::default(),
+            gpu_time: GpuTimeNs::default(),
+            last_done: 0,
+        };
+        for i in 0..n {
+            sim.schedule_arrival(i);
+        }
+        if sim.busy_period > 0 {
+            sim.at(0, Ev::Busy);
+        }
+        Ok(sim)
+    }
+
+    /// Schedules `ev` at `t`.
+    #[inline]
+    fn at(&mut self, t: u64, ev: Ev) {
+        self.events.push(t, ev);
+    }
+
+    /// Processes events in time order until none is left.
+    fn run(&mut self) {
+        while let Some((t, ev)) = self.events.pop() {
+            self.now = t;
+            match ev {
+                Ev::Arrival(s) => self.on_arrival(s as usize),
+                Ev::Cpu(r) => self.on_cpu_done(r),
+                Ev::Gpu(g, version) => self.on_gpu_done(g as usize, version),
+                Ev::Wake => self.on_wake(t),
+                Ev::Busy => self.on_busy(),
+                Ev::Lock(token) => self.take_core(token, self.phase_cost(token)),
+                Ev::Woken(token) => self.ask_lock(token, self.phase_cost(token)),
+            }
+        }
+    }
+}
