@@ -69,6 +69,9 @@ def test_a_collapsed_baseline_is_shown_as_a_figure_not_divided_by() -> None:
     at_200, at_300 = head.rows[1][-2:]
     assert at_200 == f"1.10{TIMES}"  # a baseline at 100 % of 200 offered: a ratio
     assert at_300 == "250 rps vs 2"  # 2 of 300 offered (< 1 %): both figures
+    # the baseline's own row is its ratio to itself, not "2 rps vs 2" (a fresh demo printed
+    # "0.25 rps vs 0.25" on the independent row)
+    assert head.rows[0][-1] == f"1.00{TIMES}"
     assert head.rows[0][3] == f"1.00{TIMES}"
 
 

@@ -68,7 +68,8 @@ def headline(summary: Mapping[str, Any]) -> Headline:
         search = variant.get("capacity_search") or {}
         every = variant.get("every_model_capacity") or {}
         pairs = zip(variant["levels"], ratios[name]["goodput"], strict=True)
-        goodput = {lv["level"]: _goodput(lv, g, base_levels.get(lv["level"])) for lv, g in pairs}
+        against = base_levels if name != base else {}  # the baseline's own row: its ratio
+        goodput = {lv["level"]: _goodput(lv, g, against.get(lv["level"])) for lv, g in pairs}
         rows.append(
             [
                 name,
