@@ -18,13 +18,20 @@ from lanes.diagnose.tools import Tool, discover
 STAT_LOOP = "import os, time\nt = time.time()\nwhile time.time() - t < 20:\n    os.stat('/')\n"
 
 
-@pytest.mark.parametrize(("timed", "tool"), [(False, "perf stat"), (True, "perf trace")])
-def test_perf_counts_a_process_syscalls_by_name(timed: bool, tool: str, tmp_path: Path) -> None:
+def _perf_or_skip() -> dict[str, Tool]:
+    """The profilers found here; a skip naming why when perf is missing or not permitted, a
+    failure instead under ``LANES_REQUIRE_PROFILERS=1`` (what ``make test`` sets)."""
     tools = discover()
     if tools["perf"].path is None:
         if os.environ.get("LANES_REQUIRE_PROFILERS") == "1":
             pytest.fail(f"LANES_REQUIRE_PROFILERS=1 but {tools['perf'].why_not}")
         pytest.skip(str(tools["perf"].why_not))
+    return tools
+
+
+@pytest.mark.parametrize(("timed", "tool"), [(False, "perf stat"), (True, "perf trace")])
+def test_perf_counts_a_process_syscalls_by_name(timed: bool, tool: str, tmp_path: Path) -> None:
+    tools = _perf_or_skip()
     proc = subprocess.Popen([sys.executable, "-c", STAT_LOOP])
     try:
         time.sleep(0.3)  # the interpreter starts
@@ -68,15 +75,6 @@ CHURN = (
     "    [x.start() for x in ts]\n"
     "    [x.join() for x in ts]\n"
 )
-
-
-def _perf_or_skip() -> dict[str, Tool]:
-    tools = discover()
-    if tools["perf"].path is None:
-        if os.environ.get("LANES_REQUIRE_PROFILERS") == "1":
-            pytest.fail(f"LANES_REQUIRE_PROFILERS=1 but {tools['perf'].why_not}")
-        pytest.skip(str(tools["perf"].why_not))
-    return tools
 
 
 def test_perf_stat_attaches_to_a_process_whose_threads_come_and_go(tmp_path: Path) -> None:

@@ -236,8 +236,9 @@ class SyscallRecorder:
         perf, strace = self.tools["perf"], self.tools["strace"]
         out = self.folder / "syscalls.txt"
         pids = [str(p) for p in self.pids]
-        tids = ",".join(str(t) for t in settled_threads(self.pids)) or ",".join(pids)
         events = syscall_events(perf.path) if perf.path is not None and not self.timed else []
+        if perf.path is not None:  # perf attaches to settled threads (the attach rule)
+            tids = ",".join(str(t) for t in settled_threads(self.pids)) or ",".join(pids)
         if perf.path is not None and self.timed:
             argv = [perf.path, "trace", "-s", "-t", tids, "-o", str(out)]
             self._tool = "perf trace"
@@ -274,8 +275,7 @@ class SyscallRecorder:
                 self._proc.wait(timeout=_ATTACH_S)
             except subprocess.TimeoutExpired:
                 return  # attached
-            if attempt == _ATTEMPTS:
-                return  # stop() reports what the last attempt printed
+        # every start exited at once: stop() reports what the last one printed
 
     def stop(self) -> dict[str, Any] | None:
         """Stop the tracer and return ``{"tool", "calls": {name: {...}}}``, or None."""
