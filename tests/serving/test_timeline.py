@@ -119,13 +119,16 @@ def test_the_ring_keeps_the_newest_jobs_and_windows_by_completion() -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "seconds"), [(None, 10.0), ("1", 1.0), ("0.5", 0.5), ("86400", 86400.0)]
+    ("text", "seconds"),
+    [(None, 10.0), ("1", 1.0), ("0.5", 0.5), ("86400", 86400.0), (" 2e1 ", 20.0), (".5", 0.5)],
 )
 def test_seconds_accepted(text: str | None, seconds: float) -> None:
     assert parse_seconds(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["0", "-1", "abc", "nan", "inf", "86401", ""])
+@pytest.mark.parametrize(
+    "text", ["0", "-1", "abc", "nan", "inf", "86401", "", "1_0", "\u0661", "0x10", "1e"]
+)
 def test_seconds_refused(text: str) -> None:
     with pytest.raises(LanesError) as err:
         parse_seconds(text)

@@ -42,6 +42,7 @@ from lanes.serving.codec import (
     check_outputs,
     decode_request,
     encode_response,
+    parse_decimal,
     parse_header_length,
 )
 from lanes.serving.dispatcher import Served, now_ns
@@ -233,11 +234,8 @@ def _deadline(request: web.Request, s: Served, timeout_us: Any, arrival: int) ->
             raise WireError(400, f"parameter timeout = {timeout_us!r}: must be microseconds > 0")
         return arrival + min(timeout_us * 1000, MAX_TIMEOUT_NS)
     if header is not None:
-        try:
-            ms = float(header)
-        except ValueError:
-            ms = -1.0
-        if not ms > 0:
+        ms = parse_decimal(header)
+        if ms is None or not ms > 0:
             raise WireError(400, f"header {TIMEOUT_HEADER}: {header!r}: must be milliseconds > 0")
         return arrival + int(min(ms * 1e6, MAX_TIMEOUT_NS))
     if s.model.timeout_ms is not None:

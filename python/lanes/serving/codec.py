@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import struct
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -143,6 +144,19 @@ class InferRequest:
 
 
 # -- decoding ---------------------------------------------------------------------------------
+
+
+_DECIMAL = re.compile(r"[+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?", re.ASCII)
+
+
+def parse_decimal(text: str) -> float | None:
+    """A plain ASCII decimal number (``12``, ``0.5``, ``2e3``; surrounding blanks allowed) as a
+    float, or None for anything else — where ``float()`` would also take ``1_0``, ``inf``,
+    ``nan`` and non-ASCII digits."""
+    stripped = text.strip()
+    if len(stripped) > 64 or _DECIMAL.fullmatch(stripped) is None:
+        return None
+    return float(stripped)
 
 
 def parse_header_length(value: str | None) -> int | None:

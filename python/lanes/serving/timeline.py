@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from lanes.errors import BAD_ARGUMENT, OUTPUT_FAILED, LanesError
+from lanes.serving.codec import parse_decimal
 
 DEFAULT_SECONDS = 10.0
 MAX_SECONDS = 86_400.0
@@ -213,11 +214,8 @@ def parse_seconds(text: str | None) -> float:
     """``seconds`` of ``GET /v2/trace``: default 10, a number in (0, 86400]."""
     if text is None:
         return DEFAULT_SECONDS
-    try:
-        value = float(text)
-    except ValueError:
-        value = float("nan")
-    if not 0 < value <= MAX_SECONDS:
+    value = parse_decimal(text)
+    if value is None or not 0 < value <= MAX_SECONDS:
         raise LanesError(
             BAD_ARGUMENT,
             f"seconds = {text!r}: must be a number of seconds in (0, {MAX_SECONDS:g}] "
