@@ -441,3 +441,12 @@ def test_onnx_file_that_is_not_onnx(tmp_path: Path) -> None:
     err = refusal(tmp_path)
     assert err.code == MODEL_INVALID
     assert "cannot read" in err.message and "as an ONNX model" in err.message
+
+
+def test_a_name_no_route_reaches_is_refused(tmp_path: Path) -> None:
+    name = "stats"
+    # GET /v2/models/stats is every model's statistics: a model of that name has no metadata route
+    d = add_echo(tmp_path, "m", f'name = "{name}"\n' + ECHO_TOML)
+    err = refusal(tmp_path)
+    assert err.code == MODEL_INVALID
+    assert err.message.startswith(f"{d / 'model.toml'}: model name '{name}': reserved: ")

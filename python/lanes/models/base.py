@@ -277,14 +277,24 @@ class Model:
         return r
 
 
+RESERVED_NAMES = {
+    "stats": "reserved: GET /v2/models/stats is the statistics of every model; rename the model",
+    ".": "reserved: a URL cannot name it; rename the model",
+    "..": "reserved: a URL cannot name it; rename the model",
+}
+"""Model names the REST routes cannot reach, with the reason each is refused."""
+
+
 def validate(model: Model) -> None:
     """Refuse a model whose declaration cannot be served, with a message that names the rule.
 
     A model that batches (``max_batch_size > 0``) needs a leading batch dimension (``-1``) on every
-    input and output; names must be unique and non-empty.
+    input and output; names must be unique and non-empty, and not one of :data:`RESERVED_NAMES`.
     """
     if not model.name or "/" in model.name:
         raise LanesError(MODEL_INVALID, f"model name '{model.name}': must be non-empty, no '/'")
+    if model.name in RESERVED_NAMES:
+        raise LanesError(MODEL_INVALID, f"model name '{model.name}': {RESERVED_NAMES[model.name]}")
     for role, specs in (("input", model.inputs), ("output", model.outputs)):
         if not specs:
             raise LanesError(MODEL_INVALID, f"model '{model.name}': declares no {role}s")
