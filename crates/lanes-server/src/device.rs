@@ -1,0 +1,168 @@
+//! Device executors: the threads that run batches.
+//!
+//! **Rule.** A device gets as many executor threads as jobs it may run at
+//! once (one under `fifo`/`sjf`/`fair`, K under `limit:K`, plus the fast slot
+//! under `lanes`; under `independent` the sum of its models'
+//! `num_batch_threads`), all taking work from the device's one channel. So
+//! the serving state alone decides what overlaps: an executor is always free
+//! when the state starts a batch on its device.
+//!
+//! An executor runs the batch through the [`Backend`], catching a panic as a
+//! model failure, answers every request of the batch itself (no hop through
+//! the driver), and then tells the driver the batch is done with its measured
+//! run time (none when the model failed, so a failure is not learnt as a cost).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Instant;
+
+use lanes_policy::Nanos;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::backend::{Backend, BatchInfo};
+use crate::driver::{Command, Reply};
+use crate::error::ServerError;
+
+/// One request inside a batch: its input and where its answer goes.
+pub(crate) struct Item<B: Backend> {
+    pub input: B::Input,
+    pub reply: oneshot::Sender<Result<Reply<B::Output>, ServerError>>,
+    /// Nanoseconds it waited between arrival and the batch's start.
+    pub queued: Nanos,
+}
+
+/// A batch for a device's executors.
+pub(crate) struct Work<B: Backend> {
+    pub info: BatchInfo,
+    pub model_name: Arc<str>,
+    pub items: Vec<Item<B>>,
+}
+
+/// The executor threads of every device.
+pub(crate) struct Executors<B: Backend> {
+    /// Per device, its work channel (dropped to stop its threads).
+    queues: Vec<flume::Sender<Work<B>>>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl<B: Backend> std::fmt::Debug for Executors<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Executors")
+            .field("devices", &self.queues.len())
+            .field("threads", &self.threads.len())
+            .finish()
+    }
+}
+
+impl<B: Backend> Executors<B> {
+    /// Starts `slots[d]` executor threads for every device `d`.
+    pub fn start(
+        slots: &[u32],
+        backend: &Arc<B>,
+        done: &mpsc::UnboundedSender<Command<B>>,
+    ) -> std::io::Result<Self> {
+        let mut queues = Vec::with_capacity(slots.len());
+        let mut threads = Vec::new();
+        for (device, &n) in slots.iter().enumerate() {
+            let (tx, rx) = flume::unbounded::<Work<B>>();
+            for slot in 0..n.max(1) {
+                let (rx, backend, done) = (rx.clone(), Arc::clone(backend), done.clone());
+                let thread = std::thread::Builder::new()
+                    .name(format!("lanes-device-{device}.{slot}"))
+                    .spawn(move || executor(&rx, &*backend, &done))?;
+                threads.push(thread);
+            }
+            queues.push(tx);
+        }
+        Ok(Self { queues, threads })
+    }
+
+    /// Hands `work` to its device.
+    pub fn submit(&self, work: Work<B>) {
+        let device = work.info.device;
+        if let Err(flume::SendError(work)) = self.queues[device].send(work) {
+            // Only after stop(): answer rather than lose the requests.
+            for item in work.items {
+                let _ = item.reply.send(Err(ServerError::ShuttingDown));
+            }
+        }
+    }
+
+    /// Closes every device's channel and waits for its executors to finish
+    /// the work they hold.
+    pub fn stop(&mut self) {
+        self.queues.clear();
+        for thread in self.threads.drain(..) {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// One executor thread: run batches until the device's channel closes.
+fn executor<B: Backend>(
+    work: &flume::Receiver<Work<B>>,
+    backend: &B,
+    done: &mpsc::UnboundedSender<Command<B>>,
+) {
+    while let Ok(Work {
+        info,
+        model_name,
+        items,
+    }) = work.recv()
+    {
+        let (inputs, answers): (Vec<_>, Vec<_>) = items
+            .into_iter()
+            .map(|item| (item.input, (item.reply, item.queued)))
+            .unzip();
+        let expected = inputs.len();
+        let t0 = Instant::now();
+        let result = catch_unwind(AssertUnwindSafe(|| backend.run(&info, inputs)));
+        let run = t0.elapsed().as_nanos() as Nanos;
+        let outputs = match result {
+            Ok(Ok(outputs)) if outputs.len() == expected => Ok(outputs),
+            Ok(Ok(outputs)) => Err(format!(
+                "returned {} outputs for a batch of {expected} requests",
+                outputs.len()
+            )),
+            Ok(Err(message)) => Err(message),
+            Err(panic) => Err(format!("panicked: {}", panic_message(&*panic))),
+        };
+        let measured = outputs.is_ok().then_some(run);
+        match outputs {
+            Ok(outputs) => {
+                for ((reply, queued), output) in answers.into_iter().zip(outputs) {
+                    let _ = reply.send(Ok(Reply {
+                        output,
+                        queued,
+                        run,
+                        batch_rows: info.rows,
+                    }));
+                }
+            }
+            Err(message) => {
+                let error = ServerError::ModelFailed {
+                    model: model_name.to_string(),
+                    message,
+                };
+                for (reply, _) in answers {
+                    let _ = reply.send(Err(error.clone()));
+                }
+            }
+        }
+        let _ = done.send(Command::Finished {
+            job: info.job,
+            run: measured,
+        });
+    }
+}
+
+fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "a non-string panic".to_owned()
+    }
+}

@@ -1,0 +1,421 @@
+//! The driver: the one task that owns the serving state (TGI's handle → task
+//! → `State`).
+//!
+//! **Rule.** Everything that changes the state goes through the task's one
+//! channel as a [`Command`]: a request submitted, a request withdrawn (its
+//! [`Pending`] reply was dropped: the client went away), a batch finished
+//! (from a device executor), a drain. The task applies each to the
+//! [`ServingState`] with `now` from its [`Clock`] and carries out the actions
+//! the state returns — a batch to a device's executors, a failure to its
+//! client — and sleeps until the next command or the state's
+//! [`ServingState::next_wake`], whichever is first, when it polls the state.
+//! Inputs wait in the task's table beside the state (which holds only ids and
+//! rows) until their batch starts.
+//!
+//! **Drain.** [`Handle::drain`] stops admission (new requests get
+//! [`ServerError::ShuttingDown`], 503), lets every queued and running request
+//! finish or expire, then stops the executors and the task.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use lanes_policy::{CostConfig, JobId, Nanos, Policy};
+use lanes_serving::{Action, Grants, ModelConfig, ModelIx, Queued, RequestId, ServingState};
+use rustc_hash::FxHashMap;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::backend::{Backend, BatchInfo};
+use crate::clock::Clock;
+use crate::device::{Executors, Item, Work};
+use crate::error::{ServerError, StartError};
+
+/// What the driver serves, checked at start.
+#[derive(Debug, Clone)]
+pub struct DriverConfig {
+    /// Where device grants come from (`External` is not driven here).
+    pub grants: Grants,
+    /// Devices, ids `0..devices`.
+    pub devices: usize,
+    /// The run-time estimator's settings.
+    pub cost: CostConfig,
+    /// The models, in index order.
+    pub models: Vec<ModelConfig>,
+}
+
+/// One inference request as a front end hands it in (already validated).
+#[derive(Debug)]
+pub struct Request<I> {
+    pub model: ModelIx,
+    /// Rows (the leading batch dimension), at least 1.
+    pub rows: u32,
+    /// Hard deadline on the driver's clock: past it the request is failed, never run.
+    pub deadline: Option<Nanos>,
+    /// Soft target (`sjf`'s slack rule); the deadline when none is given.
+    pub target: Option<Nanos>,
+    pub input: I,
+}
+
+/// A request's answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reply<O> {
+    pub output: O,
+    /// Nanoseconds from arrival to the start of its batch.
+    pub queued: Nanos,
+    /// The batch's measured run time.
+    pub run: Nanos,
+    /// Rows of the whole batch it ran in.
+    pub batch_rows: u32,
+}
+
+type Answer<O> = Result<Reply<O>, ServerError>;
+
+/// Messages to the driver task.
+pub(crate) enum Command<B: Backend> {
+    Submit {
+        id: RequestId,
+        arrival: Nanos,
+        request: Request<B::Input>,
+        reply: oneshot::Sender<Answer<B::Output>>,
+    },
+    Withdraw {
+        model: ModelIx,
+        id: RequestId,
+    },
+    Finished {
+        job: JobId,
+        run: Option<Nanos>,
+    },
+    Drain {
+        done: oneshot::Sender<()>,
+    },
+}
+
+/// A front end's way into the driver; cheap to clone.
+pub struct Handle<B: Backend> {
+    tx: mpsc::UnboundedSender<Command<B>>,
+    clock: Clock,
+    next_id: Arc<AtomicU64>,
+    models: Arc<[Arc<str>]>,
+}
+
+impl<B: Backend> Clone for Handle<B> {
+    fn clone(&self) -> Self {
+        Self {
+            tx: self.tx.clone(),
+            clock: self.clock,
+            next_id: Arc::clone(&self.next_id),
+            models: Arc::clone(&self.models),
+        }
+    }
+}
+
+impl<B: Backend> std::fmt::Debug for Handle<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("models", &self.models)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend> Handle<B> {
+    /// Starts the executors and the driver task (on the current tokio
+    /// runtime); the task ends after [`Handle::drain`].
+    pub fn start(config: DriverConfig, backend: B) -> Result<(Self, JoinHandle<()>), StartError> {
+        let slots = device_slots(&config)?;
+        let mut state = ServingState::new(config.grants, config.devices, config.cost)?;
+        let mut models = Vec::with_capacity(config.models.len());
+        for model in config.models {
+            models.push(Arc::<str>::from(model.name.as_str()));
+            state.add_model(model)?;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let executors = Executors::start(&slots, &Arc::new(backend), &tx)?;
+        let clock = Clock::start();
+        let models: Arc<[Arc<str>]> = models.into();
+        let task = Task {
+            state,
+            clock,
+            rx,
+            executors,
+            waiting: FxHashMap::default(),
+            running: 0,
+            models: Arc::clone(&models),
+            draining: Vec::new(),
+            actions: Vec::new(),
+        };
+        let join = tokio::spawn(task.run());
+        let handle = Self {
+            tx,
+            clock,
+            next_id: Arc::new(AtomicU64::new(1)),
+            models,
+        };
+        Ok((handle, join))
+    }
+
+    /// The driver's clock (deadlines are on it).
+    pub fn clock(&self) -> Clock {
+        self.clock
+    }
+
+    /// The index of the model named `name`.
+    pub fn model(&self, name: &str) -> Option<ModelIx> {
+        self.models
+            .iter()
+            .position(|m| &**m == name)
+            .map(|i| i as ModelIx)
+    }
+
+    /// Submits a request; the reply resolves when it is answered. Dropping
+    /// the reply first withdraws the request if it is still queued.
+    pub fn infer(&self, request: Request<B::Input>) -> Pending<B> {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let model = request.model;
+        let (reply, rx) = oneshot::channel();
+        let sent = self.tx.send(Command::Submit {
+            id,
+            arrival: self.clock.now(),
+            request,
+            reply,
+        });
+        Pending {
+            rx,
+            withdraw: sent.is_ok().then(|| (self.tx.clone(), model, id)),
+        }
+    }
+
+    /// Stops admission now; the returned future resolves when every admitted
+    /// request is answered and the executors have stopped.
+    pub fn drain(&self) -> impl Future<Output = ()> + Send + 'static {
+        let (done, rx) = oneshot::channel();
+        let sent = self.tx.send(Command::Drain { done }).is_ok();
+        async move {
+            if sent {
+                let _ = rx.await;
+            }
+        }
+    }
+}
+
+/// A request's reply; dropping it before it resolves withdraws the request.
+#[must_use = "dropping the reply withdraws the request"]
+pub struct Pending<B: Backend> {
+    rx: oneshot::Receiver<Answer<B::Output>>,
+    withdraw: Option<(mpsc::UnboundedSender<Command<B>>, ModelIx, RequestId)>,
+}
+
+impl<B: Backend> std::fmt::Debug for Pending<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pending")
+            .field("request", &self.withdraw.as_ref().map(|w| w.2))
+            .finish_non_exhaustive()
+    }
+}
+
+impl<B: Backend> Future for Pending<B> {
+    type Output = Answer<B::Output>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let answer = match Pin::new(&mut self.rx).poll(cx) {
+            Poll::Pending => return Poll::Pending,
+            Poll::Ready(answer) => answer.unwrap_or(Err(ServerError::ShuttingDown)),
+        };
+        self.withdraw = None;
+        Poll::Ready(answer)
+    }
+}
+
+impl<B: Backend> Drop for Pending<B> {
+    fn drop(&mut self) {
+        if let Some((tx, model, id)) = self.withdraw.take() {
+            let _ = tx.send(Command::Withdraw { model, id });
+        }
+    }
+}
+
+/// Executor threads per device (see [`crate::device`]).
+fn device_slots(config: &DriverConfig) -> Result<Vec<u32>, StartError> {
+    match config.grants {
+        Grants::External => Err(StartError::ExternalGrants),
+        Grants::Engine(policy) => Ok(vec![engine_slots(&policy); config.devices]),
+        Grants::Independent => Ok((0..config.devices)
+            .map(|d| {
+                config
+                    .models
+                    .iter()
+                    .filter(|m| m.devices.contains(d))
+                    .map(|m| m.batching.num_batch_threads.max(1))
+                    .sum()
+            })
+            .collect()),
+    }
+}
+
+fn engine_slots(policy: &Policy) -> u32 {
+    policy.slots(1) + policy.fast_slots()
+}
+
+/// A request waiting in the task's table for its batch.
+struct Waiting<B: Backend> {
+    input: B::Input,
+    reply: oneshot::Sender<Answer<B::Output>>,
+    arrival: Nanos,
+}
+
+/// The driver task's own state.
+struct Task<B: Backend> {
+    state: ServingState,
+    clock: Clock,
+    rx: mpsc::UnboundedReceiver<Command<B>>,
+    executors: Executors<B>,
+    /// Queued requests' inputs and reply channels, by id.
+    waiting: FxHashMap<RequestId, Waiting<B>>,
+    /// Batches on devices now.
+    running: usize,
+    models: Arc<[Arc<str>]>,
+    /// Drain callers to answer once everything is done (draining when non-empty).
+    draining: Vec<oneshot::Sender<()>>,
+    actions: Vec<Action>,
+}
+
+impl<B: Backend> Task<B> {
+    async fn run(mut self) {
+        loop {
+            if !self.draining.is_empty() && self.waiting.is_empty() && self.running == 0 {
+                break;
+            }
+            let command = match self.state.next_wake() {
+                Some(t) => tokio::select! {
+                    command = self.rx.recv() => command,
+                    () = tokio::time::sleep_until(self.clock.instant(t)) => {
+                        self.state.poll(self.clock.now(), &mut self.actions);
+                        self.apply();
+                        continue;
+                    }
+                },
+                None => self.rx.recv().await,
+            };
+            // The task holds no sender, but executors do: None means every
+            // handle and executor is gone.
+            let Some(command) = command else { break };
+            self.handle(command);
+            while let Ok(command) = self.rx.try_recv() {
+                self.handle(command);
+            }
+        }
+        self.executors.stop();
+        for done in self.draining.drain(..) {
+            let _ = done.send(());
+        }
+    }
+
+    fn handle(&mut self, command: Command<B>) {
+        let now = self.clock.now();
+        match command {
+            Command::Submit {
+                id,
+                arrival,
+                request,
+                reply,
+            } => self.submit(now, id, arrival, request, reply),
+            Command::Withdraw { model, id } => {
+                if self.state.withdraw(now, model, id, &mut self.actions) {
+                    self.waiting.remove(&id);
+                }
+            }
+            Command::Finished { job, run } => {
+                self.running -= 1;
+                self.state.complete(now, job, run, &mut self.actions);
+            }
+            Command::Drain { done } => self.draining.push(done),
+        }
+        self.apply();
+    }
+
+    fn submit(
+        &mut self,
+        now: Nanos,
+        id: RequestId,
+        arrival: Nanos,
+        request: Request<B::Input>,
+        reply: oneshot::Sender<Answer<B::Output>>,
+    ) {
+        if !self.draining.is_empty() {
+            let _ = reply.send(Err(ServerError::ShuttingDown));
+            return;
+        }
+        let Request {
+            model,
+            rows,
+            deadline,
+            target,
+            input,
+        } = request;
+        if let Err(e) = self.state.admit(now, model, rows, deadline) {
+            let _ = reply.send(Err(e.into()));
+            return;
+        }
+        self.waiting.insert(
+            id,
+            Waiting {
+                input,
+                reply,
+                arrival,
+            },
+        );
+        let queued = Queued {
+            id,
+            rows,
+            arrival,
+            enqueued: now,
+            deadline,
+            target,
+        };
+        self.state.enqueue(now, model, queued, &mut self.actions);
+    }
+
+    /// Carries out the state's actions, in order.
+    fn apply(&mut self) {
+        let now = self.clock.now();
+        for action in std::mem::take(&mut self.actions) {
+            match action {
+                Action::Start(batch) => {
+                    let items = batch
+                        .requests
+                        .iter()
+                        .filter_map(|q| self.waiting.remove(&q.id))
+                        .map(|w| Item {
+                            input: w.input,
+                            reply: w.reply,
+                            queued: now.saturating_sub(w.arrival),
+                        })
+                        .collect();
+                    let info = BatchInfo {
+                        job: batch.job,
+                        model: batch.model,
+                        device: batch.device,
+                        rows: batch.rows,
+                    };
+                    self.state.recycle(batch.requests);
+                    self.running += 1;
+                    self.executors.submit(Work {
+                        info,
+                        model_name: Arc::clone(&self.models[info.model as usize]),
+                        items,
+                    });
+                }
+                Action::Fail { request, error, .. } => {
+                    if let Some(w) = self.waiting.remove(&request) {
+                        let _ = w.reply.send(Err(ServerError::Serve(*error)));
+                    }
+                }
+                // Only under Grants::External, which start() refuses.
+                Action::Ask { .. } | Action::Withdraw { .. } | Action::Release { .. } => {}
+            }
+        }
+    }
+}

@@ -1,0 +1,341 @@
+//! The driver end to end with a scripted backend on real executor threads.
+//! Ordering comes from channels (a batch reports its start; a held batch
+//! waits for a release token), never from sleeps; deadlines run on tokio's
+//! paused clock.
+
+use std::str::FromStr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use lanes_policy::{CostConfig, DeviceSet, Policy, Prior};
+use lanes_serving::{Batching, Grants, ModelConfig, ModelIx, ServeError};
+
+use crate::backend::{Backend, BatchInfo};
+use crate::driver::{DriverConfig, Handle, Request};
+use crate::error::{ServerError, StartError};
+
+/// A tag whose batch fails with an error, and one whose batch panics.
+const FAILS: u32 = 666;
+const PANICS: u32 = 667;
+
+/// Doubles each request's tag. Reports every batch's (model, tags) as it
+/// starts; when `held`, each batch then waits for one release token.
+struct Scripted {
+    started: flume::Sender<(ModelIx, Vec<u32>)>,
+    release: Option<flume::Receiver<()>>,
+    /// Every batch's start and end, in order: `(true, model)` for a start.
+    log: Arc<Mutex<Vec<(bool, ModelIx)>>>,
+}
+
+impl Backend for Scripted {
+    type Input = u32;
+    type Output = u32;
+
+    fn run(&self, batch: &BatchInfo, inputs: Vec<u32>) -> Result<Vec<u32>, String> {
+        self.log.lock().unwrap().push((true, batch.model));
+        let _ = self.started.send((batch.model, inputs.clone()));
+        if let Some(release) = &self.release {
+            let _ = release.recv();
+        }
+        self.log.lock().unwrap().push((false, batch.model));
+        if inputs.contains(&FAILS) {
+            return Err("boom".into());
+        }
+        assert!(!inputs.contains(&PANICS), "planted panic");
+        Ok(inputs.iter().map(|t| t * 2).collect())
+    }
+}
+
+struct Lab {
+    handle: Handle<Scripted>,
+    started: flume::Receiver<(ModelIx, Vec<u32>)>,
+    release: flume::Sender<()>,
+    log: Arc<Mutex<Vec<(bool, ModelIx)>>>,
+    join: tokio::task::JoinHandle<()>,
+}
+
+fn model(name: &str, max_batch_size: u32, prior_ms: f64) -> ModelConfig {
+    ModelConfig {
+        name: name.into(),
+        batching: Batching {
+            max_batch_size,
+            max_enqueued_batches: 2,
+            ..Batching::default()
+        },
+        devices: DeviceSet::all(1),
+        prior: Some(Prior {
+            fixed: prior_ms * 1e6,
+            per_item: 0.0,
+        }),
+    }
+}
+
+fn lab(grants: Grants, models: Vec<ModelConfig>, held: bool) -> Lab {
+    let (started_tx, started) = flume::unbounded();
+    let (release, release_rx) = flume::unbounded();
+    let log = Arc::default();
+    let backend = Scripted {
+        started: started_tx,
+        release: held.then_some(release_rx),
+        log: Arc::clone(&log),
+    };
+    let config = DriverConfig {
+        grants,
+        devices: 1,
+        cost: CostConfig::default(),
+        models,
+    };
+    let (handle, join) = Handle::start(config, backend).expect("driver starts");
+    Lab {
+        handle,
+        started,
+        release,
+        log,
+        join,
+    }
+}
+
+fn fifo() -> Grants {
+    Grants::Engine(Policy::Fifo)
+}
+
+fn req(model: ModelIx, tag: u32) -> Request<u32> {
+    Request {
+        model,
+        rows: 1,
+        deadline: None,
+        target: None,
+        input: tag,
+    }
+}
+
+impl Lab {
+    /// The next batch to start (a bound, not a synchronisation: a batch
+    /// that never starts fails the test instead of hanging it).
+    async fn next_batch(&self) -> (ModelIx, Vec<u32>) {
+        let next = tokio::time::timeout(Duration::from_secs(20), self.started.recv_async());
+        next.await.expect("a batch starts within 20 s").unwrap()
+    }
+}
+
+#[tokio::test]
+async fn a_request_is_answered_with_its_output_and_timing() {
+    let lab = lab(fifo(), vec![model("m", 4, 1.0)], false);
+    let reply = lab.handle.infer(req(0, 21)).await.expect("answered");
+    assert_eq!((reply.output, reply.batch_rows), (42, 1));
+    assert!(reply.run > 0);
+    assert_eq!(lab.handle.model("m"), Some(0));
+    assert_eq!(lab.handle.model("x"), None);
+}
+
+#[tokio::test]
+async fn a_batch_forms_late_from_what_queued_while_the_device_ran() {
+    let lab = lab(fifo(), vec![model("m", 4, 1.0)], true);
+    let first = lab.handle.infer(req(0, 1));
+    assert_eq!(lab.next_batch().await, (0, vec![1]));
+    let rest: Vec<_> = (2..=4).map(|t| lab.handle.infer(req(0, t))).collect();
+    lab.release.send(()).unwrap();
+    assert_eq!(first.await.unwrap().output, 2);
+    assert_eq!(lab.next_batch().await, (0, vec![2, 3, 4]));
+    lab.release.send(()).unwrap();
+    for (pending, tag) in rest.into_iter().zip(2..) {
+        let reply = pending.await.unwrap();
+        assert_eq!((reply.output, reply.batch_rows), (tag * 2, 3));
+    }
+}
+
+#[tokio::test]
+async fn past_the_queue_bound_a_request_is_refused_with_429() {
+    // max_batch_size 1 x max_enqueued_batches 2 = 2 rows queued at most.
+    let lab = lab(fifo(), vec![model("m", 1, 1.0)], true);
+    let running = lab.handle.infer(req(0, 1));
+    lab.next_batch().await;
+    let queued = [lab.handle.infer(req(0, 2)), lab.handle.infer(req(0, 3))];
+    let refused = lab.handle.infer(req(0, 4)).await.unwrap_err();
+    assert_eq!((refused.code(), refused.http_status()), ("queue_full", 429));
+    for _ in 0..3 {
+        lab.release.send(()).unwrap();
+    }
+    assert_eq!(running.await.unwrap().output, 2);
+    for (pending, tag) in queued.into_iter().zip(2..) {
+        assert_eq!(pending.await.unwrap().output, tag * 2);
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_request_queued_past_its_deadline_gets_504_and_never_runs() {
+    let lab = lab(fifo(), vec![model("m", 1, 1.0)], true);
+    let running = lab.handle.infer(req(0, 1));
+    // On the paused clock a timeout would fire at once: wait unbounded.
+    lab.started.recv_async().await.unwrap();
+    let deadline = lab.handle.clock().now() + 50_000_000;
+    let late = lab.handle.infer(Request {
+        deadline: Some(deadline),
+        ..req(0, 2)
+    });
+    let error = late.await.unwrap_err();
+    assert_eq!(
+        (error.code(), error.http_status()),
+        ("deadline_exceeded", 504)
+    );
+    assert!(lab.handle.clock().now() >= deadline);
+    lab.release.send(()).unwrap();
+    running.await.unwrap();
+    let after = lab.handle.infer(req(0, 3));
+    assert_eq!(lab.started.recv_async().await.unwrap(), (0, vec![3])); // tag 2 never ran
+    lab.release.send(()).unwrap();
+    after.await.unwrap();
+}
+
+#[tokio::test]
+async fn dropping_a_reply_withdraws_its_queued_request() {
+    let lab = lab(fifo(), vec![model("m", 4, 1.0)], true);
+    let running = lab.handle.infer(req(0, 1));
+    lab.next_batch().await;
+    drop(lab.handle.infer(req(0, 2))); // the client went away
+    let kept = lab.handle.infer(req(0, 3));
+    lab.release.send(()).unwrap();
+    running.await.unwrap();
+    assert_eq!(lab.next_batch().await, (0, vec![3]));
+    lab.release.send(()).unwrap();
+    assert_eq!(kept.await.unwrap().batch_rows, 1);
+}
+
+#[tokio::test]
+async fn a_failing_or_panicking_model_fails_its_batch_with_500_and_serving_goes_on() {
+    let lab = lab(fifo(), vec![model("m", 4, 1.0)], false);
+    for (tag, text) in [(FAILS, "boom"), (PANICS, "panicked: planted panic")] {
+        let error = lab.handle.infer(req(0, tag)).await.unwrap_err();
+        assert_eq!(error.http_status(), 500);
+        assert_eq!(error.to_string(), format!("model 'm' failed: {text}"));
+        assert_eq!(lab.handle.infer(req(0, 5)).await.unwrap().output, 10);
+    }
+}
+
+#[tokio::test]
+async fn drain_refuses_new_requests_and_waits_for_admitted_ones() {
+    let lab = lab(fifo(), vec![model("m", 1, 1.0)], true);
+    let running = lab.handle.infer(req(0, 1));
+    lab.next_batch().await;
+    let queued = lab.handle.infer(req(0, 2));
+    let drained = lab.handle.drain();
+    let refused = lab.handle.infer(req(0, 3)).await.unwrap_err();
+    assert_eq!(
+        (refused.code(), refused.http_status()),
+        ("shutting_down", 503)
+    );
+    lab.release.send(()).unwrap();
+    lab.release.send(()).unwrap();
+    assert_eq!(running.await.unwrap().output, 2);
+    assert_eq!(queued.await.unwrap().output, 4);
+    drained.await;
+    lab.join.await.expect("the task ends after a drain");
+}
+
+#[tokio::test]
+async fn sjf_starts_the_short_model_first_fifo_the_older() {
+    for (policy, expected) in [("sjf:alpha=0,slack=off", [1, 0]), ("fifo", [0, 1])] {
+        let grants = Grants::Engine(Policy::from_str(policy).unwrap());
+        let models = vec![model("long", 1, 100.0), model("short", 1, 1.0)];
+        let lab = lab(grants, models, true);
+        // The head is short's (a measured run replaces a model's prior).
+        let head = lab.handle.infer(req(1, 1));
+        lab.next_batch().await;
+        let long = lab.handle.infer(req(0, 2));
+        let short = lab.handle.infer(req(1, 3));
+        lab.release.send(()).unwrap();
+        head.await.unwrap();
+        let order = [lab.next_batch().await.0, {
+            lab.release.send(()).unwrap();
+            lab.next_batch().await.0
+        }];
+        assert_eq!(order, expected, "{policy}");
+        lab.release.send(()).unwrap();
+        long.await.unwrap();
+        short.await.unwrap();
+    }
+}
+
+#[tokio::test]
+async fn independent_models_overlap_on_a_device_and_a_shared_engine_does_not() {
+    let (a_then_b, a_beside_b) = ([(true, 0), (false, 0), (true, 1)], [(true, 0), (true, 1)]);
+    for (grants, overlaps) in [(Grants::Independent, true), (fifo(), false)] {
+        let lab = lab(grants, vec![model("a", 1, 1.0), model("b", 1, 1.0)], true);
+        let a = lab.handle.infer(req(0, 1));
+        lab.next_batch().await;
+        let b = lab.handle.infer(req(1, 2));
+        if overlaps {
+            assert_eq!(lab.next_batch().await, (1, vec![2])); // while a still runs
+            lab.release.send(()).unwrap();
+            lab.release.send(()).unwrap();
+        } else {
+            lab.release.send(()).unwrap();
+            assert_eq!(lab.next_batch().await, (1, vec![2]));
+            lab.release.send(()).unwrap();
+        }
+        a.await.unwrap();
+        b.await.unwrap();
+        let log = lab.log.lock().unwrap().clone();
+        if overlaps {
+            assert_eq!(log[..2], a_beside_b);
+        } else {
+            assert_eq!(log[..3], a_then_b);
+        }
+    }
+}
+
+#[tokio::test]
+async fn start_refuses_what_it_cannot_drive() {
+    let start = |grants, models| {
+        let (started, _) = flume::unbounded();
+        let backend = Scripted {
+            started,
+            release: None,
+            log: Arc::default(),
+        };
+        let config = DriverConfig {
+            grants,
+            devices: 1,
+            cost: CostConfig::default(),
+            models,
+        };
+        Handle::start(config, backend).map(|_| ()).unwrap_err()
+    };
+    let external = start(Grants::External, vec![model("m", 1, 1.0)]);
+    assert!(matches!(external, StartError::ExternalGrants));
+    let mut nowhere = model("m", 1, 1.0);
+    nowhere.devices = DeviceSet::only(3);
+    let error = start(fifo(), vec![nowhere]);
+    assert_eq!(error.code(), "bad_model");
+    assert_eq!(
+        error.to_string(),
+        "model 'm': no replica on any of the 1 devices"
+    );
+}
+
+#[test]
+fn server_errors_keep_the_serving_states_codes() {
+    let table: [(ServerError, &str, u16); 3] = [
+        (
+            ServeError::DeadlineExceeded {
+                model: "m".into(),
+                waited_ms: 1.0,
+            }
+            .into(),
+            "deadline_exceeded",
+            504,
+        ),
+        (
+            ServerError::ModelFailed {
+                model: "m".into(),
+                message: "x".into(),
+            },
+            "model_failed",
+            500,
+        ),
+        (ServerError::ShuttingDown, "shutting_down", 503),
+    ];
+    for (error, code, status) in table {
+        assert_eq!((error.code(), error.http_status()), (code, status));
+    }
+}

@@ -1,0 +1,30 @@
+//! The live data plane of `lanes serve`, below its front ends: TGI's
+//! handle → task → `State`, with lanes-serving's [`ServingState`] as the state.
+//!
+//! - [`driver`]: the one task that owns the state. Front ends talk to it through
+//!   a cloneable [`Handle`]: [`Handle::infer`] admits a request and returns a
+//!   [`Pending`] reply; dropping that reply before it resolves takes the
+//!   request out of its queue (a client that disconnects or cancels).
+//! - [`device`]: every device's executor threads — as many as jobs the device
+//!   may run at once — which run batches through the [`Backend`] and answer
+//!   the batch's clients directly, then report the measured run time.
+//! - [`backend`]: what runs a batch of one model on one device (native ONNX,
+//!   a Python model, …): an input per request in, an output per request out.
+//! - [`clock`]: the driver's clock (tokio's, so tests can pause it).
+//! - [`error`]: [`ServerError`], the coded errors a client can get back.
+//!
+//! [`ServingState`]: lanes_serving::ServingState
+
+pub mod backend;
+pub mod clock;
+pub mod device;
+pub mod driver;
+pub mod error;
+
+pub use backend::{Backend, BatchInfo};
+pub use clock::Clock;
+pub use driver::{DriverConfig, Handle, Pending, Reply, Request};
+pub use error::ServerError;
+
+#[cfg(test)]
+mod driver_tests;
