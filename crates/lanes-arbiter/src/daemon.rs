@@ -1,7 +1,7 @@
 //! The running daemon: the socket, one actor task that owns the [`State`],
 //! and a task per connection.
 //!
-//! - **Socket.** [`bind`] creates the Unix socket with the configured mode
+//! - **Socket.** `bind` creates the Unix socket with the configured mode
 //!   (0660 by default) and owner/group. An existing path is refused unless it
 //!   is a socket nobody listens on (a stale socket of a dead daemon), which is
 //!   replaced; a live daemon's socket is never touched.

@@ -1,8 +1,8 @@
 //! `lanes._core`: the native module. Every binding is a few lines through
-//! [`enter`], which releases the GIL, catches panics and maps errors to
+//! `enter`, which releases the GIL, catches panics and maps errors to
 //! `lanes.errors.LanesError(code, message)` — the only error map.
-//! The load engine's bindings live in [`load`], the policy engine's in
-//! [`scheduler`].
+//! The load engine's bindings live in `load`, the policy engine's in
+//! `scheduler`.
 
 mod arbiter;
 mod flame;

@@ -2,7 +2,7 @@
 //! → `State`).
 //!
 //! **Rule.** Everything that changes the state goes through the task's one
-//! channel as a [`Command`]: a request submitted, a request withdrawn (its
+//! channel as a `Command`: a request submitted, a request withdrawn (its
 //! [`Pending`] reply was dropped: the client went away), a batch finished
 //! (from a device executor), a drain. The task applies each to the
 //! [`ServingState`] with `now` from its [`Clock`] and carries out the actions

@@ -16,7 +16,7 @@
 //! - [`host`]: the CPU pool and the GPU contention model;
 //! - [`engine`]: the event loop;
 //! - [`stats`]: what a run measures;
-//! - [`capacity`]: the highest load that meets the SLO, by bisection.
+//! - [`capacity`](mod@capacity): the highest load that meets the SLO, by bisection.
 
 pub mod capacity;
 pub mod config;
