@@ -48,13 +48,29 @@ setup: $(EXT_STAMP) $(PROFILERS_STAMP) ## create .venv, install dependencies and
 demo: setup ## compare independent, fifo and sjf serving the demo zoo on this host (lanes demo, ~10 min)
 	$(BIN)/lanes demo
 
+# lanes-onnx opens ONNX Runtime at run time (crates/lanes-onnx/src/library.rs): its tests get the
+# library of the onnxruntime wheel in .venv, computed once setup has made it. An ORT_DYLIB_PATH
+# already set (a GPU host's onnxruntime-gpu library) wins; none found leaves it empty, and the
+# tests fail saying where they looked.
+ORT_DYLIB = $(shell $(PY) -c 'import glob, os, onnxruntime; print(sorted(glob.glob(os.path.join(os.path.dirname(onnxruntime.__file__), "capi", "libonnxruntime.so*")))[-1])' 2>/dev/null)
+ONNX_FIXTURES := crates/lanes-onnx/tests/fixtures
+
+# The demo zoo's char_cnn and its reference outputs from Python onnxruntime, for lanes-onnx's
+# tests and speed check (6 MB: generated, not committed; the small fixtures are committed).
+$(ONNX_FIXTURES)/generated/cases.json: $(EXT_STAMP) $(ONNX_FIXTURES)/make_fixtures.py python/lanes/models/zoo.py
+	$(PY) $(ONNX_FIXTURES)/make_fixtures.py --zoo $(ONNX_FIXTURES)/generated
+
+.PHONY: onnx-fixtures
+onnx-fixtures: $(ONNX_FIXTURES)/generated/cases.json ## write lanes-onnx's generated test models (char_cnn)
+
 .PHONY: test
 # setup installs the profilers, so a missing one fails its tests here instead of skipping them
 # (LANES_REQUIRE_PROFILERS=0 make test to let them skip).
 test: export LANES_REQUIRE_PROFILERS ?= 1
 # setup installs the ray extra too: the fleet and cluster tests fail, not skip, without it.
 test: export LANES_REQUIRE_RAY ?= 1
-test: setup lint ## every test and lint: cargo test, pytest, clippy, fmt, ruff, stubtest
+test: export ORT_DYLIB_PATH ?= $(ORT_DYLIB)
+test: setup lint onnx-fixtures ## every test and lint: cargo test, pytest, clippy, fmt, ruff, stubtest
 	@# lanes-py is a cdylib with no Rust tests: pytest exercises it through the built module
 	@# (its test binary would also need libpython to link, absent on a bare Debian).
 	cargo test --workspace --exclude lanes-py --quiet
