@@ -12,6 +12,12 @@
 //!   a Python model, …): an input per request in, an output per request out.
 //! - [`clock`]: the driver's clock (tokio's, so tests can pause it).
 //! - [`error`]: [`ServerError`], the coded errors a client can get back.
+//! - [`http`]: the KServe v2 REST front end on hyper (routes, statuses and
+//!   error bodies of today's server).
+//! - [`signature`]: a model's declared tensors and the edge's check of a
+//!   request against them.
+//! - [`onnx_backend`]: ONNX models run natively (lanes-onnx), no Python.
+//! - [`native`]: a server assembled from ONNX files (tests and benchmarks).
 //!
 //! [`ServingState`]: lanes_serving::ServingState
 
@@ -20,6 +26,10 @@ pub mod clock;
 pub mod device;
 pub mod driver;
 pub mod error;
+pub mod http;
+pub mod native;
+pub mod onnx_backend;
+pub mod signature;
 
 pub use backend::{Backend, BatchInfo};
 pub use clock::Clock;

@@ -1,0 +1,406 @@
+//! The REST routes: KServe v2 plus lanes' extensions, with today's statuses
+//! and `{"error": message}` bodies (python/lanes/serving/app.py is the
+//! contract). Every GET route also answers HEAD; a known path with another
+//! method is a 405 with `Allow`.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{header, HeaderMap, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use lanes_kserve::rest::{decode_request, encode_response, parse_header_length, HEADER_LENGTH};
+use lanes_kserve::{
+    InferRequest, InferResponse, KserveError, ModelRef, OutputChoice, OutputTensor,
+};
+use lanes_policy::Nanos;
+use serde_json::{json, Value};
+
+use super::App;
+use crate::backend::Backend;
+use crate::driver::Request as DriverRequest;
+use crate::error::ServerError;
+
+/// The deadline header (milliseconds), used when a request has no `timeout`.
+pub const TIMEOUT_HEADER: &str = "lanes-timeout-ms";
+/// The longest deadline a request can ask for (~31 years).
+pub const MAX_TIMEOUT_NS: Nanos = 1_000_000_000_000_000_000;
+/// The OpenAPI document of the REST API.
+const OPENAPI: &[u8] = include_bytes!("../../../../python/lanes/serving/openapi.json");
+
+type Reply = Response<Full<Bytes>>;
+
+fn json_reply(status: StatusCode, value: &Value) -> Reply {
+    let body = serde_json::to_vec(value).expect("a JSON value serialises");
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    *r.status_mut() = status;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+fn error(status: u16, message: &str) -> Reply {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    json_reply(status, &json!({ "error": message }))
+}
+
+/// A refusal decided before the model runs: its status and message.
+struct Refusal(u16, String);
+
+impl Refusal {
+    fn reply(&self) -> Reply {
+        error(self.0, &self.1)
+    }
+}
+
+fn ok(value: &Value) -> Reply {
+    json_reply(StatusCode::OK, value)
+}
+
+/// What a path names.
+enum Target<'a> {
+    Live,
+    Ready,
+    Server,
+    OpenApi,
+    Model {
+        name: &'a str,
+        version: Option<&'a str>,
+        action: Action,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Action {
+    Metadata,
+    Ready,
+    Infer,
+}
+
+fn parse(path: &str) -> Option<Target<'_>> {
+    let rest = path.strip_prefix("/v2")?;
+    match rest {
+        "" => return Some(Target::Server),
+        "/health/live" => return Some(Target::Live),
+        "/health/ready" => return Some(Target::Ready),
+        "/openapi.json" => return Some(Target::OpenApi),
+        _ => {}
+    }
+    let parts: Vec<&str> = rest.strip_prefix("/models/")?.split('/').collect();
+    let (name, version, tail) = match parts.as_slice() {
+        [name, "versions", v, tail @ ..] => (*name, Some(*v), tail),
+        [name, tail @ ..] => (*name, None, tail),
+        [] => return None,
+    };
+    let action = match tail {
+        [] => Action::Metadata,
+        ["ready"] => Action::Ready,
+        ["infer"] => Action::Infer,
+        _ => return None,
+    };
+    (!name.is_empty() && version != Some("")).then_some(Target::Model {
+        name,
+        version,
+        action,
+    })
+}
+
+/// Answers one request.
+pub async fn route<B>(app: Arc<App<B>>, request: Request<Incoming>) -> Result<Reply, Infallible>
+where
+    B: Backend<Input = InferRequest, Output = Vec<OutputTensor>>,
+{
+    let path = request.uri().path().to_owned();
+    let Some(target) = parse(&path) else {
+        return Ok(error(404, &format!("no route {path}")));
+    };
+    let post = matches!(
+        target,
+        Target::Model {
+            action: Action::Infer,
+            ..
+        }
+    );
+    let method = request.method().clone();
+    let allowed = if post { "POST" } else { "GET, HEAD" };
+    let method_ok = if post {
+        method == Method::POST
+    } else {
+        method == Method::GET || method == Method::HEAD
+    };
+    if !method_ok {
+        let mut r = error(
+            405,
+            &format!("method {method} not allowed on {path}: {allowed}"),
+        );
+        r.headers_mut()
+            .insert(header::ALLOW, header::HeaderValue::from_static(allowed));
+        return Ok(r);
+    }
+    let mut reply = match target {
+        Target::Live => ok(&json!({"live": true})),
+        Target::Ready if app.is_ready() => ok(&json!({"ready": true})),
+        Target::Ready => error(503, "not ready: draining"),
+        Target::Server => ok(&server_metadata(&app)),
+        Target::OpenApi => {
+            let mut r = Response::new(Full::new(Bytes::from_static(OPENAPI)));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static("application/json"),
+            );
+            r
+        }
+        Target::Model {
+            name,
+            version,
+            action,
+        } => match find(&app, name, version) {
+            Err(e) => e.reply(),
+            Ok(ix) => match action {
+                Action::Metadata => ok(&model_metadata(&app, ix)),
+                Action::Ready if app.is_ready() => ok(&json!({"name": name, "ready": true})),
+                Action::Ready => error(503, &format!("model '{name}' not ready: draining")),
+                Action::Infer => infer(&app, ix, version, request).await,
+            },
+        },
+    };
+    if method == Method::HEAD {
+        *reply.body_mut() = Full::new(Bytes::new());
+    }
+    Ok(reply)
+}
+
+fn find<B: Backend>(app: &App<B>, name: &str, version: Option<&str>) -> Result<usize, Refusal> {
+    let Some(ix) = app.models.iter().position(|m| m.name == name) else {
+        let known: Vec<&str> = app.models.iter().map(|m| m.name.as_str()).collect();
+        let known = if known.is_empty() {
+            "none".to_owned()
+        } else {
+            known.join(", ")
+        };
+        return Err(Refusal(
+            404,
+            format!("unknown model '{name}'; this server has: {known}"),
+        ));
+    };
+    let m = &app.models[ix];
+    match version {
+        Some(v) if v != m.version => Err(Refusal(
+            404,
+            format!("model '{name}' has no version '{v}' (it has {})", m.version),
+        )),
+        _ => Ok(ix),
+    }
+}
+
+fn server_metadata<B: Backend>(app: &App<B>) -> Value {
+    let devices: Vec<Value> = app
+        .devices
+        .iter()
+        .map(|d| json!({"name": d.name, "simulated": d.simulated}))
+        .collect();
+    json!({
+        "name": "lanes",
+        "version": app.version,
+        "extensions": ["binary_tensor_data", "statistics"],
+        "policy": app.policy,
+        "devices": devices,
+    })
+}
+
+fn model_metadata<B: Backend>(app: &App<B>, ix: usize) -> Value {
+    let m = &app.models[ix];
+    let b = &m.batching;
+    json!({
+        "name": m.name,
+        "versions": [m.version],
+        "platform": m.platform,
+        "inputs": m.signature.inputs.iter().map(|s| s.metadata()).collect::<Vec<_>>(),
+        "outputs": m.signature.outputs.iter().map(|s| s.metadata()).collect::<Vec<_>>(),
+        "parameters": {
+            "max_batch_size": b.max_batch_size,
+            "batch_timeout_micros": b.batch_timeout / 1000,
+            "num_batch_threads": b.num_batch_threads,
+            "max_enqueued_batches": b.max_enqueued_batches,
+            "timeout_ms": m.timeout_ms,
+            "devices": m.devices,
+        },
+    })
+}
+
+/// A plain ASCII decimal number (`12`, `0.5`, `2e3`; blanks around it
+/// allowed), as codec.py's `parse_decimal`: no `1_0`, `inf`, `nan`.
+pub fn parse_decimal(text: &str) -> Option<f64> {
+    let t = text.trim();
+    let (mantissa, exponent) = match t.find(['e', 'E']) {
+        Some(i) => (&t[..i], Some(&t[i + 1..])),
+        None => (t, None),
+    };
+    let mantissa = mantissa.strip_prefix('+').unwrap_or(mantissa);
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    let mantissa_ok = digits(int)
+        && digits(frac)
+        && (!int.is_empty() || !frac.is_empty())
+        && !(mantissa.contains('.') && int.is_empty() && frac.is_empty());
+    let exponent_ok = exponent.is_none_or(|e| {
+        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
+        !e.is_empty() && digits(e)
+    });
+    (t.len() <= 64 && mantissa_ok && exponent_ok)
+        .then(|| t.parse().ok())
+        .flatten()
+}
+
+/// The request's deadline on the driver's clock: its `timeout` (µs), else
+/// the header, else the model's default; cut to [`MAX_TIMEOUT_NS`].
+fn deadline(
+    request: &InferRequest,
+    headers: &HeaderMap,
+    default_ms: Option<f64>,
+    arrival: Nanos,
+) -> Result<Option<Nanos>, Refusal> {
+    let after = |ns: f64| Some(arrival.saturating_add(ns.min(MAX_TIMEOUT_NS as f64) as Nanos));
+    if let Some(us) = request.timeout_us {
+        if us == 0 {
+            return Err(Refusal(
+                400,
+                "parameter timeout = 0: must be microseconds > 0".into(),
+            ));
+        }
+        return Ok(after(us as f64 * 1e3));
+    }
+    if let Some(value) = headers.get(TIMEOUT_HEADER) {
+        let text = String::from_utf8_lossy(value.as_bytes());
+        return match parse_decimal(&text) {
+            Some(ms) if ms > 0.0 => Ok(after(ms * 1e6)),
+            _ => Err(Refusal(
+                400,
+                format!("header {TIMEOUT_HEADER}: '{text}': must be milliseconds > 0"),
+            )),
+        };
+    }
+    Ok(default_ms.and_then(|ms| after(ms * 1e6)))
+}
+
+fn kserve_error(e: &KserveError) -> Reply {
+    error(e.http_status(), &e.to_string())
+}
+
+fn server_error(e: &ServerError) -> Reply {
+    error(e.http_status(), &e.to_string())
+}
+
+async fn infer<B>(
+    app: &App<B>,
+    ix: usize,
+    version: Option<&str>,
+    request: Request<Incoming>,
+) -> Reply
+where
+    B: Backend<Input = InferRequest, Output = Vec<OutputTensor>>,
+{
+    let arrival = app.handle.clock().now();
+    let entry = &app.models[ix];
+    if !app.is_ready() {
+        return error(503, "not ready: draining");
+    }
+    let (parts, body) = request.into_parts();
+    let header_length =
+        match parse_header_length(parts.headers.get(HEADER_LENGTH).map(|v| v.as_bytes())) {
+            Ok(h) => h,
+            Err(e) => return kserve_error(&e),
+        };
+    let max = app.codec.max_body_bytes;
+    let body = match Limited::new(body, max).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<http_body_util::LengthLimitError>() => {
+            return error(413, &format!("request body over the limit of {max} bytes"))
+        }
+        Err(e) => return error(400, &format!("request body cannot be read: {e}")),
+    };
+    let model = ModelRef {
+        name: entry.name.clone(),
+        version: version.map(str::to_owned),
+    };
+    let decoded = match decode_request(model, body, header_length, &app.codec) {
+        Ok(d) => d,
+        Err(e) => return kserve_error(&e),
+    };
+    let batching = entry.batching.max_batch_size > 0;
+    let rows = match entry.signature.check(&decoded, batching) {
+        Ok(rows) => rows,
+        Err(e) => return kserve_error(&e),
+    };
+    let deadline = match deadline(&decoded, &parts.headers, entry.timeout_ms, arrival) {
+        Ok(d) => d,
+        Err(refusal) => return refusal.reply(),
+    };
+    let id = decoded.id.clone();
+    let choice = OutputChoice::of(&decoded);
+    let answer = app
+        .handle
+        .infer(DriverRequest {
+            model: ix as u32,
+            rows,
+            deadline,
+            target: None,
+            input: decoded,
+        })
+        .await;
+    let outputs = match answer {
+        Ok(reply) => reply.output,
+        Err(e) => return server_error(&e),
+    };
+    let response = InferResponse {
+        model_name: entry.name.clone(),
+        model_version: entry.version.clone(),
+        id,
+        outputs,
+    };
+    let encoded = match encode_response(&response, &choice) {
+        Ok(e) => e,
+        Err(e) => return kserve_error(&e),
+    };
+    let body = match encoded.chunks.len() {
+        1 => encoded.chunks.into_iter().next().expect("one chunk"),
+        _ => Bytes::from(encoded.to_vec()),
+    };
+    let mut r = Response::new(Full::new(body));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(encoded.content_type),
+    );
+    if let Some(h) = encoded.header_length {
+        r.headers_mut()
+            .insert(HEADER_LENGTH, header::HeaderValue::from(h));
+    }
+    r
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_decimal;
+
+    #[test]
+    fn decimals_are_plain_ascii_numbers() {
+        for (text, value) in [
+            ("12", 12.0),
+            (" 0.5 ", 0.5),
+            ("2e3", 2000.0),
+            (".5", 0.5),
+            ("5.", 5.0),
+            ("+1", 1.0),
+        ] {
+            assert_eq!(parse_decimal(text), Some(value), "{text}");
+        }
+        for text in [
+            "", "1_0", "inf", "nan", "0x10", "1e", ".", "-1", "\u{661}", "1e+",
+        ] {
+            assert_eq!(parse_decimal(text), None, "{text}");
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The native ONNX backend: each model's ONNX Runtime sessions (lanes-onnx),
+//! run by the device executors with no Python on the path.
+//!
+//! **Rule.** A model holds, on every device it serves, as many sessions as
+//! batches of it may run there at once (`num_batch_threads`); an executor
+//! takes the first free one. A batching model runs its batch as one call
+//! (tensors concatenated along dimension 0, outputs split back per request);
+//! a model that does not batch runs its one request as it is. Outputs come
+//! back in the model's order and the front end picks what the request asked
+//! for.
+
+use std::path::Path;
+use std::sync::{Mutex, MutexGuard};
+
+use lanes_kserve::{Datatype, InferRequest, OutputTensor, Tensor, TensorData};
+use lanes_onnx::{Dim, InputTensor, OnnxError, OnnxSession, SessionConfig};
+
+use crate::backend::{Backend, BatchInfo};
+use crate::signature::{Signature, Spec};
+
+/// One model's sessions, per device (None where it has no replica).
+#[derive(Debug)]
+pub struct OnnxModel {
+    name: String,
+    batching: bool,
+    sessions: Vec<Option<Vec<Mutex<OnnxSession>>>>,
+}
+
+impl OnnxModel {
+    /// Loads `path` on every device `configs[d]` names (`None`: no replica
+    /// there), `slots` sessions each.
+    pub fn load(
+        name: &str,
+        path: &Path,
+        configs: &[Option<SessionConfig>],
+        slots: u32,
+        batching: bool,
+    ) -> Result<Self, OnnxError> {
+        let sessions = configs
+            .iter()
+            .map(|config| {
+                config
+                    .as_ref()
+                    .map(|c| {
+                        (0..slots.max(1))
+                            .map(|_| OnnxSession::load(path, c).map(Mutex::new))
+                            .collect::<Result<Vec<_>, _>>()
+                    })
+                    .transpose()
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            name: name.to_owned(),
+            batching,
+            sessions,
+        })
+    }
+
+    /// The model's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The model's signature as its graph declares it (a symbolic or dynamic
+    /// dimension is `-1`).
+    pub fn signature(&self) -> Option<Signature> {
+        let session = self.sessions.iter().flatten().flatten().next()?;
+        let session = session.lock().unwrap_or_else(|p| p.into_inner());
+        let specs = |specs: &[lanes_onnx::TensorSpec]| {
+            specs
+                .iter()
+                .map(|s| Spec {
+                    name: s.name.clone(),
+                    datatype: Datatype::from_name(s.datatype.name()).expect("a KServe datatype"),
+                    shape: s
+                        .dims
+                        .iter()
+                        .map(|d| match d {
+                            Dim::Fixed(n) => *n as i64,
+                            _ => -1,
+                        })
+                        .collect(),
+                })
+                .collect()
+        };
+        Some(Signature {
+            inputs: specs(session.inputs()),
+            outputs: specs(session.outputs()),
+        })
+    }
+
+    fn session(&self, device: usize) -> Result<MutexGuard<'_, OnnxSession>, String> {
+        let pool = self
+            .sessions
+            .get(device)
+            .and_then(Option::as_ref)
+            .ok_or_else(|| format!("no replica on device {device}"))?;
+        for s in pool {
+            if let Ok(guard) = s.try_lock() {
+                return Ok(guard);
+            }
+        }
+        Ok(pool[0].lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// Every served model's sessions, by model index.
+#[derive(Debug)]
+pub struct OnnxBackend {
+    pub models: Vec<OnnxModel>,
+}
+
+impl Backend for OnnxBackend {
+    type Input = InferRequest;
+    type Output = Vec<OutputTensor>;
+
+    fn run(
+        &self,
+        batch: &BatchInfo,
+        inputs: Vec<InferRequest>,
+    ) -> Result<Vec<Self::Output>, String> {
+        let model = &self.models[batch.model as usize];
+        let mut session = model.session(batch.device)?;
+        // Owned shapes for the borrowed views, in the session's input order.
+        let order: Vec<String> = session.inputs().iter().map(|s| s.name.clone()).collect();
+        let shapes: Vec<Vec<Vec<usize>>> = inputs
+            .iter()
+            .map(|r| {
+                order
+                    .iter()
+                    .map(|n| r.input(n).map_or_else(Vec::new, |t| dims(t.shape())))
+                    .collect()
+            })
+            .collect();
+        let views: Vec<Vec<InputTensor<'_>>> = inputs
+            .iter()
+            .zip(&shapes)
+            .map(|(r, shapes)| view(r, &order, shapes))
+            .collect::<Result<_, _>>()?;
+        let results = if model.batching {
+            let requests: Vec<&[InputTensor<'_>]> = views.iter().map(Vec::as_slice).collect();
+            session.run_batch(&requests)
+        } else {
+            views.iter().map(|v| session.run(v)).collect()
+        }
+        .map_err(|e| e.to_string())?;
+        let names: Vec<String> = session.outputs().iter().map(|s| s.name.clone()).collect();
+        results
+            .into_iter()
+            .map(|outputs| {
+                outputs
+                    .into_iter()
+                    .zip(&names)
+                    .map(|(o, name)| output(name, o))
+                    .collect()
+            })
+            .collect()
+    }
+}
+
+fn dims(shape: &[u64]) -> Vec<usize> {
+    shape.iter().map(|&d| d as usize).collect()
+}
+
+/// A request's tensors as borrowed views, in the session's input order.
+fn view<'a>(
+    request: &'a InferRequest,
+    order: &'a [String],
+    shapes: &'a [Vec<usize>],
+) -> Result<Vec<InputTensor<'a>>, String> {
+    order
+        .iter()
+        .zip(shapes)
+        .map(|(name, shape)| {
+            let tensor = request
+                .input(name)
+                .ok_or_else(|| format!("input '{name}' missing"))?;
+            let TensorData::Fixed(data) = tensor.data() else {
+                return Err(format!(
+                    "input '{name}': BYTES tensors are not run natively"
+                ));
+            };
+            let datatype =
+                lanes_onnx::Datatype::from_name(tensor.datatype().name()).ok_or_else(|| {
+                    format!("input '{name}': {} is not run natively", tensor.datatype())
+                })?;
+            Ok(InputTensor {
+                name,
+                datatype,
+                shape,
+                data,
+            })
+        })
+        .collect()
+}
+
+fn output(name: &str, o: lanes_onnx::OutputTensor) -> Result<OutputTensor, String> {
+    let datatype = Datatype::from_name(o.datatype.name()).expect("a KServe datatype");
+    let shape = o.shape.iter().map(|&d| d as u64).collect();
+    let tensor =
+        Tensor::new(datatype, shape, TensorData::Fixed(o.data)).map_err(|e| e.to_string())?;
+    Ok(OutputTensor {
+        name: name.to_owned(),
+        tensor,
+    })
+}

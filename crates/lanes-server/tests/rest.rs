@@ -1,0 +1,224 @@
+//! The native REST front end end to end: a real server on loopback running a
+//! real ONNX model (lanes-onnx's `affine` fixture: `x` FP32 `[N, 4]` → `y`
+//! FP32 `[N, 3]`, `k` INT64 `[N]`) with real ONNX Runtime, driven over raw
+//! HTTP/1.1. Outputs are checked against Python onnxruntime's, recorded in the
+//! fixture.
+
+use std::path::{Path, PathBuf};
+
+use lanes_kserve::CodecConfig;
+use lanes_server::native::{build, NativeConfig, NativeModel};
+use lanes_serving::Batching;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../lanes-onnx/tests/fixtures/small")
+}
+
+/// Starts a server on a free loopback port; returns its address.
+async fn start() -> String {
+    let config = NativeConfig {
+        policy: "sjf".into(),
+        devices: 1,
+        intra_op_threads: 1,
+        models: vec![NativeModel {
+            name: "affine".into(),
+            path: fixtures().join("affine.onnx"),
+            batching: Batching {
+                max_batch_size: 4,
+                ..Batching::default()
+            },
+            timeout_ms: None,
+        }],
+        codec: CodecConfig::default(),
+    };
+    let app = build(&config).expect("the server builds (ONNX Runtime: ORT_DYLIB_PATH or .venv)");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap().to_string();
+    tokio::spawn(lanes_server::http::serve(
+        listener,
+        app,
+        std::future::pending(),
+    ));
+    address
+}
+
+/// One request on its own connection: (status, headers, body).
+async fn call(address: &str, method: &str, path: &str, body: &[u8]) -> (u16, String, Vec<u8>) {
+    let mut stream = TcpStream::connect(address).await.unwrap();
+    let head = format!(
+        "{method} {path} HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(body).await.unwrap();
+    let mut answer = Vec::new();
+    stream.read_to_end(&mut answer).await.unwrap();
+    let split = answer.windows(4).position(|w| w == b"\r\n\r\n").unwrap();
+    let head = String::from_utf8_lossy(&answer[..split]).to_string();
+    let status = head[9..12].parse().unwrap();
+    (status, head, answer[split + 4..].to_vec())
+}
+
+fn json(body: &[u8]) -> Value {
+    serde_json::from_slice(body).unwrap()
+}
+
+fn floats(file: &Path) -> Vec<f32> {
+    std::fs::read(file)
+        .unwrap()
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_onnx_model_answers_as_python_onnxruntime_does() {
+    let address = start().await;
+    let case = fixtures().join("data/affine_batch1/0");
+    let x = floats(&case.join("in_x.bin"));
+    let y = floats(&case.join("out_y.bin"));
+    let body = serde_json::json!({
+        "id": "r1",
+        "inputs": [{"name": "x", "shape": [1, 4], "datatype": "FP32", "data": x}],
+        "outputs": [{"name": "y"}],
+    });
+    let (status, _, answer) = call(
+        &address,
+        "POST",
+        "/v2/models/affine/infer",
+        body.to_string().as_bytes(),
+    )
+    .await;
+    assert_eq!(status, 200, "{}", String::from_utf8_lossy(&answer));
+    let answer = json(&answer);
+    assert_eq!(
+        (answer["model_name"].as_str(), answer["id"].as_str()),
+        (Some("affine"), Some("r1"))
+    );
+    let out = &answer["outputs"][0];
+    assert_eq!(
+        (out["name"].as_str(), out["shape"].clone()),
+        (Some("y"), serde_json::json!([1, 3]))
+    );
+    let got: Vec<f32> = out["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_f64().unwrap() as f32)
+        .collect();
+    assert_eq!(got.len(), y.len());
+    for (g, w) in got.iter().zip(&y) {
+        assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{got:?} vs {y:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn routes_answer_with_todays_statuses_and_json_errors() {
+    let address = start().await;
+    let x = r#"{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}]}"#;
+    let x64 = r#"{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP64","data":[1,2,3,4]}]}"#;
+    let table: &[(&str, &str, &str, u16, &str)] = &[
+        ("GET", "/v2/health/live", "", 200, r#"{"live":true}"#),
+        ("GET", "/v2/health/ready", "", 200, r#"{"ready":true}"#),
+        (
+            "GET",
+            "/v2/models/affine/ready",
+            "",
+            200,
+            r#"{"name":"affine","ready":true}"#,
+        ),
+        (
+            "GET",
+            "/v2/models/nope",
+            "",
+            404,
+            r#"{"error":"unknown model 'nope'; this server has: affine"}"#,
+        ),
+        (
+            "GET",
+            "/v2/models/affine/versions/2",
+            "",
+            404,
+            r#"{"error":"model 'affine' has no version '2' (it has 1)"}"#,
+        ),
+        (
+            "GET",
+            "/v2/nowhere",
+            "",
+            404,
+            r#"{"error":"no route /v2/nowhere"}"#,
+        ),
+        (
+            "GET",
+            "/v2/models/affine/infer",
+            "",
+            405,
+            r#"{"error":"method GET not allowed on /v2/models/affine/infer: POST"}"#,
+        ),
+        (
+            "POST",
+            "/v2/models/affine/infer",
+            x64,
+            400,
+            r#"{"error":"input 'x': datatype FP64, expected FP32"}"#,
+        ),
+        ("POST", "/v2/models/affine/infer", "{", 400, ""),
+    ];
+    for (method, path, body, status, expected) in table {
+        let (got, head, answer) = call(&address, method, path, body.as_bytes()).await;
+        assert_eq!(
+            got,
+            *status,
+            "{method} {path}: {}",
+            String::from_utf8_lossy(&answer)
+        );
+        if !expected.is_empty() {
+            assert_eq!(json(&answer), json(expected.as_bytes()), "{method} {path}");
+        } else {
+            assert!(json(&answer)["error"].is_string());
+        }
+        if *status == 405 {
+            assert!(head.to_ascii_lowercase().contains("allow: post"), "{head}");
+        }
+    }
+    let (status, _, meta) = call(&address, "GET", "/v2/models/affine", b"").await;
+    assert_eq!(status, 200);
+    let meta = json(&meta);
+    assert_eq!(
+        meta["inputs"],
+        serde_json::json!([{"name": "x", "datatype": "FP32", "shape": [-1, 4]}])
+    );
+    assert_eq!(meta["platform"], "onnx");
+    // The server keeps serving after every refusal.
+    let (status, _, _) = call(&address, "POST", "/v2/models/affine/infer", x.as_bytes()).await;
+    assert_eq!(status, 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binary_output_comes_with_its_header_length() {
+    let address = start().await;
+    let body = r#"{"inputs":[{"name":"x","shape":[2,4],"datatype":"FP32","data":[1,2,3,4,5,6,7,8]}],"parameters":{"binary_data_output":true}}"#;
+    let (status, head, answer) =
+        call(&address, "POST", "/v2/models/affine/infer", body.as_bytes()).await;
+    assert_eq!(status, 200);
+    let head = head.to_ascii_lowercase();
+    assert!(
+        head.contains("content-type: application/octet-stream"),
+        "{head}"
+    );
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("inference-header-content-length: "))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let header = json(&answer[..length]);
+    // y: 2 x 3 FP32 = 24 bytes, then k: 2 INT64 = 16 bytes.
+    assert_eq!(header["outputs"][0]["parameters"]["binary_data_size"], 24);
+    assert_eq!(header["outputs"][1]["parameters"]["binary_data_size"], 16);
+    assert_eq!(answer.len() - length, 40);
+}
