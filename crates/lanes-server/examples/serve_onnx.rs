@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! cargo run --release -p lanes-server --example serve_onnx -- \
-//!     --port 8000 --policy sjf --devices 2 --threads 1 NAME=PATH[:MAX_BATCH] ...
+//!     --port 8000 --grpc-port 8001 --policy sjf --devices 2 --threads 1 NAME=PATH[:MAX_BATCH] ...
 //! ```
 //! Prints `listening on 127.0.0.1:PORT` once ready; stops on Ctrl-C.
 
@@ -24,7 +24,7 @@ fn usage(why: &str) -> ! {
 
 fn main() {
     let mut args = std::env::args().skip(1);
-    let (mut port, mut workers) = (8000u16, 1usize);
+    let (mut port, mut grpc_port, mut workers) = (8000u16, 8001u16, 1usize);
     let mut config = NativeConfig {
         policy: "sjf".into(),
         devices: 1,
@@ -39,6 +39,11 @@ fn main() {
         };
         match arg.as_str() {
             "--port" => port = value("--port").parse().unwrap_or_else(|_| usage("--port")),
+            "--grpc-port" => {
+                grpc_port = value("--grpc-port")
+                    .parse()
+                    .unwrap_or_else(|_| usage("--grpc-port"))
+            }
             "--policy" => config.policy = value("--policy"),
             "--devices" => {
                 config.devices = value("--devices")
@@ -85,10 +90,19 @@ fn main() {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .unwrap_or_else(|e| usage(&format!("port {port}: {e}")));
-        println!("listening on {}", listener.local_addr().expect("bound"));
-        let stop = async {
+        let grpc = tokio::net::TcpListener::bind(("127.0.0.1", grpc_port))
+            .await
+            .unwrap_or_else(|e| usage(&format!("port {grpc_port}: {e}")));
+        println!(
+            "listening on {} (REST) and {} (gRPC)",
+            listener.local_addr().expect("bound"),
+            grpc.local_addr().expect("bound")
+        );
+        let stop = || async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        lanes_server::http::serve(listener, app, stop).await;
+        let grpc = tokio::spawn(lanes_server::grpc::serve(grpc, app.clone(), stop()));
+        lanes_server::http::serve(listener, app, stop()).await;
+        let _ = grpc.await;
     });
 }

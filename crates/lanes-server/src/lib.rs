@@ -8,10 +8,13 @@
 //! - [`device`]: every device's executor threads — as many as jobs the device
 //!   may run at once — which run batches through the [`Backend`] and answer
 //!   the batch's clients directly, then report the measured run time.
+//! - [`app`]: what both front ends serve (models, readiness) and the one
+//!   inference path; [`app::Failure`] maps every refusal to HTTP and gRPC.
 //! - [`backend`]: what runs a batch of one model on one device (native ONNX,
 //!   a Python model, …): an input per request in, an output per request out.
 //! - [`clock`]: the driver's clock (tokio's, so tests can pause it).
 //! - [`error`]: [`ServerError`], the coded errors a client can get back.
+//! - [`grpc`]: the KServe v2 gRPC front end on tonic (`tritonclient.grpc`).
 //! - [`http`]: the KServe v2 REST front end on hyper (routes, statuses and
 //!   error bodies of today's server).
 //! - [`signature`]: a model's declared tensors and the edge's check of a
@@ -21,11 +24,13 @@
 //!
 //! [`ServingState`]: lanes_serving::ServingState
 
+pub mod app;
 pub mod backend;
 pub mod clock;
 pub mod device;
 pub mod driver;
 pub mod error;
+pub mod grpc;
 pub mod http;
 pub mod native;
 pub mod onnx_backend;

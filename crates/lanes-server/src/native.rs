@@ -13,9 +13,9 @@ use lanes_onnx::{OnnxError, SessionConfig};
 use lanes_policy::{CostConfig, DeviceSet, Policy};
 use lanes_serving::{Batching, Grants, ModelConfig};
 
+use crate::app::{App, DeviceEntry, ModelEntry};
 use crate::driver::{DriverConfig, Handle};
 use crate::error::StartError;
-use crate::http::{App, DeviceEntry, ModelEntry};
 use crate::onnx_backend::{OnnxBackend, OnnxModel};
 
 /// One ONNX model to serve.

@@ -11,21 +11,14 @@ use http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use lanes_kserve::rest::{decode_request, encode_response, parse_header_length, HEADER_LENGTH};
-use lanes_kserve::{
-    InferRequest, InferResponse, KserveError, ModelRef, OutputChoice, OutputTensor,
-};
-use lanes_policy::Nanos;
+use lanes_kserve::{InferRequest, KserveError, ModelRef, OutputTensor};
 use serde_json::{json, Value};
 
-use super::App;
+use crate::app::{App, Failure};
 use crate::backend::Backend;
-use crate::driver::Request as DriverRequest;
-use crate::error::ServerError;
 
 /// The deadline header (milliseconds), used when a request has no `timeout`.
 pub const TIMEOUT_HEADER: &str = "lanes-timeout-ms";
-/// The longest deadline a request can ask for (~31 years).
-pub const MAX_TIMEOUT_NS: Nanos = 1_000_000_000_000_000_000;
 /// The OpenAPI document of the REST API.
 const OPENAPI: &[u8] = include_bytes!("../../../../python/lanes/serving/openapi.json");
 
@@ -45,15 +38,6 @@ fn json_reply(status: StatusCode, value: &Value) -> Reply {
 fn error(status: u16, message: &str) -> Reply {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     json_reply(status, &json!({ "error": message }))
-}
-
-/// A refusal decided before the model runs: its status and message.
-struct Refusal(u16, String);
-
-impl Refusal {
-    fn reply(&self) -> Reply {
-        error(self.0, &self.1)
-    }
 }
 
 fn ok(value: &Value) -> Reply {
@@ -157,8 +141,8 @@ where
             name,
             version,
             action,
-        } => match find(&app, name, version) {
-            Err(e) => e.reply(),
+        } => match app.find(name, version) {
+            Err(e) => failure(&e),
             Ok(ix) => match action {
                 Action::Metadata => ok(&model_metadata(&app, ix)),
                 Action::Ready if app.is_ready() => ok(&json!({"name": name, "ready": true})),
@@ -171,29 +155,6 @@ where
         *reply.body_mut() = Full::new(Bytes::new());
     }
     Ok(reply)
-}
-
-fn find<B: Backend>(app: &App<B>, name: &str, version: Option<&str>) -> Result<usize, Refusal> {
-    let Some(ix) = app.models.iter().position(|m| m.name == name) else {
-        let known: Vec<&str> = app.models.iter().map(|m| m.name.as_str()).collect();
-        let known = if known.is_empty() {
-            "none".to_owned()
-        } else {
-            known.join(", ")
-        };
-        return Err(Refusal(
-            404,
-            format!("unknown model '{name}'; this server has: {known}"),
-        ));
-    };
-    let m = &app.models[ix];
-    match version {
-        Some(v) if v != m.version => Err(Refusal(
-            404,
-            format!("model '{name}' has no version '{v}' (it has {})", m.version),
-        )),
-        _ => Ok(ix),
-    }
 }
 
 fn server_metadata<B: Backend>(app: &App<B>) -> Value {
@@ -255,43 +216,22 @@ pub fn parse_decimal(text: &str) -> Option<f64> {
         .flatten()
 }
 
-/// The request's deadline on the driver's clock: its `timeout` (µs), else
-/// the header, else the model's default; cut to [`MAX_TIMEOUT_NS`].
-fn deadline(
-    request: &InferRequest,
-    headers: &HeaderMap,
-    default_ms: Option<f64>,
-    arrival: Nanos,
-) -> Result<Option<Nanos>, Refusal> {
-    let after = |ns: f64| Some(arrival.saturating_add(ns.min(MAX_TIMEOUT_NS as f64) as Nanos));
-    if let Some(us) = request.timeout_us {
-        if us == 0 {
-            return Err(Refusal(
-                400,
-                "parameter timeout = 0: must be microseconds > 0".into(),
-            ));
-        }
-        return Ok(after(us as f64 * 1e3));
-    }
-    if let Some(value) = headers.get(TIMEOUT_HEADER) {
-        let text = String::from_utf8_lossy(value.as_bytes());
-        return match parse_decimal(&text) {
-            Some(ms) if ms > 0.0 => Ok(after(ms * 1e6)),
-            _ => Err(Refusal(
-                400,
-                format!("header {TIMEOUT_HEADER}: '{text}': must be milliseconds > 0"),
-            )),
-        };
-    }
-    Ok(default_ms.and_then(|ms| after(ms * 1e6)))
-}
-
-fn kserve_error(e: &KserveError) -> Reply {
+fn failure(e: &Failure) -> Reply {
     error(e.http_status(), &e.to_string())
 }
 
-fn server_error(e: &ServerError) -> Reply {
-    error(e.http_status(), &e.to_string())
+/// The `lanes-timeout-ms` header in nanoseconds (None when absent).
+fn header_deadline(headers: &HeaderMap) -> Result<Option<f64>, Failure> {
+    let Some(value) = headers.get(TIMEOUT_HEADER) else {
+        return Ok(None);
+    };
+    let text = String::from_utf8_lossy(value.as_bytes());
+    match parse_decimal(&text) {
+        Some(ms) if ms > 0.0 => Ok(Some(ms * 1e6)),
+        _ => Err(Failure::BadRequest(format!(
+            "header {TIMEOUT_HEADER}: '{text}': must be milliseconds > 0"
+        ))),
+    }
 }
 
 async fn infer<B>(
@@ -303,68 +243,51 @@ async fn infer<B>(
 where
     B: Backend<Input = InferRequest, Output = Vec<OutputTensor>>,
 {
+    match infer_body(app, ix, version, request).await {
+        Ok(reply) => reply,
+        Err(e) => failure(&e),
+    }
+}
+
+async fn infer_body<B>(
+    app: &App<B>,
+    ix: usize,
+    version: Option<&str>,
+    request: Request<Incoming>,
+) -> Result<Reply, Failure>
+where
+    B: Backend<Input = InferRequest, Output = Vec<OutputTensor>>,
+{
     let arrival = app.handle.clock().now();
-    let entry = &app.models[ix];
     if !app.is_ready() {
-        return error(503, "not ready: draining");
+        return Err(Failure::NotReady("not ready: draining".into()));
     }
     let (parts, body) = request.into_parts();
     let header_length =
-        match parse_header_length(parts.headers.get(HEADER_LENGTH).map(|v| v.as_bytes())) {
-            Ok(h) => h,
-            Err(e) => return kserve_error(&e),
-        };
+        parse_header_length(parts.headers.get(HEADER_LENGTH).map(|v| v.as_bytes()))?;
+    let edge_deadline = header_deadline(&parts.headers)?;
     let max = app.codec.max_body_bytes;
     let body = match Limited::new(body, max).collect().await {
         Ok(collected) => collected.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
-            return error(413, &format!("request body over the limit of {max} bytes"))
+            return Err(KserveError::BodyTooLarge(format!(
+                "request body over the limit of {max} bytes"
+            ))
+            .into())
         }
-        Err(e) => return error(400, &format!("request body cannot be read: {e}")),
+        Err(e) => {
+            return Err(Failure::BadRequest(format!(
+                "request body cannot be read: {e}"
+            )))
+        }
     };
     let model = ModelRef {
-        name: entry.name.clone(),
+        name: app.models[ix].name.clone(),
         version: version.map(str::to_owned),
     };
-    let decoded = match decode_request(model, body, header_length, &app.codec) {
-        Ok(d) => d,
-        Err(e) => return kserve_error(&e),
-    };
-    let batching = entry.batching.max_batch_size > 0;
-    let rows = match entry.signature.check(&decoded, batching) {
-        Ok(rows) => rows,
-        Err(e) => return kserve_error(&e),
-    };
-    let deadline = match deadline(&decoded, &parts.headers, entry.timeout_ms, arrival) {
-        Ok(d) => d,
-        Err(refusal) => return refusal.reply(),
-    };
-    let id = decoded.id.clone();
-    let choice = OutputChoice::of(&decoded);
-    let answer = app
-        .handle
-        .infer(DriverRequest {
-            model: ix as u32,
-            rows,
-            deadline,
-            target: None,
-            input: decoded,
-        })
-        .await;
-    let outputs = match answer {
-        Ok(reply) => reply.output,
-        Err(e) => return server_error(&e),
-    };
-    let response = InferResponse {
-        model_name: entry.name.clone(),
-        model_version: entry.version.clone(),
-        id,
-        outputs,
-    };
-    let encoded = match encode_response(&response, &choice) {
-        Ok(e) => e,
-        Err(e) => return kserve_error(&e),
-    };
+    let decoded = decode_request(model, body, header_length, &app.codec)?;
+    let (response, choice) = app.infer(ix, decoded, edge_deadline, arrival).await?;
+    let encoded = encode_response(&response, &choice)?;
     let body = match encoded.chunks.len() {
         1 => encoded.chunks.into_iter().next().expect("one chunk"),
         _ => Bytes::from(encoded.to_vec()),
@@ -378,7 +301,7 @@ where
         r.headers_mut()
             .insert(HEADER_LENGTH, header::HeaderValue::from(h));
     }
-    r
+    Ok(r)
 }
 
 #[cfg(test)]

@@ -1,0 +1,218 @@
+//! The KServe v2 gRPC front end (`inference.GRPCInferenceService`, the
+//! published proto vendored in lanes-kserve) on tonic: what `tritonclient.grpc`
+//! and other KServe clients call on port 8001.
+//!
+//! Each RPC answers as its REST route does, through the same [`App`]: the
+//! same model lookup, readiness, inference path and errors ([`Failure`]'s
+//! gRPC code). A request's deadline is its `timeout` parameter, else the
+//! call's `grpc-timeout` (the client's per-call timeout), else the model's
+//! default. A call the client cancels, or whose `grpc-timeout` passes, is
+//! dropped by tonic, and with it the request's reply: a still-queued request
+//! leaves its queue. Messages over the codec's `max_body_bytes` are refused by
+//! tonic with `RESOURCE_EXHAUSTED`.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use lanes_kserve::proto::grpc_inference_service_server::{
+    GrpcInferenceService, GrpcInferenceServiceServer,
+};
+use lanes_kserve::proto::{
+    model_metadata_response::TensorMetadata, ModelInferRequest, ModelInferResponse,
+    ModelMetadataRequest, ModelMetadataResponse, ModelReadyRequest, ModelReadyResponse,
+    ServerLiveRequest, ServerLiveResponse, ServerMetadataRequest, ServerMetadataResponse,
+    ServerReadyRequest, ServerReadyResponse,
+};
+use lanes_kserve::{grpc, InferRequest, OutputTensor};
+use tokio::net::TcpListener;
+use tonic::{Request, Response, Status};
+
+use crate::app::{App, Failure};
+use crate::backend::Backend;
+use crate::signature::Spec;
+
+/// The gRPC service over an [`App`].
+pub struct GrpcFront<B: Backend> {
+    app: Arc<App<B>>,
+}
+
+impl<B: Backend> std::fmt::Debug for GrpcFront<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GrpcFront").field("app", &self.app).finish()
+    }
+}
+
+fn status(e: &Failure) -> Status {
+    Status::new(e.grpc_code(), e.to_string())
+}
+
+/// `grpc-timeout` in nanoseconds: up to 8 ASCII digits and a unit (`H`, `M`,
+/// `S`, `m`, `u`, `n`), as the gRPC HTTP/2 protocol spells it; None otherwise.
+pub fn grpc_timeout_ns(value: &str) -> Option<f64> {
+    let unit = value.chars().last()?;
+    let digits = &value[..value.len() - unit.len_utf8()];
+    if digits.is_empty() || digits.len() > 8 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: f64 = digits.parse().ok()?;
+    let per = match unit {
+        'H' => 3_600e9,
+        'M' => 60e9,
+        'S' => 1e9,
+        'm' => 1e6,
+        'u' => 1e3,
+        'n' => 1.0,
+        _ => return None,
+    };
+    Some(n * per)
+}
+
+fn metadata(specs: &[Spec]) -> Vec<TensorMetadata> {
+    specs
+        .iter()
+        .map(|s| TensorMetadata {
+            name: s.name.clone(),
+            datatype: s.datatype.name().to_owned(),
+            shape: s.shape.clone(),
+        })
+        .collect()
+}
+
+fn version(v: &str) -> Option<&str> {
+    (!v.is_empty()).then_some(v)
+}
+
+#[tonic::async_trait]
+impl<B> GrpcInferenceService for GrpcFront<B>
+where
+    B: Backend<Input = InferRequest, Output = Vec<OutputTensor>>,
+{
+    async fn server_live(
+        &self,
+        _: Request<ServerLiveRequest>,
+    ) -> Result<Response<ServerLiveResponse>, Status> {
+        Ok(Response::new(ServerLiveResponse { live: true }))
+    }
+
+    async fn server_ready(
+        &self,
+        _: Request<ServerReadyRequest>,
+    ) -> Result<Response<ServerReadyResponse>, Status> {
+        Ok(Response::new(ServerReadyResponse {
+            ready: self.app.is_ready(),
+        }))
+    }
+
+    async fn model_ready(
+        &self,
+        request: Request<ModelReadyRequest>,
+    ) -> Result<Response<ModelReadyResponse>, Status> {
+        let r = request.into_inner();
+        self.app
+            .find(&r.name, version(&r.version))
+            .map_err(|e| status(&e))?;
+        Ok(Response::new(ModelReadyResponse {
+            ready: self.app.is_ready(),
+        }))
+    }
+
+    async fn server_metadata(
+        &self,
+        _: Request<ServerMetadataRequest>,
+    ) -> Result<Response<ServerMetadataResponse>, Status> {
+        Ok(Response::new(ServerMetadataResponse {
+            name: "lanes".into(),
+            version: self.app.version.clone(),
+            extensions: vec!["binary_tensor_data".into(), "statistics".into()],
+        }))
+    }
+
+    async fn model_metadata(
+        &self,
+        request: Request<ModelMetadataRequest>,
+    ) -> Result<Response<ModelMetadataResponse>, Status> {
+        let r = request.into_inner();
+        let ix = self
+            .app
+            .find(&r.name, version(&r.version))
+            .map_err(|e| status(&e))?;
+        let m = &self.app.models[ix];
+        Ok(Response::new(ModelMetadataResponse {
+            name: m.name.clone(),
+            versions: vec![m.version.clone()],
+            platform: m.platform.clone(),
+            inputs: metadata(&m.signature.inputs),
+            outputs: metadata(&m.signature.outputs),
+            ..ModelMetadataResponse::default()
+        }))
+    }
+
+    async fn model_infer(
+        &self,
+        request: Request<ModelInferRequest>,
+    ) -> Result<Response<ModelInferResponse>, Status> {
+        let arrival = self.app.handle.clock().now();
+        let edge_deadline = request
+            .metadata()
+            .get("grpc-timeout")
+            .and_then(|v| v.to_str().ok())
+            .and_then(grpc_timeout_ns);
+        let message = request.into_inner();
+        let run = async {
+            let ix = self
+                .app
+                .find(&message.model_name, version(&message.model_version))?;
+            let decoded = grpc::decode_request(message, &self.app.codec)?;
+            let (response, choice) = self.app.infer(ix, decoded, edge_deadline, arrival).await?;
+            Ok::<_, Failure>(grpc::encode_response(&response, &choice)?)
+        };
+        run.await.map(Response::new).map_err(|e| status(&e))
+    }
+}
+
+/// Serves gRPC on `listener` until `shutdown` resolves.
+pub async fn serve<B>(
+    listener: TcpListener,
+    app: Arc<App<B>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), tonic::transport::Error>
+where
+    B: Backend<Input = InferRequest, Output = Vec<OutputTensor>>,
+{
+    let limit = app.codec.max_body_bytes;
+    let service = GrpcInferenceServiceServer::new(GrpcFront { app })
+        .max_decoding_message_size(limit)
+        .max_encoding_message_size(usize::MAX);
+    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    tonic::transport::Server::builder()
+        .add_service(service)
+        .serve_with_incoming_shutdown(incoming, shutdown)
+        .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::grpc_timeout_ns;
+
+    #[test]
+    fn grpc_timeouts_parse_as_the_protocol_spells_them() {
+        let table = [
+            ("100m", Some(100e6)),
+            ("5S", Some(5e9)),
+            ("1H", Some(3_600e9)),
+            ("2M", Some(120e9)),
+            ("7u", Some(7e3)),
+            ("9n", Some(9.0)),
+            ("12345678S", Some(12_345_678e9)),
+            ("123456789S", None),
+            ("m", None),
+            ("10", None),
+            ("1.5S", None),
+            ("10s", None),
+            ("", None),
+        ];
+        for (text, want) in table {
+            assert_eq!(grpc_timeout_ns(text), want, "{text}");
+        }
+    }
+}
