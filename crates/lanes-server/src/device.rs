@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::backend::{Backend, BatchInfo};
 use crate::driver::{Command, Reply};
 use crate::error::ServerError;
+use crate::observe::Observer;
 
 /// One request inside a batch: its input and where its answer goes.
 pub(crate) struct Item<B: Backend> {
@@ -61,6 +62,7 @@ impl<B: Backend> Executors<B> {
         slots: &[u32],
         backend: &Arc<B>,
         done: &mpsc::UnboundedSender<Command<B>>,
+        observer: &Arc<Observer>,
     ) -> std::io::Result<Self> {
         let mut queues = Vec::with_capacity(slots.len());
         let mut threads = Vec::new();
@@ -68,9 +70,10 @@ impl<B: Backend> Executors<B> {
             let (tx, rx) = flume::unbounded::<Work<B>>();
             for slot in 0..n.max(1) {
                 let (rx, backend, done) = (rx.clone(), Arc::clone(backend), done.clone());
+                let observer = Arc::clone(observer);
                 let thread = std::thread::Builder::new()
                     .name(format!("lanes-device-{device}.{slot}"))
-                    .spawn(move || executor(&rx, &*backend, &done))?;
+                    .spawn(move || executor(&rx, &*backend, &done, &observer))?;
                 threads.push(thread);
             }
             queues.push(tx);
@@ -104,6 +107,7 @@ fn executor<B: Backend>(
     work: &flume::Receiver<Work<B>>,
     backend: &B,
     done: &mpsc::UnboundedSender<Command<B>>,
+    observer: &Observer,
 ) {
     while let Ok(Work {
         info,
@@ -128,7 +132,13 @@ fn executor<B: Backend>(
             Ok(Err(message)) => Err(message),
             Err(panic) => Err(format!("panicked: {}", panic_message(&*panic))),
         };
-        let measured = outputs.is_ok().then_some(run);
+        // Statistics first: a client that reads them after its answer sees its batch.
+        let queued = answers.iter().map(|a| a.1);
+        match &outputs {
+            Ok(_) => observer.batch_ran(&info, queued, run),
+            Err(_) => observer.batch_failed(&info, queued, run),
+        }
+        let failed = outputs.is_err();
         match outputs {
             Ok(outputs) => {
                 for ((reply, queued), output) in answers.into_iter().zip(outputs) {
@@ -152,7 +162,8 @@ fn executor<B: Backend>(
         }
         let _ = done.send(Command::Finished {
             job: info.job,
-            run: measured,
+            run,
+            failed,
         });
     }
 }

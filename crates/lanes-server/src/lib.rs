@@ -12,6 +12,12 @@
 //!   a Python model, …): an input per request in, an output per request out.
 //! - [`clock`]: the driver's clock (tokio's, so tests can pause it).
 //! - [`error`]: [`ServerError`], the coded errors a client can get back.
+//! - [`observe`]: the driver's observability, fed by the task, the executors
+//!   and the front end ([`Handle::observer`]): [`stats`] (Triton-style
+//!   per-model statistics), [`metrics`] (Prometheus, docs/metrics.md's
+//!   names), [`occupancy`] (device accounts) and [`timeline`] (the Chrome
+//!   trace of executed batches) — the same JSON, names and rules as the
+//!   Python server's.
 //!
 //! [`ServingState`]: lanes_serving::ServingState
 
@@ -20,11 +26,18 @@ pub mod clock;
 pub mod device;
 pub mod driver;
 pub mod error;
+pub mod metrics;
+pub mod observe;
+pub mod occupancy;
+pub mod stats;
+pub mod timeline;
 
 pub use backend::{Backend, BatchInfo};
 pub use clock::Clock;
 pub use driver::{DriverConfig, Handle, Pending, Reply, Request};
 pub use error::ServerError;
+pub use observe::{ObserveConfig, Observer, RequestRecord};
+pub use stats::Outcome;
 
 #[cfg(test)]
 mod driver_tests;
