@@ -1,22 +1,25 @@
 //! Prometheus metrics of the data plane (names, types, labels and buckets:
 //! docs/metrics.md, a contract), kept in a [`prometheus_client`] registry and
-//! encoded as OpenMetrics text; [`lanes_metrics_http`]-style serving is the
-//! front end's (it calls [`Metrics::render`] per scrape).
+//! encoded as OpenMetrics text 1.0.0 ([`Metrics::render`]), served by
+//! [`lanes_metrics_http`] (`Observer::serve_metrics`).
 //!
 //! The serving path only does cheap updates: counters and histograms are
 //! series handles cached per model ([`ModelSeries`]: an atomic add, or a
 //! histogram's short lock), fed by [`crate::observe`] beside the model's
-//! statistics. Everything else is read at scrape time by [`Scrape`], a
+//! statistics. Everything else is read at scrape time by `Scrape`, a
 //! collector, from values the driver publishes ([`Snapshot`]): queue depths
 //! and cost estimates (atomics the driver stores), device accounts
 //! ([`crate::occupancy`], extended to the scrape's clock), host CPU time from
 //! `/proc/stat` (as node_exporter's `node_cpu_seconds_total`; absent without
-//! it) and the process' own CPU, memory and descriptors from `/proc/self`.
-//! The driver's state is never locked by a scrape.
+//! it) and the process' own figures from `/proc/self`. A scrape never locks
+//! the driver's state.
 //!
 //! Counters are registered without `_total`, which the encoder appends.
-//! Python's prometheus_client also writes `_created` samples; this registry
-//! does not.
+//! Where the page differs from the Python server's (prometheus_client): no
+//! `_created` samples; of the process collector only `process_cpu_seconds`,
+//! `process_resident_memory_bytes`, `process_virtual_memory_bytes` and
+//! `process_open_fds`; `le` values written as `0.00005`, not `5e-05` (the
+//! same numbers to a parser).
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -3,7 +3,7 @@
 //! ([`crate::occupancy`]) and the timeline ([`crate::timeline`]), fed from
 //! three places:
 //!
-//! - the **driver task**, through its [`Probe`] (owned by the task, plain
+//! - the **driver task**, through its `Probe` (owned by the task, plain
 //!   `&mut` calls): requests refused at admission (`rejected` 429, `expired`
 //!   504 under `edf`), expired in the queue (`expired`), withdrawn by a gone
 //!   client (`cancelled`); every batch's start and completion (device
@@ -207,6 +207,16 @@ impl Observer {
     /// The metrics page (OpenMetrics text).
     pub fn metrics_text(&self) -> String {
         self.metrics.render()
+    }
+
+    /// Serves the metrics page on `listener` (`GET /metrics` or `/`, by
+    /// [`lanes_metrics_http::serve`]) until the runtime stops.
+    pub async fn serve_metrics(self: Arc<Self>, listener: tokio::net::TcpListener) {
+        lanes_metrics_http::serve(listener, move || {
+            let observer = Arc::clone(&self);
+            async move { Some(observer.metrics_text()) }
+        })
+        .await;
     }
 
     /// The body of `GET /v2/trace?seconds=N`: the jobs that completed in the

@@ -376,3 +376,32 @@ async fn idle_while_waiting_is_the_time_a_standing_job_had_a_free_device() {
     assert_eq!((totals.idle_wait, totals.busy, totals.jobs), (15, 40, 1));
     assert_eq!(obs.timeline().len(), 1);
 }
+
+#[tokio::test]
+async fn the_metrics_page_is_served_over_http() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let lab = lab_observed(fifo(), vec![model("m", 1, 1.0)], false, observe_config());
+    lab.handle.infer(req(0, 1)).await.unwrap();
+    lab.handle.drain().await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let server = tokio::spawn(Arc::clone(lab.handle.observer()).serve_metrics(listener));
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    stream
+        .write_all(b"GET /metrics HTTP/1.1\r\nHost: lanes\r\n\r\n")
+        .await
+        .unwrap();
+    let mut reply = String::new();
+    let read = stream.read_to_string(&mut reply);
+    tokio::time::timeout(std::time::Duration::from_secs(20), read)
+        .await
+        .expect("the server answers and closes")
+        .unwrap();
+    let (head, body) = reply.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    let page = parse(body);
+    check_families(&page);
+    assert_eq!(device_total(&page, "lanes_device_jobs"), 1.0);
+    server.abort();
+}
