@@ -159,7 +159,7 @@ pub struct Observer {
 }
 
 impl Observer {
-    /// The model at index `model`.
+    /// The model at index `model` (a served model's: [`crate::Handle::model`]).
     pub fn model(&self, model: ModelIx) -> &ModelObs {
         &self.models[model as usize]
     }
@@ -187,8 +187,9 @@ impl Observer {
             .load(Ordering::Relaxed)
     }
 
-    /// The body of `GET /v2/models/{m}/stats` (`Some(m)`) or
-    /// `GET /v2/models/stats` (`None`: every model, in index order).
+    /// The body of `GET /v2/models/{m}/stats` (`Some(m)`, a served model's
+    /// index: [`crate::Handle::model`]) or `GET /v2/models/stats` (`None`:
+    /// every model, in index order).
     pub fn stats_json(&self, model: Option<ModelIx>) -> Vec<u8> {
         let ixs: Vec<ModelIx> = match model {
             Some(m) => vec![m],
@@ -221,6 +222,8 @@ impl Observer {
 
     /// The body of `GET /v2/trace?seconds=N`: the jobs that completed in the
     /// last `seconds` (None: the whole ring) as Chrome trace-event JSON.
+    /// Building it takes time in the ring's size (a front end runs it on a
+    /// blocking thread, not on the runtime's workers).
     pub fn trace_json(&self, seconds: Option<f64>) -> Vec<u8> {
         self.timeline.export(seconds, self.clock.now())
     }

@@ -78,6 +78,9 @@ async fn known_traffic_shows_in_the_statistics_the_metrics_and_the_trace() {
     assert_eq!(refused.code(), "queue_full");
     drop(gone); // the client goes away while its request is queued
     obs.request(0, 0).finish(Outcome::BadRequest); // refused by the front end alone
+    let expired = obs.request(0, 0); // past its deadline before the front end queued it
+    obs.model(0).expired();
+    expired.finish(Outcome::DeadlineExceeded);
     for _ in 0..2 {
         lab.release.send(()).unwrap();
     }
@@ -131,7 +134,7 @@ async fn known_traffic_shows_in_the_statistics_the_metrics_and_the_trace() {
     );
     assert_eq!(
         gate["lanes"],
-        json!({"rejected": 1, "expired": 1, "cancelled": 1})
+        json!({"rejected": 1, "expired": 2, "cancelled": 1})
     );
     let every = json(&obs.stats_json(None));
     let names: Vec<_> = every["model_stats"]
@@ -158,7 +161,7 @@ async fn known_traffic_shows_in_the_statistics_the_metrics_and_the_trace() {
     let expected = [
         ("success", 5.0),
         ("rejected_queue_full", 1.0),
-        ("deadline_exceeded", 1.0),
+        ("deadline_exceeded", 2.0),
         ("cancelled", 1.0),
         ("bad_request", 1.0),
         ("model_error", 1.0),
