@@ -32,7 +32,8 @@ use crate::backend::{Backend, BatchInfo};
 use crate::clock::Clock;
 use crate::device::{Executors, Item, Work};
 use crate::error::{ServerError, StartError};
-use crate::observe::{ObserveConfig, Observer, Probe};
+use crate::observe::{ObserveConfig, Observer};
+use crate::probe::Probe;
 
 /// What the driver serves, checked at start.
 #[derive(Debug, Clone)]

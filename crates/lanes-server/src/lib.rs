@@ -12,9 +12,9 @@
 //!   a Python model, …): an input per request in, an output per request out.
 //! - [`clock`]: the driver's clock (tokio's, so tests can pause it).
 //! - [`error`]: [`ServerError`], the coded errors a client can get back.
-//! - [`observe`]: the driver's observability, fed by the task, the executors
-//!   and the front end ([`Handle::observer`]): [`stats`] (Triton-style
-//!   per-model statistics), [`metrics`] (Prometheus, docs/metrics.md's
+//! - [`observe`]: the driver's observability, fed by the task ([`probe`]),
+//!   the executors and the front end ([`Handle::observer`]): [`stats`]
+//!   (Triton-style per-model statistics), [`metrics`] (Prometheus, docs/metrics.md's
 //!   names), [`occupancy`] (device accounts) and [`timeline`] (the Chrome
 //!   trace of executed batches) — the same JSON, names and rules as the
 //!   Python server's.
@@ -29,6 +29,7 @@ pub mod error;
 pub mod metrics;
 pub mod observe;
 pub mod occupancy;
+pub mod probe;
 pub mod stats;
 pub mod timeline;
 

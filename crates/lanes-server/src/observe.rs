@@ -3,7 +3,7 @@
 //! ([`crate::occupancy`]) and the timeline ([`crate::timeline`]), fed from
 //! three places:
 //!
-//! - the **driver task**, through its `Probe` (owned by the task, plain
+//! - the **driver task**, through its [`crate::probe`] (owned by the task, plain
 //!   `&mut` calls): requests refused at admission (`rejected` 429, `expired`
 //!   504 under `edf`), expired in the queue (`expired`), withdrawn by a gone
 //!   client (`cancelled`); every batch's start and completion (device
@@ -22,15 +22,7 @@
 //!   `cancelled`, or `unavailable` while the driver drains), its pre- and
 //!   post-processing time, its end-to-end time on success.
 //!
-//! **Idle while waiting** (docs/metrics.md): at a decision point — after the
-//! state has applied every decision it would make now — a device is idle
-//! while work waits iff some model has a job standing for its next batch
-//! ([`ServingState::is_waiting`]) that may run on the device, and the device
-//! has a free slot for it: under a shared engine fewer jobs on the device
-//! than the policy's regular slots (1, or K under `limit:K`; `lanes`' fast
-//! slot is for short jobs only), under `independent` fewer of that model's
-//! jobs on it than its `num_batch_threads`. The state is work conserving, so
-//! this stays 0; a non-zero value is a bug.
+//! The idle-while-waiting rule is [`crate::probe`]'s.
 //!
 //! The device accounts and the timeline see a batch when the driver handles
 //! its completion, just after its clients were answered: a scrape right after
@@ -42,9 +34,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use lanes_policy::{DeviceSet, JobId, Nanos};
-use lanes_serving::{Batch, Grants, ModelIx, ServeError, ServingState};
-use rustc_hash::FxHashMap;
+use lanes_policy::Nanos;
+use lanes_serving::{Grants, ModelIx};
 use serde_json::{json, Map};
 
 use crate::backend::BatchInfo;
@@ -54,7 +45,7 @@ use crate::error::ServerError;
 use crate::metrics::{Info, Metrics, ModelGauges, ModelSeries, Snapshot};
 use crate::occupancy::Occupancy;
 use crate::stats::{ModelStats, Outcome, StatsReply};
-use crate::timeline::{Job, Timeline, DEFAULT_CAPACITY};
+use crate::timeline::{Timeline, DEFAULT_CAPACITY};
 
 /// What the observability needs beyond the [`DriverConfig`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -89,7 +80,7 @@ fn policy_name(grants: Grants) -> String {
     }
 }
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -100,7 +91,7 @@ fn seconds(ns: Nanos) -> f64 {
 /// One model's statistics and metric series.
 #[derive(Debug)]
 pub struct ModelObs {
-    stats: Mutex<ModelStats>,
+    pub(crate) stats: Mutex<ModelStats>,
     series: ModelSeries,
 }
 
@@ -150,15 +141,71 @@ impl ModelObs {
 /// front ends (see the module docs).
 #[derive(Debug)]
 pub struct Observer {
-    models: Vec<ModelObs>,
-    snapshot: Arc<Snapshot>,
+    pub(crate) models: Vec<ModelObs>,
+    pub(crate) snapshot: Arc<Snapshot>,
     metrics: Metrics,
-    timeline: Timeline,
+    pub(crate) timeline: Timeline,
     clock: Clock,
-    draining: AtomicBool,
+    pub(crate) draining: AtomicBool,
 }
 
 impl Observer {
+    /// The observability of a driver serving `config`, on devices named
+    /// `devices` whose accounts are `occupancy`'s, on `clock`.
+    pub(crate) fn new(
+        config: &DriverConfig,
+        observe: &ObserveConfig,
+        devices: Vec<String>,
+        occupancy: &Occupancy,
+        clock: Clock,
+    ) -> Self {
+        let gauges = config
+            .models
+            .iter()
+            .map(|m| ModelGauges::new(&m.name, m.batching.max_batch_size))
+            .collect();
+        let snapshot = Arc::new(Snapshot {
+            models: gauges,
+            devices: Arc::clone(occupancy.accounts()),
+            clock,
+        });
+        let policy = policy_name(config.grants);
+        let info = Info {
+            version: observe.version.clone(),
+            policy: policy.clone(),
+        };
+        let (metrics, series) = Metrics::new(&info, Arc::clone(&snapshot));
+        let models = config
+            .models
+            .iter()
+            .zip(series)
+            .enumerate()
+            .map(|(i, (m, series))| {
+                let version = observe.model_versions.get(i).map_or("1", String::as_str);
+                ModelObs {
+                    stats: Mutex::new(ModelStats::new(&m.name, version)),
+                    series,
+                }
+            })
+            .collect();
+        let mut meta = Map::new();
+        meta.insert("version".into(), json!(observe.version));
+        meta.insert("policy".into(), json!(policy));
+        let origin_unix_s = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0.0, |d| d.as_secs_f64())
+            - seconds(clock.now());
+        let timeline = Timeline::new(observe.trace_events, devices, meta, origin_unix_s);
+        Self {
+            models,
+            snapshot,
+            metrics,
+            timeline,
+            clock,
+            draining: AtomicBool::new(false),
+        }
+    }
+
     /// The model at index `model` (a served model's: [`crate::Handle::model`]).
     pub fn model(&self, model: ModelIx) -> &ModelObs {
         &self.models[model as usize]
@@ -341,265 +388,6 @@ impl Drop for RequestRecord {
             };
             self.obs().outcome(outcome);
         }
-    }
-}
-
-/// A batch on a device, from its start to its completion.
-#[derive(Debug, Clone, Copy)]
-struct Dispatched {
-    device: usize,
-    model: ModelIx,
-    rows: u32,
-    requests: u32,
-    start: Nanos,
-    estimate: Nanos,
-    queue_wait: Nanos,
-}
-
-/// A model as the decision point sees it.
-#[derive(Debug)]
-struct Eligible {
-    devices: DeviceSet,
-    threads: u32,
-    /// Its jobs on each device now.
-    running: Vec<u32>,
-}
-
-/// The driver task's side (see the module docs); only the task touches it.
-#[derive(Debug)]
-pub(crate) struct Probe {
-    shared: Arc<Observer>,
-    occupancy: Occupancy,
-    names: Vec<Arc<str>>,
-    running: FxHashMap<JobId, Dispatched>,
-    models: Vec<Eligible>,
-    /// Regular slots per device under a shared engine; None under `independent`.
-    regular: Option<u32>,
-    /// Models whose queue depth may have changed since the last decision point.
-    touched: Vec<ModelIx>,
-    waiting: Vec<bool>,
-}
-
-impl Probe {
-    /// The observability of a driver over `state` (its models added, in
-    /// `config`'s order), on `clock`.
-    pub(crate) fn start(
-        config: &DriverConfig,
-        observe: ObserveConfig,
-        state: &ServingState,
-        clock: Clock,
-    ) -> Self {
-        let devices: Vec<String> = (0..config.devices)
-            .map(|d| {
-                observe
-                    .devices
-                    .get(d)
-                    .cloned()
-                    .unwrap_or_else(|| format!("device:{d}"))
-            })
-            .collect();
-        let occupancy = Occupancy::new(devices.clone());
-        let gauges = config
-            .models
-            .iter()
-            .map(|m| ModelGauges::new(&m.name, m.batching.max_batch_size))
-            .collect();
-        let snapshot = Arc::new(Snapshot {
-            models: gauges,
-            devices: Arc::clone(occupancy.accounts()),
-            clock,
-        });
-        let policy = policy_name(config.grants);
-        let info = Info {
-            version: observe.version.clone(),
-            policy: policy.clone(),
-        };
-        let (metrics, series) = Metrics::new(&info, Arc::clone(&snapshot));
-        let models = config
-            .models
-            .iter()
-            .zip(series)
-            .enumerate()
-            .map(|(i, (m, series))| {
-                let version = observe.model_versions.get(i).map_or("1", String::as_str);
-                ModelObs {
-                    stats: Mutex::new(ModelStats::new(&m.name, version)),
-                    series,
-                }
-            })
-            .collect();
-        let mut meta = Map::new();
-        meta.insert("version".into(), json!(observe.version));
-        meta.insert("policy".into(), json!(policy));
-        let origin_unix_s = SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0.0, |d| d.as_secs_f64())
-            - seconds(clock.now());
-        let timeline = Timeline::new(observe.trace_events, devices, meta, origin_unix_s);
-        let shared = Arc::new(Observer {
-            models,
-            snapshot,
-            metrics,
-            timeline,
-            clock,
-            draining: AtomicBool::new(false),
-        });
-        let probe = Self {
-            shared,
-            occupancy,
-            names: config
-                .models
-                .iter()
-                .map(|m| Arc::from(m.name.as_str()))
-                .collect(),
-            running: FxHashMap::default(),
-            models: config
-                .models
-                .iter()
-                .map(|m| Eligible {
-                    devices: m.devices.intersect(DeviceSet::all(config.devices)),
-                    threads: m.batching.num_batch_threads.max(1),
-                    running: vec![0; config.devices],
-                })
-                .collect(),
-            regular: match config.grants {
-                Grants::Engine(policy) => Some(policy.slots(1)),
-                _ => None,
-            },
-            touched: Vec::new(),
-            waiting: vec![false; config.devices],
-        };
-        for m in 0..config.models.len() as ModelIx {
-            probe.publish_estimates(m, state);
-        }
-        probe
-    }
-
-    /// The shared side, for handles and executors.
-    pub(crate) fn observer(&self) -> &Arc<Observer> {
-        &self.shared
-    }
-
-    fn publish_estimates(&self, model: ModelIx, state: &ServingState) {
-        let gauges = &self.shared.snapshot.models[model as usize];
-        for (&size, ns) in gauges.sizes.iter().zip(&gauges.estimates) {
-            ns.store(state.estimate(model, size), Ordering::Relaxed);
-        }
-    }
-
-    /// A request of `model` was queued.
-    pub(crate) fn queued(&mut self, model: ModelIx) {
-        self.touched.push(model);
-    }
-
-    /// Admission refused a request of `model` with `error`.
-    pub(crate) fn refused(&mut self, model: ModelIx, error: &ServeError) {
-        let Some(m) = self.shared.models.get(model as usize) else {
-            return;
-        };
-        match error.http_status() {
-            429 => lock(&m.stats).rejected += 1,
-            504 => lock(&m.stats).expired += 1,
-            _ => {}
-        }
-    }
-
-    /// A queued request of `model` was withdrawn (its client went away).
-    pub(crate) fn withdrawn(&mut self, model: ModelIx) {
-        lock(&self.shared.models[model as usize].stats).cancelled += 1;
-        self.touched.push(model);
-    }
-
-    /// The state failed a queued request of `model` (it expired, or `edf`
-    /// found it unreachable).
-    pub(crate) fn expired(&mut self, model: ModelIx) {
-        lock(&self.shared.models[model as usize].stats).expired += 1;
-        self.touched.push(model);
-    }
-
-    /// `batch` starts on its device at `now`.
-    pub(crate) fn started(&mut self, now: Nanos, batch: &Batch) {
-        let oldest = batch.requests.first().map_or(now, |q| q.arrival);
-        self.running.insert(
-            batch.job,
-            Dispatched {
-                device: batch.device,
-                model: batch.model,
-                rows: batch.rows,
-                requests: batch.requests.len() as u32,
-                start: now,
-                estimate: batch.estimate,
-                queue_wait: now.saturating_sub(oldest),
-            },
-        );
-        self.occupancy.begin(batch.device, now);
-        self.models[batch.model as usize].running[batch.device] += 1;
-        self.touched.push(batch.model);
-    }
-
-    /// `job` completed at `now` after running `run` (`failed`: the model
-    /// failed); the state has taken the measurement.
-    pub(crate) fn finished(
-        &mut self,
-        now: Nanos,
-        job: JobId,
-        run: Nanos,
-        failed: bool,
-        state: &ServingState,
-    ) {
-        let Some(d) = self.running.remove(&job) else {
-            return;
-        };
-        self.occupancy.end(d.device, now);
-        let running = &mut self.models[d.model as usize].running[d.device];
-        *running = running.saturating_sub(1);
-        self.shared.timeline.record(Job {
-            device: d.device,
-            model: Arc::clone(&self.names[d.model as usize]),
-            rows: d.rows,
-            requests: d.requests,
-            start: d.start,
-            end: now,
-            estimated: d.estimate,
-            measured: run,
-            queue_wait: d.queue_wait,
-            failed,
-        });
-        if !failed {
-            self.publish_estimates(d.model, state);
-        }
-    }
-
-    /// The driver drains: requests cut from now on are `unavailable`.
-    pub(crate) fn draining(&self) {
-        self.shared.draining.store(true, Ordering::Relaxed);
-    }
-
-    /// A decision point (see the module docs): publish the queue depths that
-    /// may have changed; open or close the idle-while-waiting intervals.
-    pub(crate) fn decision_point(&mut self, now: Nanos, state: &ServingState) {
-        for model in self.touched.drain(..) {
-            let depth = state.queued_rows(model);
-            self.shared.snapshot.models[model as usize]
-                .depth
-                .store(depth, Ordering::Relaxed);
-        }
-        self.waiting.fill(false);
-        for (ix, m) in self.models.iter().enumerate() {
-            if !state.is_waiting(ix as ModelIx) {
-                continue;
-            }
-            for d in m.devices.iter() {
-                let free = match self.regular {
-                    Some(slots) => self.occupancy.running(d) < slots,
-                    None => m.running[d] < m.threads,
-                };
-                if free {
-                    self.waiting[d] = true;
-                }
-            }
-        }
-        self.occupancy.mark_waiting(&self.waiting, now);
     }
 }
 

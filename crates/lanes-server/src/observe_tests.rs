@@ -14,6 +14,7 @@ use super::*;
 use crate::driver::{DriverConfig, Pending, Request};
 use crate::driver_tests::{fifo, lab_observed, model, req, Lab, Scripted, FAILS};
 use crate::metrics::tests::{check_families, parse, requests, value, Page};
+use crate::probe::Probe;
 use crate::timeline::tests::{check_schema, counters, replay};
 
 fn observe_config() -> ObserveConfig {
@@ -407,4 +408,31 @@ async fn the_metrics_page_is_served_over_http() {
     check_families(&page);
     assert_eq!(device_total(&page, "lanes_device_jobs"), 1.0);
     server.abort();
+}
+
+/// test_api.py's lone request: its queue time (arrival to the batch's
+/// start) is the batch timeout when there is one, else 0 — exactly, on
+/// tokio's paused clock (the driver sleeps until the partial batch is ready).
+#[tokio::test(start_paused = true)]
+async fn a_lone_requests_queue_time_is_the_batch_timeout() {
+    for (timeout, queued) in [(100_000_000, 100_000_000u64), (0, 0)] {
+        let mut m = model("m", 8, 1.0);
+        m.batching.batch_timeout = timeout;
+        let lab = lab_observed(fifo(), vec![m], false, observe_config());
+        lab.handle.infer(req(0, 1)).await.unwrap();
+        lab.handle.drain().await;
+        let obs = lab.handle.observer();
+        let stats = &json(&obs.stats_json(Some(0)))["model_stats"][0];
+        let queue = &stats["inference_stats"]["queue"];
+        assert_eq!((&queue["count"], &queue["ns"]), (&json!(1), &json!(queued)));
+        assert_eq!(stats["batch_stats"][0]["batch_size"], 1);
+        let events = check_schema(&json(&obs.trace_json(None)));
+        let slice = events.iter().find(|e| e["ph"] == "X").unwrap();
+        assert_eq!(slice["args"]["queue_wait_ms"], queued as f64 / 1e6);
+        assert_eq!(
+            slice["ts"],
+            queued as f64 / 1e3,
+            "started when it was ready"
+        );
+    }
 }
