@@ -8,9 +8,11 @@
 //! when the state starts a batch on its device.
 //!
 //! An executor runs the batch through the [`Backend`], catching a panic as a
-//! model failure, answers every request of the batch itself (no hop through
-//! the driver), and then tells the driver the batch is done with its measured
-//! run time (none when the model failed, so a failure is not learnt as a cost).
+//! model failure, adds the batch to its model's statistics
+//! ([`crate::observe`]), answers every request of the batch itself (no hop
+//! through the driver), and then tells the driver the batch is done with its
+//! measured run time and whether the model failed (a failure is not learnt
+//! as a cost, but shows in the timeline).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
