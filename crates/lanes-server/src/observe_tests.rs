@@ -5,6 +5,8 @@
 //! every completion is accounted), never from sleeps. The idle-while-waiting
 //! rule is checked on its own, driving a [`Probe`] by hand.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use serde_json::Value;
 
 use lanes_policy::CostConfig;
@@ -435,4 +437,58 @@ async fn a_lone_requests_queue_time_is_the_batch_timeout() {
             "started when it was ready"
         );
     }
+}
+
+/// test_metrics.py's scrape loop during load: serving goes on, every request
+/// is counted once, and the device counters never step back between scrapes.
+#[tokio::test]
+async fn scraping_during_load_does_not_break_serving() {
+    let mut m = model("m", 8, 0.5);
+    m.batching.max_enqueued_batches = 64;
+    let lab = lab_observed(fifo(), vec![m], false, observe_config());
+    let obs = Arc::clone(lab.handle.observer());
+    let stop = Arc::new(AtomicBool::new(false));
+    let scraper = {
+        let (obs, stop) = (Arc::clone(&obs), Arc::clone(&stop));
+        std::thread::spawn(move || {
+            let mut seen = Vec::new();
+            loop {
+                let page = parse(&obs.metrics_text());
+                let jobs = device_total(&page, "lanes_device_jobs");
+                let busy = device_total(&page, "lanes_device_busy_seconds");
+                seen.push((jobs, busy));
+                if stop.load(Ordering::Relaxed) {
+                    return seen;
+                }
+            }
+        })
+    };
+    let n = 2_000;
+    let mut inflight = std::collections::VecDeque::new();
+    for tag in 1_000..1_000 + n {
+        // (tags above FAILS and PANICS: every batch succeeds)
+        inflight.push_back(answer(call(&lab, req(0, tag))));
+        if inflight.len() == 16 {
+            inflight.pop_front().unwrap().await.unwrap();
+        }
+    }
+    for reply in inflight {
+        reply.await.unwrap();
+    }
+    lab.handle.drain().await;
+    stop.store(true, Ordering::Relaxed);
+    let seen = scraper.join().unwrap();
+    assert!(
+        seen.windows(2)
+            .all(|w| w[1].0 >= w[0].0 && w[1].1 >= w[0].1),
+        "counters never step back"
+    );
+    let page = parse(&obs.metrics_text());
+    assert_eq!(requests(&page, "m", "success"), f64::from(n));
+    let stats = obs.model(0).stats();
+    assert_eq!(stats.inference_count, u64::from(n));
+    assert_eq!(
+        device_total(&page, "lanes_device_jobs"),
+        stats.execution_count as f64
+    );
 }
