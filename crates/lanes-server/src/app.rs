@@ -97,7 +97,10 @@ impl Failure {
         match self {
             Self::Wire(e) => e.grpc_code(),
             Self::Server(ServerError::Serve(e)) => KserveError::Serve(e.clone()).grpc_code(),
-            Self::Server(ServerError::ModelFailed { .. }) => Code::Internal,
+            Self::Server(ServerError::ModelFailed { .. } | ServerError::OutputFailed { .. }) => {
+                Code::Internal
+            }
+            Self::Server(ServerError::BadArgument { .. }) => Code::InvalidArgument,
             Self::Server(ServerError::ShuttingDown) | Self::NotReady(_) => Code::Unavailable,
             Self::NotFound(_) => Code::NotFound,
             Self::BadRequest(_) => Code::InvalidArgument,

@@ -8,9 +8,11 @@
 //! when the state starts a batch on its device.
 //!
 //! An executor runs the batch through the [`Backend`], catching a panic as a
-//! model failure, answers every request of the batch itself (no hop through
-//! the driver), and then tells the driver the batch is done with its measured
-//! run time (none when the model failed, so a failure is not learnt as a cost).
+//! model failure, adds the batch to its model's statistics
+//! ([`crate::observe`]), answers every request of the batch itself (no hop
+//! through the driver), and then tells the driver the batch is done with its
+//! measured run time and whether the model failed (a failure is not learnt
+//! as a cost, but shows in the timeline).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -23,6 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::backend::{Backend, BatchInfo};
 use crate::driver::{Command, Reply};
 use crate::error::ServerError;
+use crate::observe::Observer;
 
 /// One request inside a batch: its input and where its answer goes.
 pub(crate) struct Item<B: Backend> {
@@ -61,6 +64,7 @@ impl<B: Backend> Executors<B> {
         slots: &[u32],
         backend: &Arc<B>,
         done: &mpsc::UnboundedSender<Command<B>>,
+        observer: &Arc<Observer>,
     ) -> std::io::Result<Self> {
         let mut queues = Vec::with_capacity(slots.len());
         let mut threads = Vec::new();
@@ -68,9 +72,10 @@ impl<B: Backend> Executors<B> {
             let (tx, rx) = flume::unbounded::<Work<B>>();
             for slot in 0..n.max(1) {
                 let (rx, backend, done) = (rx.clone(), Arc::clone(backend), done.clone());
+                let observer = Arc::clone(observer);
                 let thread = std::thread::Builder::new()
                     .name(format!("lanes-device-{device}.{slot}"))
-                    .spawn(move || executor(&rx, &*backend, &done))?;
+                    .spawn(move || executor(&rx, &*backend, &done, &observer))?;
                 threads.push(thread);
             }
             queues.push(tx);
@@ -104,6 +109,7 @@ fn executor<B: Backend>(
     work: &flume::Receiver<Work<B>>,
     backend: &B,
     done: &mpsc::UnboundedSender<Command<B>>,
+    observer: &Observer,
 ) {
     while let Ok(Work {
         info,
@@ -128,7 +134,13 @@ fn executor<B: Backend>(
             Ok(Err(message)) => Err(message),
             Err(panic) => Err(format!("panicked: {}", panic_message(&*panic))),
         };
-        let measured = outputs.is_ok().then_some(run);
+        // Statistics first: a client that reads them after its answer sees its batch.
+        let queued = answers.iter().map(|a| a.1);
+        match &outputs {
+            Ok(_) => observer.batch_ran(&info, queued, run),
+            Err(_) => observer.batch_failed(&info, queued, run),
+        }
+        let failed = outputs.is_err();
         match outputs {
             Ok(outputs) => {
                 for ((reply, queued), output) in answers.into_iter().zip(outputs) {
@@ -152,7 +164,8 @@ fn executor<B: Backend>(
         }
         let _ = done.send(Command::Finished {
             job: info.job,
-            run: measured,
+            run,
+            failed,
         });
     }
 }

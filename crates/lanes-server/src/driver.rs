@@ -32,6 +32,8 @@ use crate::backend::{Backend, BatchInfo};
 use crate::clock::Clock;
 use crate::device::{Executors, Item, Work};
 use crate::error::{ServerError, StartError};
+use crate::observe::{ObserveConfig, Observer};
+use crate::probe::Probe;
 
 /// What the driver serves, checked at start.
 #[derive(Debug, Clone)]
@@ -87,7 +89,9 @@ pub(crate) enum Command<B: Backend> {
     },
     Finished {
         job: JobId,
-        run: Option<Nanos>,
+        /// The batch's measured run time (also when the model failed).
+        run: Nanos,
+        failed: bool,
     },
     Drain {
         done: oneshot::Sender<()>,
@@ -100,6 +104,7 @@ pub struct Handle<B: Backend> {
     clock: Clock,
     next_id: Arc<AtomicU64>,
     models: Arc<[Arc<str>]>,
+    observer: Arc<Observer>,
 }
 
 impl<B: Backend> Clone for Handle<B> {
@@ -109,6 +114,7 @@ impl<B: Backend> Clone for Handle<B> {
             clock: self.clock,
             next_id: Arc::clone(&self.next_id),
             models: Arc::clone(&self.models),
+            observer: Arc::clone(&self.observer),
         }
     }
 }
@@ -125,16 +131,28 @@ impl<B: Backend> Handle<B> {
     /// Starts the executors and the driver task (on the current tokio
     /// runtime); the task ends after [`Handle::drain`].
     pub fn start(config: DriverConfig, backend: B) -> Result<(Self, JoinHandle<()>), StartError> {
+        Self::start_observed(config, ObserveConfig::default(), backend)
+    }
+
+    /// [`Handle::start`] with the observability's settings (device names,
+    /// versions, the timeline's size).
+    pub fn start_observed(
+        config: DriverConfig,
+        observe: ObserveConfig,
+        backend: B,
+    ) -> Result<(Self, JoinHandle<()>), StartError> {
         let slots = device_slots(&config)?;
         let mut state = ServingState::new(config.grants, config.devices, config.cost)?;
         let mut models = Vec::with_capacity(config.models.len());
-        for model in config.models {
+        for model in &config.models {
             models.push(Arc::<str>::from(model.name.as_str()));
-            state.add_model(model)?;
+            state.add_model(model.clone())?;
         }
-        let (tx, rx) = mpsc::unbounded_channel();
-        let executors = Executors::start(&slots, &Arc::new(backend), &tx)?;
         let clock = Clock::start();
+        let probe = Probe::start(&config, observe, &state, clock);
+        let observer = Arc::clone(probe.observer());
+        let (tx, rx) = mpsc::unbounded_channel();
+        let executors = Executors::start(&slots, &Arc::new(backend), &tx, &observer)?;
         let models: Arc<[Arc<str>]> = models.into();
         let task = Task {
             state,
@@ -146,6 +164,7 @@ impl<B: Backend> Handle<B> {
             models: Arc::clone(&models),
             draining: Vec::new(),
             actions: Vec::new(),
+            probe,
         };
         let join = tokio::spawn(task.run());
         let handle = Self {
@@ -153,6 +172,7 @@ impl<B: Backend> Handle<B> {
             clock,
             next_id: Arc::new(AtomicU64::new(1)),
             models,
+            observer,
         };
         Ok((handle, join))
     }
@@ -160,6 +180,11 @@ impl<B: Backend> Handle<B> {
     /// The driver's clock (deadlines are on it).
     pub fn clock(&self) -> Clock {
         self.clock
+    }
+
+    /// Statistics, metrics and the timeline ([`crate::observe`]).
+    pub fn observer(&self) -> &Arc<Observer> {
+        &self.observer
     }
 
     /// The index of the model named `name`.
@@ -280,6 +305,8 @@ struct Task<B: Backend> {
     /// Drain callers to answer once everything is done (draining when non-empty).
     draining: Vec<oneshot::Sender<()>>,
     actions: Vec<Action>,
+    /// Statistics, device accounts and the timeline: the hook calls below.
+    probe: Probe,
 }
 
 impl<B: Backend> Task<B> {
@@ -325,13 +352,19 @@ impl<B: Backend> Task<B> {
             Command::Withdraw { model, id } => {
                 if self.state.withdraw(now, model, id, &mut self.actions) {
                     self.waiting.remove(&id);
+                    self.probe.withdrawn(model);
                 }
             }
-            Command::Finished { job, run } => {
+            Command::Finished { job, run, failed } => {
                 self.running -= 1;
-                self.state.complete(now, job, run, &mut self.actions);
+                let measured = (!failed).then_some(run);
+                self.state.complete(now, job, measured, &mut self.actions);
+                self.probe.finished(now, job, run, failed, &self.state);
             }
-            Command::Drain { done } => self.draining.push(done),
+            Command::Drain { done } => {
+                self.probe.draining();
+                self.draining.push(done);
+            }
         }
         self.apply();
     }
@@ -356,6 +389,7 @@ impl<B: Backend> Task<B> {
             input,
         } = request;
         if let Err(e) = self.state.admit(now, model, rows, deadline) {
+            self.probe.refused(model, &e);
             let _ = reply.send(Err(e.into()));
             return;
         }
@@ -376,6 +410,7 @@ impl<B: Backend> Task<B> {
             target,
         };
         self.state.enqueue(now, model, queued, &mut self.actions);
+        self.probe.queued(model);
     }
 
     /// Carries out the state's actions, in order.
@@ -384,6 +419,7 @@ impl<B: Backend> Task<B> {
         for action in std::mem::take(&mut self.actions) {
             match action {
                 Action::Start(batch) => {
+                    self.probe.started(now, &batch);
                     let items = batch
                         .requests
                         .iter()
@@ -408,7 +444,12 @@ impl<B: Backend> Task<B> {
                         items,
                     });
                 }
-                Action::Fail { request, error, .. } => {
+                Action::Fail {
+                    model,
+                    request,
+                    error,
+                } => {
+                    self.probe.expired(model);
                     if let Some(w) = self.waiting.remove(&request) {
                         let _ = w.reply.send(Err(ServerError::Serve(*error)));
                     }
@@ -417,5 +458,6 @@ impl<B: Backend> Task<B> {
                 Action::Ask { .. } | Action::Withdraw { .. } | Action::Release { .. } => {}
             }
         }
+        self.probe.decision_point(now, &self.state);
     }
 }

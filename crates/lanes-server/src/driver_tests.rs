@@ -13,14 +13,15 @@ use lanes_serving::{Batching, Grants, ModelConfig, ModelIx, ServeError};
 use crate::backend::{Backend, BatchInfo};
 use crate::driver::{DriverConfig, Handle, Request};
 use crate::error::{ServerError, StartError};
+use crate::observe::ObserveConfig;
 
 /// A tag whose batch fails with an error, and one whose batch panics.
-const FAILS: u32 = 666;
+pub(crate) const FAILS: u32 = 666;
 const PANICS: u32 = 667;
 
 /// Doubles each request's tag. Reports every batch's (model, tags) as it
 /// starts; when `held`, each batch then waits for one release token.
-struct Scripted {
+pub(crate) struct Scripted {
     started: flume::Sender<(ModelIx, Vec<u32>)>,
     release: Option<flume::Receiver<()>>,
     /// Every batch's start and end, in order: `(true, model)` for a start.
@@ -46,15 +47,15 @@ impl Backend for Scripted {
     }
 }
 
-struct Lab {
-    handle: Handle<Scripted>,
-    started: flume::Receiver<(ModelIx, Vec<u32>)>,
-    release: flume::Sender<()>,
+pub(crate) struct Lab {
+    pub handle: Handle<Scripted>,
+    pub started: flume::Receiver<(ModelIx, Vec<u32>)>,
+    pub release: flume::Sender<()>,
     log: Arc<Mutex<Vec<(bool, ModelIx)>>>,
-    join: tokio::task::JoinHandle<()>,
+    pub join: tokio::task::JoinHandle<()>,
 }
 
-fn model(name: &str, max_batch_size: u32, prior_ms: f64) -> ModelConfig {
+pub(crate) fn model(name: &str, max_batch_size: u32, prior_ms: f64) -> ModelConfig {
     ModelConfig {
         name: name.into(),
         batching: Batching {
@@ -71,6 +72,16 @@ fn model(name: &str, max_batch_size: u32, prior_ms: f64) -> ModelConfig {
 }
 
 fn lab(grants: Grants, models: Vec<ModelConfig>, held: bool) -> Lab {
+    lab_observed(grants, models, held, ObserveConfig::default())
+}
+
+/// [`lab`] with the observability's settings.
+pub(crate) fn lab_observed(
+    grants: Grants,
+    models: Vec<ModelConfig>,
+    held: bool,
+    observe: ObserveConfig,
+) -> Lab {
     let (started_tx, started) = flume::unbounded();
     let (release, release_rx) = flume::unbounded();
     let log = Arc::default();
@@ -85,7 +96,7 @@ fn lab(grants: Grants, models: Vec<ModelConfig>, held: bool) -> Lab {
         cost: CostConfig::default(),
         models,
     };
-    let (handle, join) = Handle::start(config, backend).expect("driver starts");
+    let (handle, join) = Handle::start_observed(config, observe, backend).expect("driver starts");
     Lab {
         handle,
         started,
@@ -95,11 +106,11 @@ fn lab(grants: Grants, models: Vec<ModelConfig>, held: bool) -> Lab {
     }
 }
 
-fn fifo() -> Grants {
+pub(crate) fn fifo() -> Grants {
     Grants::Engine(Policy::Fifo)
 }
 
-fn req(model: ModelIx, tag: u32) -> Request<u32> {
+pub(crate) fn req(model: ModelIx, tag: u32) -> Request<u32> {
     Request {
         model,
         rows: 1,
@@ -112,7 +123,7 @@ fn req(model: ModelIx, tag: u32) -> Request<u32> {
 impl Lab {
     /// The next batch to start (a bound, not a synchronisation: a batch
     /// that never starts fails the test instead of hanging it).
-    async fn next_batch(&self) -> (ModelIx, Vec<u32>) {
+    pub async fn next_batch(&self) -> (ModelIx, Vec<u32>) {
         let next = tokio::time::timeout(Duration::from_secs(20), self.started.recv_async());
         next.await.expect("a batch starts within 20 s").unwrap()
     }

@@ -19,6 +19,12 @@ pub enum ServerError {
     /// The server is draining or stopped: no new work is taken.
     #[error("the server is shutting down; retry on another")]
     ShuttingDown,
+    /// A request argument outside its range (e.g. `GET /v2/trace?seconds=`).
+    #[error("{message}")]
+    BadArgument { message: String },
+    /// A file the server writes (the `--trace` timeline) could not be written.
+    #[error("{message}")]
+    OutputFailed { message: String },
 }
 
 impl ServerError {
@@ -28,6 +34,8 @@ impl ServerError {
             Self::Serve(e) => e.code(),
             Self::ModelFailed { .. } => "model_failed",
             Self::ShuttingDown => "shutting_down",
+            Self::BadArgument { .. } => "bad_argument",
+            Self::OutputFailed { .. } => "output_failed",
         }
     }
 
@@ -37,6 +45,8 @@ impl ServerError {
             Self::Serve(e) => e.http_status(),
             Self::ModelFailed { .. } => 500,
             Self::ShuttingDown => 503,
+            Self::BadArgument { .. } => 400,
+            Self::OutputFailed { .. } => 500,
         }
     }
 }
@@ -56,6 +66,9 @@ pub enum StartError {
     /// `Grants::External` (grants from `lanes arbiter`) is not driven here.
     #[error("grants from an external arbiter are not supported by this driver")]
     ExternalGrants,
+    /// The folder of the `--trace` file does not exist.
+    #[error("trace = '{path}': folder '{folder}' does not exist (see --trace)")]
+    TraceFolder { path: String, folder: String },
 }
 
 impl StartError {
@@ -66,6 +79,7 @@ impl StartError {
             Self::Model(e) => e.code(),
             Self::Threads(_) => "threads_failed",
             Self::ExternalGrants => "external_grants_unsupported",
+            Self::TraceFolder { .. } => "bad_argument",
         }
     }
 }

@@ -21,6 +21,12 @@
 //!   request against them.
 //! - [`onnx_backend`]: ONNX models run natively (lanes-onnx), no Python.
 //! - [`native`]: a server assembled from ONNX files (tests and benchmarks).
+//! - [`observe`]: the driver's observability, fed by the task ([`probe`]),
+//!   the executors and the front end ([`Handle::observer`]): [`stats`]
+//!   (Triton-style per-model statistics), [`metrics`] (Prometheus, docs/metrics.md's
+//!   names), [`occupancy`] (device accounts) and [`timeline`] (the Chrome
+//!   trace of executed batches) — the same JSON, names and rules as the
+//!   Python server's.
 //!
 //! [`ServingState`]: lanes_serving::ServingState
 
@@ -32,14 +38,22 @@ pub mod driver;
 pub mod error;
 pub mod grpc;
 pub mod http;
+pub mod metrics;
 pub mod native;
+pub mod observe;
+pub mod occupancy;
 pub mod onnx_backend;
+pub mod probe;
 pub mod signature;
+pub mod stats;
+pub mod timeline;
 
 pub use backend::{Backend, BatchInfo};
 pub use clock::Clock;
 pub use driver::{DriverConfig, Handle, Pending, Reply, Request};
 pub use error::ServerError;
+pub use observe::{ObserveConfig, Observer, RequestRecord};
+pub use stats::Outcome;
 
 #[cfg(test)]
 mod driver_tests;

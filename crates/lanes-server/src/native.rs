@@ -16,6 +16,7 @@ use lanes_serving::{Batching, Grants, ModelConfig};
 use crate::app::{App, DeviceEntry, ModelEntry};
 use crate::driver::{DriverConfig, Handle};
 use crate::error::StartError;
+use crate::observe::ObserveConfig;
 use crate::onnx_backend::{OnnxBackend, OnnxModel};
 
 /// One ONNX model to serve.
@@ -108,7 +109,12 @@ pub fn build(config: &NativeConfig) -> Result<Arc<App<OnnxBackend>>, NativeError
         cost: CostConfig::default(),
         models: configs,
     };
-    let (handle, _task) = Handle::start(driver, OnnxBackend { models })?;
+    let observe = ObserveConfig {
+        devices: device_names.clone(),
+        model_versions: entries.iter().map(|e| e.version.clone()).collect(),
+        ..ObserveConfig::default()
+    };
+    let (handle, _task) = Handle::start_observed(driver, observe, OnnxBackend { models })?;
     Ok(Arc::new(App {
         handle,
         models: entries,

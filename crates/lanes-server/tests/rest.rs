@@ -195,6 +195,26 @@ async fn routes_answer_with_todays_statuses_and_json_errors() {
     // The server keeps serving after every refusal.
     let (status, _, _) = call(&address, "POST", "/v2/models/affine/infer", x.as_bytes()).await;
     assert_eq!(status, 200);
+    // Every infer above counted once, by its outcome; the batches are on the timeline.
+    let (status, _, stats) = call(&address, "GET", "/v2/models/affine/stats", b"").await;
+    assert_eq!(status, 200);
+    let stats = &json(&stats)["model_stats"][0];
+    assert_eq!(stats["name"], "affine");
+    assert_eq!(stats["inference_stats"]["success"]["count"], 1);
+    let (status, _, all) = call(&address, "GET", "/v2/models/stats", b"").await;
+    assert_eq!(
+        (status, json(&all)["model_stats"].as_array().map(Vec::len)),
+        (200, Some(1))
+    );
+    let (status, _, trace) = call(&address, "GET", "/v2/trace?seconds=60", b"").await;
+    assert_eq!(status, 200);
+    assert!(json(&trace)["traceEvents"].is_array());
+    let (status, _, refused) = call(&address, "GET", "/v2/trace?seconds=1_0", b"").await;
+    assert_eq!(status, 400);
+    assert!(json(&refused)["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("seconds = '1_0': must be a number"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -271,6 +271,12 @@ impl ServingState {
         self.models[model as usize].running.len() as u32
     }
 
+    /// Whether `model` has a job standing for its next batch: it is ready,
+    /// below its limit of batches in flight, and waits for a device.
+    pub fn is_waiting(&self, model: ModelIx) -> bool {
+        self.models[model as usize].job.is_some()
+    }
+
     /// The online run-time estimate of a batch of `rows` of `model`.
     pub fn estimate(&self, model: ModelIx, rows: u32) -> Nanos {
         self.costs.estimate(model, rows.max(1))

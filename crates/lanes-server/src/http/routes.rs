@@ -16,6 +16,8 @@ use serde_json::{json, Value};
 
 use crate::app::{App, Failure};
 use crate::backend::Backend;
+use crate::stats::Outcome;
+use crate::timeline::parse_seconds;
 
 /// The deadline header (milliseconds), used when a request has no `timeout`.
 pub const TIMEOUT_HEADER: &str = "lanes-timeout-ms";
@@ -50,6 +52,8 @@ enum Target<'a> {
     Ready,
     Server,
     OpenApi,
+    AllStats,
+    Trace,
     Model {
         name: &'a str,
         version: Option<&'a str>,
@@ -61,6 +65,7 @@ enum Target<'a> {
 enum Action {
     Metadata,
     Ready,
+    Stats,
     Infer,
 }
 
@@ -71,6 +76,8 @@ fn parse(path: &str) -> Option<Target<'_>> {
         "/health/live" => return Some(Target::Live),
         "/health/ready" => return Some(Target::Ready),
         "/openapi.json" => return Some(Target::OpenApi),
+        "/models/stats" => return Some(Target::AllStats),
+        "/trace" => return Some(Target::Trace),
         _ => {}
     }
     let parts: Vec<&str> = rest.strip_prefix("/models/")?.split('/').collect();
@@ -82,6 +89,7 @@ fn parse(path: &str) -> Option<Target<'_>> {
     let action = match tail {
         [] => Action::Metadata,
         ["ready"] => Action::Ready,
+        ["stats"] => Action::Stats,
         ["infer"] => Action::Infer,
         _ => return None,
     };
@@ -129,6 +137,8 @@ where
         Target::Ready if app.is_ready() => ok(&json!({"ready": true})),
         Target::Ready => error(503, "not ready: draining"),
         Target::Server => ok(&server_metadata(&app)),
+        Target::AllStats => json_bytes(app.handle.observer().stats_json(None)),
+        Target::Trace => trace(&app, request.uri().query()).await,
         Target::OpenApi => {
             let mut r = Response::new(Full::new(Bytes::from_static(OPENAPI)));
             r.headers_mut().insert(
@@ -145,6 +155,7 @@ where
             Err(e) => failure(&e),
             Ok(ix) => match action {
                 Action::Metadata => ok(&model_metadata(&app, ix)),
+                Action::Stats => json_bytes(app.handle.observer().stats_json(Some(ix as u32))),
                 Action::Ready if app.is_ready() => ok(&json!({"name": name, "ready": true})),
                 Action::Ready => error(503, &format!("model '{name}' not ready: draining")),
                 Action::Infer => infer(&app, ix, version, request).await,
@@ -216,6 +227,34 @@ pub fn parse_decimal(text: &str) -> Option<f64> {
         .flatten()
 }
 
+fn json_bytes(body: Vec<u8>) -> Reply {
+    let mut r = Response::new(Full::new(Bytes::from(body)));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// `GET /v2/trace?seconds=N`, built on a blocking thread (the ring may be large).
+async fn trace<B: Backend>(app: &App<B>, query: Option<&str>) -> Reply {
+    let seconds = query
+        .unwrap_or("")
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == "seconds")
+        .map(|(_, v)| v);
+    let seconds = match parse_seconds(seconds) {
+        Ok(s) => s,
+        Err(e) => return error(e.http_status(), &e.to_string()),
+    };
+    let observer = std::sync::Arc::clone(app.handle.observer());
+    match tokio::task::spawn_blocking(move || observer.trace_json(Some(seconds))).await {
+        Ok(body) => json_bytes(body),
+        Err(e) => error(500, &format!("internal error: the trace failed: {e}")),
+    }
+}
+
 fn failure(e: &Failure) -> Reply {
     error(e.http_status(), &e.to_string())
 }
@@ -243,9 +282,19 @@ async fn infer<B>(
 where
     B: Backend<Input = InferRequest, Output = Vec<OutputTensor>>,
 {
+    let record = app
+        .handle
+        .observer()
+        .request(ix as u32, app.handle.clock().now());
     match infer_body(app, ix, version, request).await {
-        Ok(reply) => reply,
-        Err(e) => failure(&e),
+        Ok(reply) => {
+            record.finish(Outcome::Success);
+            reply
+        }
+        Err(e) => {
+            record.finish(Outcome::of_status(e.http_status()));
+            failure(&e)
+        }
     }
 }
 
