@@ -63,14 +63,21 @@ PEERS_VENV = HERE / ".venv"
 PEERS_PY = PEERS_VENV / "bin" / "python"
 OHA = HERE / ".cargo" / "bin" / "oha"
 PEER_PACKAGES = ["litserve", "ray[serve]", "numpy", "py-spy"]
-SERVERS = ("lanes", "litserve", "ray")
+SERVERS = ("lanes", "native", "litserve", "ray")
+PEERS = ("litserve", "ray")  # the servers that need the peers' venv
 WORKERS = 2  # the machine's cores: peer workers / replicas
 THREADS = 1  # intra-op threads per ONNX Runtime session
 SLO_MS = 50.0
 OVERHEAD_RATE = 100.0
 START_RATE = 50.0
 REFINE_STEPS = 3
-PORTS = {"lanes": 8300, "litserve": 8100, "ray": 8200}
+PORTS = {"lanes": 8300, "native": 8400, "litserve": 8100, "ray": 8200}
+# The Rust data plane (crates/lanes-server, issue 14) as an example binary: not yet behind
+# `lanes serve`; measured beside it on the same models.
+NATIVE_BIN = (
+    Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release/examples/serve_onnx"
+)
+CAPACITY_CAP = 64000.0  # req/s: the doubling search stops here
 # LitServe's batched loop polls its queue without blocking when batch_timeout is 0 (litserve
 # loops/base.py collate_requests: get_nowait, and the loop retries at once), which costs its
 # workers CPU while idle on a 2-core host; 1 ms lets the workers block on the queue.
@@ -110,8 +117,26 @@ def version_of(python: Path, package: str) -> str:
     return result.stdout.strip() or "absent"
 
 
-def setup(need_oha: bool) -> None:
-    """The peers' venv (same ONNX Runtime as lanes) and oha, each only when missing."""
+def ort_library() -> str:
+    """The ONNX Runtime library of lanes' venv (the native server loads it at run time)."""
+    code = (
+        "import glob, os, onnxruntime; print(sorted(glob.glob(os.path.join("
+        "os.path.dirname(onnxruntime.__file__), 'capi', 'libonnxruntime.so*')))[-1])"
+    )
+    python = str(LANES_VENV / "bin" / "python")
+    return subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
+
+
+def setup(need_oha: bool, servers: tuple[str, ...] = SERVERS) -> None:
+    """The peers' venv (same ONNX Runtime as lanes), oha and the native server's binary, each
+    only when a chosen server needs it."""
+    if "native" in servers:
+        example = ["-p", "lanes-server", "--example", "serve_onnx"]
+        sh(["cargo", "build", "--release", "--quiet", *example])
+    if need_oha and not OHA.exists():
+        sh(["cargo", "install", "oha", "--locked", "--root", str(OHA.parents[1])])
+    if not any(s in PEERS for s in servers):
+        return
     ort = version_of(LANES_VENV / "bin" / "python", "onnxruntime")
     wanted = [*PEER_PACKAGES, f"onnxruntime=={ort}"]
     if not PEERS_PY.exists():
@@ -119,8 +144,6 @@ def setup(need_oha: bool) -> None:
     if version_of(PEERS_PY, "onnxruntime") != ort or version_of(PEERS_PY, "ray") == "absent":
         sh([str(PEERS_PY), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
         sh([str(PEERS_PY), "-m", "pip", "install", "--quiet", *wanted])
-    if need_oha and not OHA.exists():
-        sh(["cargo", "install", "oha", "--locked", "--root", str(OHA.parents[1])])
 
 
 def versions() -> dict[str, str]:
@@ -190,6 +213,21 @@ def body_file(out: Path, model: str) -> Path:
 
 def server_command(server: str, repo: Path, model: str) -> list[str]:
     port = str(PORTS[server])
+    if server == "native":
+        return [
+            str(NATIVE_BIN),
+            "--port",
+            port,
+            "--grpc-port",
+            str(PORTS[server] + 1),
+            "--policy",
+            "sjf",
+            "--devices",
+            "1",
+            "--threads",
+            str(THREADS),
+            f"{model}={repo / model / 'model.onnx'}:{models.MAX_BATCH_SIZE}",
+        ]
     if server == "lanes":
         return [
             str(LANES_VENV / "bin" / "lanes"),
@@ -252,7 +290,10 @@ def running(server: str, repo: Path, model: str, body: Path, log_file: Path) -> 
     cmd = server_command(server, repo, model)
     log("$ " + shlex.join(cmd))
     with log_file.open("w") as sink:
-        proc = subprocess.Popen(cmd, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+        env = {**os.environ, "ORT_DYLIB_PATH": ort_library()} if server == "native" else None
+        proc = subprocess.Popen(
+            cmd, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True, env=env
+        )
     try:
         deadline = time.monotonic() + 180
         payload = body.read_bytes()
@@ -351,7 +392,7 @@ def capacity(url: str, body: Path, step_s: float, tmp: Path) -> tuple[float, lis
     low, high = 0.0, START_RATE
     while trial(high):
         low, high = high, high * 2
-        if high > 20000:
+        if high > CAPACITY_CAP:
             return low, runs
     for _ in range(REFINE_STEPS):
         mid = (low + high) / 2
@@ -658,7 +699,7 @@ def main() -> None:
         log(f"! cannot renice to {NICE} (not root): runs compete with other work equally")
     settings.out.mkdir(parents=True, exist_ok=True)
     (settings.out / "runs").mkdir(exist_ok=True)
-    setup(need_oha=args.what in ("all", "setup", "crosscheck"))
+    setup(need_oha=args.what in ("all", "setup", "crosscheck"), servers=servers)
     if args.what == "setup":
         return
     meta: dict[str, Any] = {

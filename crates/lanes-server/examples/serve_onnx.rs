@@ -11,6 +11,7 @@
 use std::path::PathBuf;
 
 use lanes_kserve::CodecConfig;
+use lanes_server::app::Limits;
 use lanes_server::native::{build, NativeConfig, NativeModel};
 use lanes_serving::Batching;
 
@@ -31,6 +32,7 @@ fn main() {
         intra_op_threads: 1,
         models: Vec::new(),
         codec: CodecConfig::default(),
+        limits: Limits::default(),
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| {

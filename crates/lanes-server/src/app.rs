@@ -10,6 +10,7 @@
 //! code in one place.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use lanes_kserve::{
     CodecConfig, InferRequest, InferResponse, KserveError, OutputChoice, OutputTensor,
@@ -49,6 +50,31 @@ pub struct DeviceEntry {
     pub simulated: bool,
 }
 
+/// Bounds on what a client may hold of the server (slow and hostile clients).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// A connection must send a request's headers within this time (slowloris,
+    /// idle keep-alive connections): it is closed otherwise.
+    pub header_read_timeout: Duration,
+    /// A request's body must arrive within this time: 408 otherwise.
+    pub body_read_timeout: Duration,
+    /// Open connections at most; past it new ones wait in the listen backlog.
+    pub max_connections: usize,
+    /// The largest request head (request line and headers): 431 past it.
+    pub max_header_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(60),
+            max_connections: 16_384,
+            max_header_bytes: 64 * 1024,
+        }
+    }
+}
+
 /// Why a request got no output: the one error both front ends answer with.
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum Failure {
@@ -67,6 +93,9 @@ pub enum Failure {
     /// Not ready (draining).
     #[error("{0}")]
     NotReady(String),
+    /// The client did not send its request in time (408).
+    #[error("{0}")]
+    Timeout(String),
 }
 
 impl Failure {
@@ -78,6 +107,7 @@ impl Failure {
             Self::NotFound(_) => "model_not_found",
             Self::BadRequest(_) => "bad_request",
             Self::NotReady(_) => "not_ready",
+            Self::Timeout(_) => "request_timeout",
         }
     }
 
@@ -89,6 +119,7 @@ impl Failure {
             Self::NotFound(_) => 404,
             Self::BadRequest(_) => 400,
             Self::NotReady(_) => 503,
+            Self::Timeout(_) => 408,
         }
     }
 
@@ -104,6 +135,7 @@ impl Failure {
             Self::Server(ServerError::ShuttingDown) | Self::NotReady(_) => Code::Unavailable,
             Self::NotFound(_) => Code::NotFound,
             Self::BadRequest(_) => Code::InvalidArgument,
+            Self::Timeout(_) => Code::DeadlineExceeded,
         }
     }
 }
@@ -117,6 +149,7 @@ pub struct App<B: Backend> {
     pub policy: String,
     pub version: String,
     pub codec: CodecConfig,
+    pub limits: Limits,
     /// Ready once every model is loaded (and warmed up); false again while draining.
     pub ready: AtomicBool,
 }

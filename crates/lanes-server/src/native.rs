@@ -13,7 +13,7 @@ use lanes_onnx::{OnnxError, SessionConfig};
 use lanes_policy::{CostConfig, DeviceSet, Policy};
 use lanes_serving::{Batching, Grants, ModelConfig};
 
-use crate::app::{App, DeviceEntry, ModelEntry};
+use crate::app::{App, DeviceEntry, Limits, ModelEntry};
 use crate::driver::{DriverConfig, Handle};
 use crate::error::StartError;
 use crate::observe::ObserveConfig;
@@ -39,6 +39,7 @@ pub struct NativeConfig {
     pub intra_op_threads: usize,
     pub models: Vec<NativeModel>,
     pub codec: CodecConfig,
+    pub limits: Limits,
 }
 
 /// Why a native server could not be built.
@@ -128,6 +129,7 @@ pub fn build(config: &NativeConfig) -> Result<Arc<App<OnnxBackend>>, NativeError
         policy: config.policy.clone(),
         version: env!("CARGO_PKG_VERSION").into(),
         codec: config.codec,
+        limits: config.limits,
         ready: AtomicBool::new(true),
     }))
 }

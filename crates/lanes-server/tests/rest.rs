@@ -5,8 +5,10 @@
 //! fixture.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use lanes_kserve::CodecConfig;
+use lanes_server::app::Limits;
 use lanes_server::native::{build, NativeConfig, NativeModel};
 use lanes_serving::Batching;
 use serde_json::Value;
@@ -19,6 +21,11 @@ fn fixtures() -> PathBuf {
 
 /// Starts a server on a free loopback port; returns its address.
 async fn start() -> String {
+    start_with(Limits::default()).await
+}
+
+/// [`start`] with `limits`.
+async fn start_with(limits: Limits) -> String {
     let config = NativeConfig {
         policy: "sjf".into(),
         devices: 1,
@@ -33,6 +40,7 @@ async fn start() -> String {
             timeout_ms: None,
         }],
         codec: CodecConfig::default(),
+        limits,
     };
     let app = build(&config).expect("the server builds (ONNX Runtime: ORT_DYLIB_PATH or .venv)");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -241,4 +249,83 @@ async fn binary_output_comes_with_its_header_length() {
     assert_eq!(header["outputs"][0]["parameters"]["binary_data_size"], 24);
     assert_eq!(header["outputs"][1]["parameters"]["binary_data_size"], 16);
     assert_eq!(answer.len() - length, 40);
+}
+
+/// Short limits, so that the hostile clients below are cut within the test.
+fn short() -> Limits {
+    Limits {
+        header_read_timeout: Duration::from_millis(300),
+        body_read_timeout: Duration::from_millis(300),
+        max_connections: 2_000,
+        max_header_bytes: 16 * 1024,
+    }
+}
+
+const X: &str = r#"{"inputs":[{"name":"x","shape":[1,4],"datatype":"FP32","data":[1,2,3,4]}]}"#;
+
+/// Reads until the server closes the connection (bounded: a server that never
+/// closes fails the test).
+async fn until_closed(stream: &mut TcpStream) -> Vec<u8> {
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(20), stream.read_to_end(&mut answer));
+    read.await.expect("the server closes the connection").ok();
+    answer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_and_hostile_clients_are_cut_and_others_served_throughout() {
+    let address = start_with(short()).await;
+    // slowloris: a request head that never ends
+    let mut slow = TcpStream::connect(&address).await.unwrap();
+    slow.write_all(b"POST /v2/models/affine/infer HTTP/1.1\r\nHost: x\r\n")
+        .await
+        .unwrap();
+    // a body that never finishes
+    let mut stalled = TcpStream::connect(&address).await.unwrap();
+    let head = "POST /v2/models/affine/infer HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{";
+    stalled.write_all(head.as_bytes()).await.unwrap();
+    // 1,000 idle connections
+    let mut idle = Vec::new();
+    for _ in 0..1_000 {
+        idle.push(TcpStream::connect(&address).await.unwrap());
+    }
+    // others are served meanwhile
+    for _ in 0..5 {
+        assert_eq!(
+            call(&address, "POST", "/v2/models/affine/infer", X.as_bytes())
+                .await
+                .0,
+            200
+        );
+    }
+    until_closed(&mut slow).await;
+    let answer = until_closed(&mut stalled).await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(
+        text.contains("request body not received within 0.3 s"),
+        "{text}"
+    );
+    for stream in &mut idle {
+        until_closed(stream).await;
+    }
+    // a head over the limit: 431
+    let mut big = TcpStream::connect(&address).await.unwrap();
+    let header = format!(
+        "GET /v2/health/live HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n",
+        "a".repeat(1 << 20)
+    );
+    let _ = big.write_all(header.as_bytes()).await; // the server may close before the end
+    let answer = until_closed(&mut big).await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(
+        text.is_empty() || text.starts_with("HTTP/1.1 431"),
+        "{text}"
+    );
+    assert_eq!(
+        call(&address, "POST", "/v2/models/affine/infer", X.as_bytes())
+            .await
+            .0,
+        200
+    );
 }

@@ -10,11 +10,13 @@ mod routes;
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 
 use crate::app::App;
 use crate::backend::Backend;
@@ -22,27 +24,44 @@ use crate::backend::Backend;
 pub use routes::route;
 
 /// Serves `listener` until `shutdown` resolves; connections already open
-/// finish their current request.
+/// finish their current request. The app's [`crate::app::Limits`] bound what
+/// each client holds: a connection slot (waiting in the backlog past
+/// `max_connections`), the time to send headers (closed past it), the head's
+/// size (431) and the time to send a body (408).
 pub async fn serve<B>(listener: TcpListener, app: Arc<App<B>>, shutdown: impl Future<Output = ()>)
 where
     B: Backend<Input = lanes_kserve::InferRequest, Output = Vec<lanes_kserve::OutputTensor>>,
 {
+    let slots = Arc::new(Semaphore::new(app.limits.max_connections));
     tokio::pin!(shutdown);
     loop {
+        let slot = tokio::select! {
+            slot = Arc::clone(&slots).acquire_owned() => slot.expect("never closed"),
+            () = &mut shutdown => return,
+        };
         let (stream, _) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
-                Err(_) => continue, // EMFILE and the like: the listener stays up
+                Err(_) => {
+                    // EMFILE and the like: the listener stays up and retries shortly.
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
             },
             () = &mut shutdown => return,
         };
         let _ = stream.set_nodelay(true);
         let app = Arc::clone(&app);
         tokio::spawn(async move {
+            let limits = app.limits;
             let service = service_fn(move |request| route(Arc::clone(&app), request));
             let _ = http1::Builder::new()
+                .timer(TokioTimer::new())
+                .header_read_timeout(limits.header_read_timeout)
+                .max_buf_size(limits.max_header_bytes.max(8192))
                 .serve_connection(TokioIo::new(stream), service)
                 .await;
+            drop(slot);
         });
     }
 }

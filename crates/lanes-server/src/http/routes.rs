@@ -316,7 +316,14 @@ where
         parse_header_length(parts.headers.get(HEADER_LENGTH).map(|v| v.as_bytes()))?;
     let edge_deadline = header_deadline(&parts.headers)?;
     let max = app.codec.max_body_bytes;
-    let body = match Limited::new(body, max).collect().await {
+    let within = app.limits.body_read_timeout;
+    let Ok(body) = tokio::time::timeout(within, Limited::new(body, max).collect()).await else {
+        return Err(Failure::Timeout(format!(
+            "request body not received within {} s",
+            within.as_secs_f64()
+        )));
+    };
+    let body = match body {
         Ok(collected) => collected.to_bytes(),
         Err(e) if e.is::<http_body_util::LengthLimitError>() => {
             return Err(KserveError::BodyTooLarge(format!(
