@@ -189,3 +189,13 @@ fn builder(runtime: &Runtime, config: &SessionConfig) -> Result<SessionBuilder, 
     }
     Ok(builder)
 }
+
+#[cfg(test)]
+mod tests {
+    /// A server hands each session to the thread of its device.
+    #[test]
+    fn sessions_move_between_threads() {
+        fn send<T: Send>() {}
+        send::<super::OnnxSession>();
+    }
+}
