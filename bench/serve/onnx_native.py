@@ -126,7 +126,7 @@ def main() -> None:
             repeats.append(entry)
 
     def med(side: str, key: str) -> float:
-        return statistics.median(r[side][key] for r in repeats)
+        return float(statistics.median(r[side][key] for r in repeats))
 
     summary = {
         "rust_run_batch_us": med("rust", "run_batch_us"),
