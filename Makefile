@@ -96,7 +96,7 @@ bench-onnx: onnx-fixtures ## lanes-onnx vs Python onnxruntime: char_cnn, batch 1
 	cargo build --release --quiet -p lanes-onnx --example char_cnn_speed
 	ORT_DYLIB_PATH="$${ORT_DYLIB_PATH:-$(ORT_DYLIB)}" $(PY) bench/serve/onnx_native.py \
 		--example "$${CARGO_TARGET_DIR:-target}/release/examples/char_cnn_speed" \
-		--repeats 10 --iters 300 --out docs/results/serving/onnx-native.json
+		--repeats 10 --iters 200 --out docs/results/serving/onnx-native.json
 
 .PHONY: bench
 bench: setup ## benchmarks: policy dispatch latency, simulator speed, zoo model costs (figures for docs/results)

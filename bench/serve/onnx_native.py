@@ -11,9 +11,12 @@ crates/lanes-onnx/tests/fixtures/generated, written by ``make onnx-fixtures``):
 - Python ``concat+run``: ``np.concatenate`` of the 16 requests' arrays, then ``session.run``;
 - Python ``run``: ``session.run`` on the prebuilt ``[16, 1, 32, 32]`` array.
 
-Each repeat measures the median of ``--iters`` calls per kind after 20 warm-up calls; repeats
-alternate which side goes first (Rust, Python; Python, Rust; ...). The host is shared and noisy:
-compare the per-repeat ratios and their median, not one figure. Writes JSON to ``--out``.
+Each repeat measures the median of ``--iters`` calls per kind after 20 warm-up calls, wall-clock
+and CPU time of the calling thread (with one intra-op thread ONNX Runtime computes on the
+caller, so the CPU time is the run's own work, less disturbed by other processes than the wall
+clock); repeats alternate which side goes first (Rust, Python; Python, Rust; ...). The host is
+shared and noisy: compare the per-repeat ratios and their median, not one figure. Writes JSON
+to ``--out``.
 
     make bench-onnx    # builds the example, then runs this with ORT_DYLIB_PATH from .venv
 """
@@ -63,22 +66,28 @@ def python_session() -> Any:
     )
 
 
-def median_us(fn: Any, iters: int) -> float:
+def medians_us(fn: Any, iters: int) -> tuple[float, float]:
+    """Medians of ``iters`` calls after 20 warm-up calls: (wall µs, this thread's CPU µs)."""
     for _ in range(20):
         fn()
-    times = []
+    wall, cpu = [], []
     for _ in range(iters):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter_ns(), time.thread_time_ns()
         fn()
-        times.append((time.perf_counter() - start) * 1e6)
-    return statistics.median(times)
+        wall.append((time.perf_counter_ns() - start) / 1e3)
+        cpu.append((time.thread_time_ns() - start_cpu) / 1e3)
+    return statistics.median(wall), statistics.median(cpu)
 
 
 def python_side(session: Any, rows: list[Any], iters: int) -> dict[str, float]:
     whole = np.concatenate(rows)
+    concat_run = medians_us(lambda: session.run(None, {"x": np.concatenate(rows)}), iters)
+    run = medians_us(lambda: session.run(None, {"x": whole}), iters)
     return {
-        "concat_run_us": median_us(lambda: session.run(None, {"x": np.concatenate(rows)}), iters),
-        "run_us": median_us(lambda: session.run(None, {"x": whole}), iters),
+        "concat_run_us": concat_run[0],
+        "concat_run_cpu_us": concat_run[1],
+        "run_us": run[0],
+        "run_cpu_us": run[1],
     }
 
 
@@ -120,22 +129,26 @@ def main() -> None:
                 else:
                     entry["python"] = python_side(session, rows, args.iters)
             entry["order"] = sides
-            entry["ratio_batch"] = entry["python"]["concat_run_us"] / entry["rust"]["run_batch_us"]
-            entry["ratio_run"] = entry["python"]["run_us"] / entry["rust"]["run_us"]
+            py, rs = entry["python"], entry["rust"]
+            entry["ratio_batch"] = py["concat_run_us"] / rs["run_batch_us"]
+            entry["ratio_run"] = py["run_us"] / rs["run_us"]
+            entry["ratio_batch_cpu"] = py["concat_run_cpu_us"] / rs["run_batch_cpu_us"]
+            entry["ratio_run_cpu"] = py["run_cpu_us"] / rs["run_cpu_us"]
             print(json.dumps(entry), flush=True)
             repeats.append(entry)
 
     def med(side: str, key: str) -> float:
         return float(statistics.median(r[side][key] for r in repeats))
 
-    summary = {
-        "rust_run_batch_us": med("rust", "run_batch_us"),
-        "rust_run_us": med("rust", "run_us"),
-        "python_concat_run_us": med("python", "concat_run_us"),
-        "python_run_us": med("python", "run_us"),
-        "ratio_batch_median": statistics.median(r["ratio_batch"] for r in repeats),
-        "ratio_run_median": statistics.median(r["ratio_run"] for r in repeats),
-    }
+    summary: dict[str, float] = {}
+    for side, keys in (
+        ("rust", ("run_batch_us", "run_batch_cpu_us", "run_us", "run_cpu_us")),
+        ("python", ("concat_run_us", "concat_run_cpu_us", "run_us", "run_cpu_us")),
+    ):
+        for key in keys:
+            summary[f"{side}_{key}"] = med(side, key)
+    for ratio in ("ratio_batch", "ratio_run", "ratio_batch_cpu", "ratio_run_cpu"):
+        summary[f"{ratio}_median"] = float(statistics.median(r[ratio] for r in repeats))
     meta = {
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "nproc": os.cpu_count(),

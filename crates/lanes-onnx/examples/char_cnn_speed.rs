@@ -3,15 +3,19 @@
 //!
 //! `char_cnn_speed MODEL INPUT ITERS` reads INPUT (16 rows of FP32
 //! `[1, 32, 32]`, little-endian), runs 20 warm-up batches, then ITERS timed
-//! ones of each kind, and prints one JSON line of medians in µs:
-//! `run_batch` (16 requests assembled, run, split) and `run` (the same rows
-//! already one `[16, 1, 32, 32]` tensor). bench/onnx_native.py runs it
+//! ones of each kind, and prints one JSON line of medians in µs, wall-clock
+//! and CPU time of the calling thread (with one intra-op thread ONNX Runtime
+//! computes on the caller, so the CPU time is the run's work, less disturbed
+//! than the wall clock by other processes on a shared host): `run_batch` (16
+//! requests assembled, run, split) and `run` (the same rows already one
+//! `[16, 1, 32, 32]` tensor). bench/onnx_native.py runs it
 //! interleaved with Python onnxruntime; the figures are in
 //! docs/results/serving.md.
 
 use std::time::Instant;
 
 use lanes_onnx::{Datatype, InputTensor, OnnxSession, SessionConfig};
+use nix::time::{clock_gettime, ClockId};
 
 const ROWS: usize = 16;
 const ROW: [usize; 4] = [1, 1, 32, 32];
@@ -21,15 +25,21 @@ fn median_us(mut times: Vec<f64>) -> f64 {
     times[times.len() / 2]
 }
 
-fn time(iters: usize, mut run: impl FnMut()) -> f64 {
-    let times = (0..iters)
+fn thread_cpu_us() -> f64 {
+    let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).expect("a thread CPU clock");
+    t.tv_sec() as f64 * 1e6 + t.tv_nsec() as f64 / 1e3
+}
+
+/// Medians of `iters` calls of `run`: (wall µs, thread CPU µs).
+fn time(iters: usize, mut run: impl FnMut()) -> (f64, f64) {
+    let (wall, cpu): (Vec<f64>, Vec<f64>) = (0..iters)
         .map(|_| {
-            let start = Instant::now();
+            let (start, cpu) = (Instant::now(), thread_cpu_us());
             run();
-            start.elapsed().as_secs_f64() * 1e6
+            (start.elapsed().as_secs_f64() * 1e6, thread_cpu_us() - cpu)
         })
-        .collect();
-    median_us(times)
+        .unzip();
+    (median_us(wall), median_us(cpu))
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -72,6 +82,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let run = time(iters, || {
         session.run(&whole).expect("a run");
     });
-    println!("{{\"run_batch_us\": {run_batch:.1}, \"run_us\": {run:.1}}}");
+    println!(
+        "{{\"run_batch_us\": {:.1}, \"run_batch_cpu_us\": {:.1}, \"run_us\": {:.1}, \"run_cpu_us\": {:.1}}}",
+        run_batch.0, run_batch.1, run.0, run.1
+    );
     Ok(())
 }
