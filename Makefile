@@ -91,6 +91,13 @@ fmt: setup ## format Rust and Python sources in place
 	$(BIN)/ruff format python tests
 	$(BIN)/ruff check --fix python tests
 
+.PHONY: bench-onnx
+bench-onnx: onnx-fixtures ## lanes-onnx vs Python onnxruntime: char_cnn, batch 16, 1 thread, interleaved (~1 min)
+	cargo build --release --quiet -p lanes-onnx --example char_cnn_speed
+	ORT_DYLIB_PATH="$${ORT_DYLIB_PATH:-$(ORT_DYLIB)}" $(PY) bench/serve/onnx_native.py \
+		--example "$${CARGO_TARGET_DIR:-target}/release/examples/char_cnn_speed" \
+		--repeats 10 --iters 200 --out docs/results/serving/onnx-native.json
+
 .PHONY: bench
 bench: setup ## benchmarks: policy dispatch latency, simulator speed, zoo model costs (figures for docs/results)
 	cargo bench -p lanes-policy --bench dispatch

@@ -96,7 +96,7 @@ pub(crate) fn assemble<'a>(
                 .iter()
                 .find(|t| t.name == spec.name)
                 .ok_or_else(|| OnnxError::MissingInput(spec.name.clone()))?;
-            check_tensor(spec, t, &at(r))?;
+            check_tensor(spec, t, &at(r), batched)?;
             if batched {
                 let Some(&first) = t.shape.first() else {
                     return Err(OnnxError::NotBatched(format!(
@@ -165,8 +165,14 @@ pub(crate) fn assemble<'a>(
     })
 }
 
-/// Rule 2 and the model's fixed sizes after the first, for one tensor.
-fn check_tensor(spec: &TensorSpec, t: &InputTensor<'_>, at: &str) -> Result<(), OnnxError> {
+/// Rule 2 and the model's fixed sizes, for one tensor: all of them unbatched,
+/// those after the first when `batched` (the batch's first is checked whole).
+fn check_tensor(
+    spec: &TensorSpec,
+    t: &InputTensor<'_>,
+    at: &str,
+    batched: bool,
+) -> Result<(), OnnxError> {
     if t.datatype != spec.datatype {
         return Err(OnnxError::WrongDatatype {
             name: spec.name.clone(),
@@ -184,7 +190,8 @@ fn check_tensor(spec: &TensorSpec, t: &InputTensor<'_>, at: &str) -> Result<(), 
             spec.dims.len()
         )));
     }
-    for (i, (&given, dim)) in t.shape.iter().zip(&spec.dims).enumerate().skip(1) {
+    let first = usize::from(batched);
+    for (i, (&given, dim)) in t.shape.iter().zip(&spec.dims).enumerate().skip(first) {
         if dim.fixed().is_some_and(|fixed| fixed != given) {
             return Err(OnnxError::BadShape(format!(
                 "{at}input '{}' has shape {:?} but the model takes {}: dimension {i} must be {dim}",
@@ -434,6 +441,9 @@ mod tests {
             assemble(&scalar, &[s], true).unwrap_err().code(),
             "not_batched"
         );
+        let err = assemble(&fixed, &[&[x(&[2, 2], &X2)]], false).unwrap_err();
+        assert_eq!(err.code(), "bad_shape");
+        assert!(err.to_string().contains("dimension 0 must be 1"), "{err}");
         let unbatched = assemble(&scalar, &[s], false).unwrap();
         assert_eq!(
             (unbatched.inputs[0].shape.len(), unbatched.rows.as_slice()),

@@ -128,8 +128,9 @@ impl OnnxSession {
             .session
             .run(values)
             .map_err(|e| OnnxError::RunFailed(e.to_string()))?;
-        let mut out: Vec<Vec<OutputTensor>> =
-            vec![Vec::with_capacity(self.outputs.len()); rows.len()];
+        let mut out: Vec<Vec<OutputTensor>> = (0..rows.len())
+            .map(|_| Vec::with_capacity(self.outputs.len()))
+            .collect();
         for spec in &self.outputs {
             let value = results.get(&spec.name).ok_or_else(|| {
                 OnnxError::RunFailed(format!("no output '{}' in the results", spec.name))
@@ -188,4 +189,14 @@ fn builder(runtime: &Runtime, config: &SessionConfig) -> Result<SessionBuilder, 
         })?;
     }
     Ok(builder)
+}
+
+#[cfg(test)]
+mod tests {
+    /// A server hands each session to the thread of its device.
+    #[test]
+    fn sessions_move_between_threads() {
+        fn send<T: Send>() {}
+        send::<super::OnnxSession>();
+    }
 }
