@@ -17,7 +17,7 @@ use serde_json::{json, Value};
 use crate::app::{App, Failure};
 use crate::backend::Backend;
 use crate::stats::Outcome;
-use crate::timeline::parse_seconds;
+use crate::timeline::{parse_decimal, parse_seconds};
 
 /// The deadline header (milliseconds), used when a request has no `timeout`.
 pub const TIMEOUT_HEADER: &str = "lanes-timeout-ms";
@@ -203,30 +203,6 @@ fn model_metadata<B: Backend>(app: &App<B>, ix: usize) -> Value {
     })
 }
 
-/// A plain ASCII decimal number (`12`, `0.5`, `2e3`; blanks around it
-/// allowed), as codec.py's `parse_decimal`: no `1_0`, `inf`, `nan`.
-pub fn parse_decimal(text: &str) -> Option<f64> {
-    let t = text.trim();
-    let (mantissa, exponent) = match t.find(['e', 'E']) {
-        Some(i) => (&t[..i], Some(&t[i + 1..])),
-        None => (t, None),
-    };
-    let mantissa = mantissa.strip_prefix('+').unwrap_or(mantissa);
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let digits = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
-    let mantissa_ok = digits(int)
-        && digits(frac)
-        && (!int.is_empty() || !frac.is_empty())
-        && !(mantissa.contains('.') && int.is_empty() && frac.is_empty());
-    let exponent_ok = exponent.is_none_or(|e| {
-        let e = e.strip_prefix(['+', '-']).unwrap_or(e);
-        !e.is_empty() && digits(e)
-    });
-    (t.len() <= 64 && mantissa_ok && exponent_ok)
-        .then(|| t.parse().ok())
-        .flatten()
-}
-
 fn json_bytes(body: Vec<u8>) -> Reply {
     let mut r = Response::new(Full::new(Bytes::from(body)));
     r.headers_mut().insert(
@@ -358,28 +334,4 @@ where
             .insert(HEADER_LENGTH, header::HeaderValue::from(h));
     }
     Ok(r)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_decimal;
-
-    #[test]
-    fn decimals_are_plain_ascii_numbers() {
-        for (text, value) in [
-            ("12", 12.0),
-            (" 0.5 ", 0.5),
-            ("2e3", 2000.0),
-            (".5", 0.5),
-            ("5.", 5.0),
-            ("+1", 1.0),
-        ] {
-            assert_eq!(parse_decimal(text), Some(value), "{text}");
-        }
-        for text in [
-            "", "1_0", "inf", "nan", "0x10", "1e", ".", "-1", "\u{661}", "1e+",
-        ] {
-            assert_eq!(parse_decimal(text), None, "{text}");
-        }
-    }
 }
