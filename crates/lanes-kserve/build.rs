@@ -10,7 +10,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let descriptors = protox::compile([proto], ["proto"])?;
     tonic_prost_build::configure()
         .build_transport(false)
-        .build_client(false)
+        .build_client(true)
         .bytes(".inference")
         .compile_fds(descriptors)?;
     Ok(())

@@ -9,7 +9,7 @@
 //! default. A call the client cancels, or whose `grpc-timeout` passes, is
 //! dropped by tonic, and with it the request's reply: a still-queued request
 //! leaves its queue. Messages over the codec's `max_body_bytes` are refused by
-//! tonic with `RESOURCE_EXHAUSTED`.
+//! tonic with `OUT_OF_RANGE` ("decoded message length too large").
 
 use std::future::Future;
 use std::sync::Arc;

@@ -1,0 +1,191 @@
+//! The native gRPC front end end to end: a real server on loopback running a
+//! real ONNX model (lanes-onnx's `affine` fixture: `x` FP32 `[N, 4]` → `y`
+//! FP32 `[N, 3]`, `k` INT64 `[N]`), called through the generated KServe v2
+//! client over HTTP/2, as `tritonclient.grpc` calls it (raw contents).
+
+use std::path::{Path, PathBuf};
+
+use bytes::Bytes;
+use lanes_kserve::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
+use lanes_kserve::proto::model_infer_request::InferInputTensor;
+use lanes_kserve::proto::{
+    ModelInferRequest, ModelMetadataRequest, ModelReadyRequest, ServerLiveRequest,
+};
+use lanes_kserve::CodecConfig;
+use lanes_server::app::Limits;
+use lanes_server::native::{build, NativeConfig, NativeModel};
+use lanes_serving::Batching;
+use tokio::net::TcpListener;
+use tonic::transport::Channel;
+use tonic::Code;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../lanes-onnx/tests/fixtures/small")
+}
+
+async fn start() -> GrpcInferenceServiceClient<Channel> {
+    let config = NativeConfig {
+        policy: "sjf".into(),
+        devices: 1,
+        intra_op_threads: 1,
+        models: vec![NativeModel {
+            name: "affine".into(),
+            path: fixtures().join("affine.onnx"),
+            batching: Batching {
+                max_batch_size: 4,
+                ..Batching::default()
+            },
+            timeout_ms: None,
+        }],
+        codec: CodecConfig {
+            max_body_bytes: 1 << 16,
+        },
+        limits: Limits::default(),
+    };
+    let app = build(&config).expect("the server builds (ONNX Runtime: ORT_DYLIB_PATH or .venv)");
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = listener.local_addr().unwrap();
+    tokio::spawn(lanes_server::grpc::serve(
+        listener,
+        app,
+        std::future::pending(),
+    ));
+    let channel = Channel::from_shared(format!("http://{address}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    GrpcInferenceServiceClient::new(channel).max_decoding_message_size(1 << 20)
+}
+
+fn le(values: &[f32]) -> Bytes {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn infer(x: &[f32], datatype: &str) -> ModelInferRequest {
+    ModelInferRequest {
+        model_name: "affine".into(),
+        id: "g1".into(),
+        inputs: vec![InferInputTensor {
+            name: "x".into(),
+            datatype: datatype.into(),
+            shape: vec![(x.len() / 4) as i64, 4],
+            ..InferInputTensor::default()
+        }],
+        raw_input_contents: vec![le(x)],
+        ..ModelInferRequest::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kserve_grpc_service_answers_as_python_onnxruntime_does() {
+    let mut client = start().await;
+    assert!(
+        client
+            .server_live(ServerLiveRequest {})
+            .await
+            .unwrap()
+            .into_inner()
+            .live
+    );
+    let ready = ModelReadyRequest {
+        name: "affine".into(),
+        version: String::new(),
+    };
+    assert!(client.model_ready(ready).await.unwrap().into_inner().ready);
+    let meta = ModelMetadataRequest {
+        name: "affine".into(),
+        version: String::new(),
+    };
+    let meta = client.model_metadata(meta).await.unwrap().into_inner();
+    assert_eq!(
+        (meta.inputs[0].name.as_str(), meta.inputs[0].shape.clone()),
+        ("x", vec![-1, 4])
+    );
+
+    let case = fixtures().join("data/affine_batch1/0");
+    let x: Vec<f32> = std::fs::read(case.join("in_x.bin"))
+        .unwrap()
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let y = std::fs::read(case.join("out_y.bin")).unwrap();
+    let reply = client
+        .model_infer(infer(&x, "FP32"))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(
+        (reply.model_name.as_str(), reply.id.as_str()),
+        ("affine", "g1")
+    );
+    let names: Vec<&str> = reply.outputs.iter().map(|o| o.name.as_str()).collect();
+    assert_eq!(names, ["y", "k"]);
+    assert_eq!(reply.outputs[0].shape, vec![1, 3]);
+    let got: Vec<f32> = reply.raw_output_contents[0]
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    let want: Vec<f32> = y
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    for (g, w) in got.iter().zip(&want) {
+        assert!(
+            (g - w).abs() <= 1e-5 * w.abs().max(1.0),
+            "{got:?} vs {want:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refusals_carry_the_rest_messages_and_canonical_codes() {
+    let mut client = start().await;
+    let mut unknown = infer(&[1.0; 4], "FP32");
+    unknown.model_name = "nope".into();
+    let mut fp64 = infer(&[1.0; 8], "FP64"); // 32 bytes: 4 FP64 values
+    fp64.inputs[0].shape = vec![1, 4];
+    let table = [
+        (
+            unknown,
+            Code::NotFound,
+            "unknown model 'nope'; this server has: affine",
+        ),
+        (
+            fp64,
+            Code::InvalidArgument,
+            "input 'x': datatype FP64, expected FP32",
+        ),
+        (
+            infer(&[1.0; 4], "FP64"),
+            Code::InvalidArgument,
+            "input 'x': raw_input_contents[0] of 16 bytes does not match shape [1, 4] of FP64, \
+             which needs 32 bytes",
+        ),
+    ];
+    for (request, code, message) in table {
+        let status = client.model_infer(request).await.unwrap_err();
+        assert_eq!(status.code(), code, "{}", status.message());
+        assert_eq!(status.message(), message);
+    }
+    // A message over the limit (64 KiB here) is refused; the server keeps serving.
+    let big = client
+        .model_infer(infer(&vec![0.5; 20_000], "FP32"))
+        .await
+        .unwrap_err();
+    assert_eq!(big.code(), Code::OutOfRange, "{}", big.message());
+    assert!(
+        big.message().contains("message length too large"),
+        "{}",
+        big.message()
+    );
+    // A call whose grpc-timeout passes before it is answered ends with a deadline code.
+    let mut late = tonic::Request::new(infer(&[1.0; 4], "FP32"));
+    late.set_timeout(std::time::Duration::from_nanos(1));
+    let late = client.model_infer(late).await.unwrap_err();
+    assert!(
+        matches!(late.code(), Code::DeadlineExceeded | Code::Cancelled),
+        "{late:?}"
+    );
+    assert!(client.model_infer(infer(&[1.0; 4], "FP32")).await.is_ok());
+}
