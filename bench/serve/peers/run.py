@@ -565,6 +565,116 @@ def crosscheck(settings: Settings) -> dict[str, Any]:
     return result
 
 
+CPU_RATE = 1000.0  # req/s: the rate of the CPU-per-request measurement (issue 14)
+CLOSED_CONNECTIONS = 64  # closed-loop throughput: connections of both clients
+
+
+def process_cpu_s(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def closed_loop_oha(url: str, body: Path, seconds: float) -> dict[str, Any]:
+    cmd = [
+        str(OHA),
+        "-z",
+        f"{seconds:g}s",
+        "-c",
+        str(CLOSED_CONNECTIONS),
+        "-m",
+        "POST",
+        "-T",
+        "application/json",
+        "-D",
+        str(body),
+        "--no-tui",
+        "--output-format",
+        "json",
+        url,
+    ]
+    log("$ " + shlex.join(cmd))
+    out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
+    codes = out.get("statusCodeDistribution", {})
+    return {"rps": out["summary"]["requestsPerSec"], "status": codes, "command": shlex.join(cmd)}
+
+
+def closed_loop_lanes(url: str, body: Path, seconds: float, out: Path) -> dict[str, Any]:
+    cmd = [
+        str(LANES_VENV / "bin" / "lanes"),
+        "bench",
+        url,
+        "--body-file",
+        str(body),
+        "-H",
+        "Content-Type: application/json",
+        "-c",
+        str(CLOSED_CONNECTIONS),
+        "-t",
+        "1",
+        "-d",
+        f"{seconds:g}s",
+        "-q",
+        "--json",
+        str(out),
+    ]
+    log("$ " + shlex.join(cmd))
+    subprocess.run(cmd, check=True)
+    result = json.loads(out.read_text())
+    return {"rps": result["rps"], "command": shlex.join(cmd)}
+
+
+def cpu(settings: Settings) -> list[dict[str, Any]]:
+    """Per server and model, interleaved over repeats: the server's CPU per request at
+    ``CPU_RATE`` req/s (constant arrivals, /proc CPU time of the server process over the run),
+    and closed-loop throughput at ``CLOSED_CONNECTIONS`` connections by ``lanes bench`` and oha
+    (the cross-check by a client nobody here wrote)."""
+    records: list[dict[str, Any]] = []
+    tmp = settings.out / "runs"
+    (settings.out / "logs").mkdir(parents=True, exist_ok=True)
+    for repeat in range(settings.repeats):
+        for model in settings.models:
+            repo, body = repository(settings.out, model), body_file(settings.out, model)
+            order = (
+                settings.servers[repeat % len(settings.servers) :]
+                + settings.servers[: repeat % len(settings.servers)]
+            )
+            for server in order:
+                log(f"[cpu {repeat + 1}/{settings.repeats}] {server} · {model}")
+                logf = settings.out / "logs" / f"cpu-{server}-{model}-{repeat}.log"
+                url = infer_url(server, model)
+                with running(server, repo, model, body, logf) as pid:
+                    before = process_cpu_s(pid)
+                    run = bench(
+                        url, body, CPU_RATE, settings.overhead_s, tmp / "cpu.json", "constant"
+                    )
+                    used = process_cpu_s(pid) - before
+                    done = run["requests"]
+                    oha = closed_loop_oha(url, body, settings.step_s)
+                    lanes = closed_loop_lanes(url, body, settings.step_s, tmp / "closed.json")
+                record = {
+                    "server": server,
+                    "model": model,
+                    "repeat": repeat,
+                    "cpu_us_per_request": used * 1e6 / max(done, 1),
+                    "requests": done,
+                    "p50_ms": run["latency_ms"]["p50"],
+                    "p99_ms": run["latency_ms"]["p99"],
+                    "host_busy": run["host_busy"],
+                    "loadavg_before": run["loadavg_before"],
+                    "closed_oha_rps": oha["rps"],
+                    "closed_lanes_rps": lanes["rps"],
+                    "commands": [run["command"], oha["command"], lanes["command"]],
+                }
+                log(
+                    f"  {record['cpu_us_per_request']:.0f} µs CPU/request at {CPU_RATE:g} req/s; "
+                    f"closed loop oha {oha['rps']:.0f}, lanes bench {lanes['rps']:.0f} req/s"
+                )
+                records.append(record)
+                (settings.out / "cpu.json").write_text(json.dumps(records, indent=1) + "\n")
+    return records
+
+
 WAITS = ("EpollSelector.select", "_worker (concurrent/futures/thread.py:81)", "Condition.wait")
 
 
@@ -667,7 +777,10 @@ def profile(settings: Settings, rates: dict[str, float]) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
-        "what", nargs="?", default="all", choices=["all", "setup", "race", "crosscheck", "profile"]
+        "what",
+        nargs="?",
+        default="all",
+        choices=["all", "setup", "race", "crosscheck", "profile", "cpu"],
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 repeat, short runs")
     parser.add_argument("--repeats", type=int, default=3)
@@ -699,7 +812,7 @@ def main() -> None:
         log(f"! cannot renice to {NICE} (not root): runs compete with other work equally")
     settings.out.mkdir(parents=True, exist_ok=True)
     (settings.out / "runs").mkdir(exist_ok=True)
-    setup(need_oha=args.what in ("all", "setup", "crosscheck"), servers=servers)
+    setup(need_oha=args.what in ("all", "setup", "crosscheck", "cpu"), servers=servers)
     if args.what == "setup":
         return
     meta: dict[str, Any] = {
@@ -741,6 +854,8 @@ def main() -> None:
         }
         flames = profile(settings, rates)
         (settings.out / "profile.json").write_text(json.dumps(flames, indent=1) + "\n")
+    if args.what in ("all", "cpu"):
+        cpu(settings)  # writes cpu.json as it goes
     meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta_path.write_text(json.dumps(meta, indent=1) + "\n")
 
