@@ -631,3 +631,127 @@ fn requested_outputs_mixed_binary_and_json_in_requested_order() {
         "unknown output 'nope'; the outputs of model 'm' are: FP32, INT64, BOOL, BYTES"
     );
 }
+
+// -- validation against the model (check_inputs / check_outputs) ----------------------------
+
+fn specs() -> Vec<lanes_kserve::TensorSpec> {
+    vec![
+        lanes_kserve::TensorSpec {
+            name: "image".into(),
+            datatype: Datatype::Uint8,
+            shape: vec![-1, 4, -1],
+        },
+        lanes_kserve::TensorSpec {
+            name: "scale".into(),
+            datatype: Datatype::Fp32,
+            shape: vec![-1],
+        },
+    ]
+}
+
+fn with_inputs(inputs: &[(&str, Tensor)]) -> InferRequest {
+    InferRequest {
+        model: model(),
+        id: None,
+        inputs: inputs
+            .iter()
+            .map(|(n, t)| lanes_kserve::InputTensor {
+                name: (*n).into(),
+                tensor: t.clone(),
+            })
+            .collect(),
+        outputs: None,
+        parameters: Default::default(),
+        binary_data_output: false,
+        timeout_us: None,
+    }
+}
+
+fn zeros_u8(shape: Vec<u64>) -> Tensor {
+    let n = shape.iter().product::<u64>() as usize;
+    Tensor::from_values(shape, &vec![0u8; n]).unwrap()
+}
+
+fn ones_f32(n: u64) -> Tensor {
+    Tensor::from_values(vec![n], &vec![1f32; n as usize]).unwrap()
+}
+
+#[test]
+fn check_inputs_refusals_name_the_problem() {
+    let image = zeros_u8(vec![2, 4, 9]);
+    let scale = ones_f32(2);
+    let ok = with_inputs(&[("image", image.clone()), ("scale", scale.clone())]);
+    lanes_kserve::check_inputs(&ok, &specs(), true).unwrap();
+    lanes_kserve::check_inputs(&ok, &specs(), false).unwrap();
+    let scale64 = Tensor::from_values(vec![2], &[1f64, 1.0]).unwrap();
+    let cases: Vec<(Vec<(&str, Tensor)>, &str)> = vec![
+        (
+            vec![
+                ("image", image.clone()),
+                ("scale", scale.clone()),
+                ("extra", scale.clone()),
+            ],
+            "unknown input 'extra'; the model's inputs are: image, scale",
+        ),
+        (vec![("image", image.clone())], "missing input scale"),
+        (vec![], "missing inputs image, scale"),
+        (
+            vec![("image", image.clone()), ("scale", scale64)],
+            "input 'scale': datatype FP64, expected FP32",
+        ),
+        (
+            vec![("image", zeros_u8(vec![2, 3, 9])), ("scale", scale.clone())],
+            "input 'image': shape [2, 3, 9] does not match the declared shape [-1, 4, -1]",
+        ),
+        (
+            vec![("image", zeros_u8(vec![2, 4])), ("scale", scale.clone())],
+            "input 'image': shape [2, 4] does not match the declared shape [-1, 4, -1]",
+        ),
+        (
+            vec![("image", zeros_u8(vec![0, 4, 9])), ("scale", ones_f32(0))],
+            "input 'image': the batch dimension is 0; it must be >= 1",
+        ),
+        (
+            vec![("image", image.clone()), ("scale", ones_f32(3))],
+            "inputs disagree on the batch size: 'image' has 2 rows, 'scale' has 3",
+        ),
+    ];
+    for (inputs, message) in cases {
+        let e = lanes_kserve::check_inputs(&with_inputs(&inputs), &specs(), true).unwrap_err();
+        assert_eq!((e.http_status(), e.to_string().as_str()), (400, message));
+    }
+    // Without batching, the first dimension is an ordinary -1 dimension.
+    let unbatched = with_inputs(&[("image", zeros_u8(vec![0, 4, 9])), ("scale", ones_f32(3))]);
+    lanes_kserve::check_inputs(&unbatched, &specs(), false).unwrap();
+}
+
+#[test]
+fn check_outputs_names_unknown_outputs() {
+    let specs = vec![
+        lanes_kserve::TensorSpec {
+            name: "y".into(),
+            datatype: Datatype::Fp32,
+            shape: vec![-1],
+        },
+        lanes_kserve::TensorSpec {
+            name: "z".into(),
+            datatype: Datatype::Fp32,
+            shape: vec![-1],
+        },
+    ];
+    let mut request = with_inputs(&[]);
+    lanes_kserve::check_outputs(&request, &specs).unwrap();
+    let named = |n: &str| RequestedOutput {
+        name: n.into(),
+        binary_data: true,
+        parameters: Default::default(),
+    };
+    request.outputs = Some(vec![named("z")]);
+    lanes_kserve::check_outputs(&request, &specs).unwrap();
+    request.outputs = Some(vec![named("w")]);
+    let e = lanes_kserve::check_outputs(&request, &specs).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "unknown output 'w'; the model's outputs are: y, z"
+    );
+}
