@@ -33,7 +33,7 @@ pub fn timeout_ns(
     let Some(raw) = header else { return Ok(None) };
     let ms = std::str::from_utf8(raw).ok().and_then(python_float);
     let Some(ms) = ms.filter(|&ms| ms > 0.0) else {
-        let shown = pyrepr::string(&String::from_utf8_lossy(raw));
+        let shown = pyrepr::surrogateescaped(raw);
         return Err(bad(format!(
             "header {TIMEOUT_HEADER}: {shown}: must be milliseconds > 0"
         )));

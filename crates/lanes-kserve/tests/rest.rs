@@ -209,6 +209,13 @@ fn messages_read_as_the_python_codec_writes_them() {
             input_json(json!({"datatype": "INT8", "data": [1, 200]})),
             "input 'x': INT8 data must be integers between -128 and 127",
         ),
+        // Found by comparing with the Python codec on the fuzz corpus: an integer past 64
+        // bits is a float, parsed correctly rounded (serde_json's float_roundtrip).
+        (
+            br#"{"inputs":[{"name":"x","shape":[32222222222222222222222222],"datatype":"FP32","data":[]}]}"#
+                .to_vec(),
+            "input 'x': shape [3.222222222222222e+25]: dimensions must be integers",
+        ),
     ];
     for (body, message) in cases {
         let error = refused(&body, None);
@@ -398,6 +405,11 @@ fn parse_header_length_takes_only_decimal_integers() {
         e.to_string(),
         format!("{HEADER_LENGTH} '1_0': must be an integer")
     );
+    // Bytes that are not UTF-8 read as aiohttp reads them (surrogateescape); found by
+    // comparing with the Python codec on the fuzz corpus.
+    let e = parse_header_length(Some(b"\xb1\x11'7")).unwrap_err();
+    let want = format!("{HEADER_LENGTH} \"\\udcb1\\x11'7\": must be an integer");
+    assert_eq!(e.to_string(), want);
 }
 
 #[test]
@@ -458,6 +470,7 @@ fn nested_json_data_is_read_row_major() {
             {"name": "e", "shape": [0, 3], "datatype": "FP16", "data": []},
             {"name": "f", "shape": [2], "datatype": "FP16", "data": [1, 0.5]},
             {"name": "g", "shape": [2], "datatype": "UINT64", "data": [18446744073709551615u64, true]},
+            {"name": "h", "shape": [2], "datatype": "FP64", "data": [0.1, 1.7976931348623157e308]},
         ]),
         json!({}),
     );
@@ -493,9 +506,15 @@ fn nested_json_data_is_read_row_major() {
         r.input("g").unwrap().values::<u64>(),
         Some(vec![u64::MAX, 1])
     );
+    // Correctly rounded parses (as Python's float()), not the fast approximate path.
+    let h = r.input("h").unwrap().values::<f64>().unwrap();
+    assert_eq!(h, ["0.1".parse::<f64>().unwrap(), f64::MAX]);
+    let big: Value = serde_json::from_str("[32222222222222222222222222]").unwrap();
+    let want = "32222222222222222222222222".parse::<f64>().unwrap();
+    assert_eq!(big[0].as_f64(), Some(want));
     assert_eq!(
         r.inputs.iter().map(|i| i.name.as_str()).collect::<String>(),
-        "abcdefg"
+        "abcdefgh"
     );
 }
 
