@@ -119,9 +119,7 @@ fn input_tensor(
         ))
     })?;
     let dims: Vec<Option<i128>> = input.shape.iter().map(|&d| Some(i128::from(d))).collect();
-    let shown = format!("{:?}", input.shape)
-        .replace(',', ", ")
-        .replace(",  ", ", ");
+    let shown = format!("{:?}", input.shape); // "[1, 2]", as Python prints a list
     let shape = check_shape(&name, &dims, &shown, max)?;
     if input.parameters.contains_key("shared_memory_region") {
         return Err(bad(format!(

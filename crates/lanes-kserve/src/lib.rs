@@ -11,11 +11,17 @@
 //!   Python server's codec.
 //! - [`grpc`] maps `ModelInferRequest` / `ModelInferResponse` of the vendored
 //!   `GRPCInferenceService` proto ([`proto`]) with the same rules.
+//! - [`check_inputs`] / [`check_outputs`] check a request against the model's
+//!   declared [`TensorSpec`]s.
+//! - [`deadline::timeout_ns`] reads the request's timeout (the `timeout`
+//!   parameter or lanes' `lanes-timeout-ms` header).
 //! - [`KserveError`] is the one coded error, mapped to an HTTP status and a
 //!   gRPC code in one place.
 
+pub mod deadline;
 pub mod error;
 pub mod grpc;
+pub mod model_check;
 mod pyrepr;
 pub mod request;
 pub mod response;
@@ -23,6 +29,7 @@ pub mod rest;
 pub mod tensor;
 
 pub use error::KserveError;
+pub use model_check::{check_inputs, check_outputs, TensorSpec};
 pub use request::{
     CodecConfig, InferRequest, InputTensor, ModelRef, Parameters, RequestedOutput, MAX_BODY_BYTES,
     MAX_DIMS,

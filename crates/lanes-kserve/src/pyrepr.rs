@@ -104,6 +104,48 @@ pub(crate) fn float(f: f64) -> String {
     }
 }
 
+/// Python's `repr` of bytes decoded as UTF-8 with `surrogateescape` (how
+/// aiohttp reads a header value): valid text as [`string`] writes it, each
+/// byte of an invalid sequence as `\udcXX`.
+pub(crate) fn surrogateescaped(raw: &[u8]) -> String {
+    let mut text = String::new();
+    let mut escapes = Vec::new(); // (position in text, byte)
+    for chunk in raw.utf8_chunks() {
+        text.push_str(chunk.valid());
+        for &b in chunk.invalid() {
+            escapes.push((text.len(), b));
+            text.push('\u{fffd}'); // a placeholder, replaced below
+        }
+    }
+    if escapes.is_empty() {
+        return string(&text);
+    }
+    // Escape the valid runs between the invalid bytes, with the quote the whole
+    // string takes, and write each invalid byte as its lone surrogate.
+    let quoted = string(&text.replace('\u{fffd}', ""));
+    let quote = quoted.chars().next().expect("a quote");
+    let mut out = String::new();
+    out.push(quote);
+    let mut from = 0;
+    for (at, b) in escapes {
+        out.push_str(&escape_body(&text[from..at], quote));
+        write!(out, "\\udc{b:02x}").expect("write to String");
+        from = at + '\u{fffd}'.len_utf8();
+    }
+    out.push_str(&escape_body(&text[from..], quote));
+    out.push(quote);
+    out
+}
+
+/// [`string`] without its quotes, for a given quote character.
+fn escape_body(s: &str, quote: char) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        escape_char(&mut out, c, quote);
+    }
+    out
+}
+
 /// Python's `repr(str)`.
 pub(crate) fn string(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
@@ -114,6 +156,14 @@ pub(crate) fn string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);
     for c in s.chars() {
+        escape_char(&mut out, c, quote);
+    }
+    out.push(quote);
+    out
+}
+
+fn escape_char(out: &mut String, c: char, quote: char) {
+    {
         match c {
             '\\' => out.push_str("\\\\"),
             '\n' => out.push_str("\\n"),
@@ -132,8 +182,6 @@ pub(crate) fn string(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out.push(quote);
-    out
 }
 
 #[cfg(test)]
@@ -166,5 +214,10 @@ mod tests {
             assert_eq!(repr(&value), want, "{value}");
         }
         assert_eq!(repr_opt(None), "None");
+        assert_eq!(surrogateescaped(b"ab"), "'ab'");
+        assert_eq!(
+            surrogateescaped(b"\xffa'\xe2\x98\x83\n"),
+            "\"\\udcffa'\u{2603}\\n\""
+        );
     }
 }

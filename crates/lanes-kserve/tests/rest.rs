@@ -209,6 +209,13 @@ fn messages_read_as_the_python_codec_writes_them() {
             input_json(json!({"datatype": "INT8", "data": [1, 200]})),
             "input 'x': INT8 data must be integers between -128 and 127",
         ),
+        // Found by comparing with the Python codec on the fuzz corpus: an integer past 64
+        // bits is a float, parsed correctly rounded (serde_json's float_roundtrip).
+        (
+            br#"{"inputs":[{"name":"x","shape":[32222222222222222222222222],"datatype":"FP32","data":[]}]}"#
+                .to_vec(),
+            "input 'x': shape [3.222222222222222e+25]: dimensions must be integers",
+        ),
     ];
     for (body, message) in cases {
         let error = refused(&body, None);
@@ -398,6 +405,11 @@ fn parse_header_length_takes_only_decimal_integers() {
         e.to_string(),
         format!("{HEADER_LENGTH} '1_0': must be an integer")
     );
+    // Bytes that are not UTF-8 read as aiohttp reads them (surrogateescape); found by
+    // comparing with the Python codec on the fuzz corpus.
+    let e = parse_header_length(Some(b"\xb1\x11'7")).unwrap_err();
+    let want = format!("{HEADER_LENGTH} \"\\udcb1\\x11'7\": must be an integer");
+    assert_eq!(e.to_string(), want);
 }
 
 #[test]
@@ -458,6 +470,7 @@ fn nested_json_data_is_read_row_major() {
             {"name": "e", "shape": [0, 3], "datatype": "FP16", "data": []},
             {"name": "f", "shape": [2], "datatype": "FP16", "data": [1, 0.5]},
             {"name": "g", "shape": [2], "datatype": "UINT64", "data": [18446744073709551615u64, true]},
+            {"name": "h", "shape": [2], "datatype": "FP64", "data": [0.1, 1.7976931348623157e308]},
         ]),
         json!({}),
     );
@@ -493,9 +506,15 @@ fn nested_json_data_is_read_row_major() {
         r.input("g").unwrap().values::<u64>(),
         Some(vec![u64::MAX, 1])
     );
+    // Correctly rounded parses (as Python's float()), not the fast approximate path.
+    let h = r.input("h").unwrap().values::<f64>().unwrap();
+    assert_eq!(h, ["0.1".parse::<f64>().unwrap(), f64::MAX]);
+    let big: Value = serde_json::from_str("[32222222222222222222222222]").unwrap();
+    let want = "32222222222222222222222222".parse::<f64>().unwrap();
+    assert_eq!(big[0].as_f64(), Some(want));
     assert_eq!(
         r.inputs.iter().map(|i| i.name.as_str()).collect::<String>(),
-        "abcdefg"
+        "abcdefgh"
     );
 }
 
@@ -629,5 +648,129 @@ fn requested_outputs_mixed_binary_and_json_in_requested_order() {
     assert_eq!(
         e.to_string(),
         "unknown output 'nope'; the outputs of model 'm' are: FP32, INT64, BOOL, BYTES"
+    );
+}
+
+// -- validation against the model (check_inputs / check_outputs) ----------------------------
+
+fn specs() -> Vec<lanes_kserve::TensorSpec> {
+    vec![
+        lanes_kserve::TensorSpec {
+            name: "image".into(),
+            datatype: Datatype::Uint8,
+            shape: vec![-1, 4, -1],
+        },
+        lanes_kserve::TensorSpec {
+            name: "scale".into(),
+            datatype: Datatype::Fp32,
+            shape: vec![-1],
+        },
+    ]
+}
+
+fn with_inputs(inputs: &[(&str, Tensor)]) -> InferRequest {
+    InferRequest {
+        model: model(),
+        id: None,
+        inputs: inputs
+            .iter()
+            .map(|(n, t)| lanes_kserve::InputTensor {
+                name: (*n).into(),
+                tensor: t.clone(),
+            })
+            .collect(),
+        outputs: None,
+        parameters: Default::default(),
+        binary_data_output: false,
+        timeout_us: None,
+    }
+}
+
+fn zeros_u8(shape: Vec<u64>) -> Tensor {
+    let n = shape.iter().product::<u64>() as usize;
+    Tensor::from_values(shape, &vec![0u8; n]).unwrap()
+}
+
+fn ones_f32(n: u64) -> Tensor {
+    Tensor::from_values(vec![n], &vec![1f32; n as usize]).unwrap()
+}
+
+#[test]
+fn check_inputs_refusals_name_the_problem() {
+    let image = zeros_u8(vec![2, 4, 9]);
+    let scale = ones_f32(2);
+    let ok = with_inputs(&[("image", image.clone()), ("scale", scale.clone())]);
+    lanes_kserve::check_inputs(&ok, &specs(), true).unwrap();
+    lanes_kserve::check_inputs(&ok, &specs(), false).unwrap();
+    let scale64 = Tensor::from_values(vec![2], &[1f64, 1.0]).unwrap();
+    let cases: Vec<(Vec<(&str, Tensor)>, &str)> = vec![
+        (
+            vec![
+                ("image", image.clone()),
+                ("scale", scale.clone()),
+                ("extra", scale.clone()),
+            ],
+            "unknown input 'extra'; the model's inputs are: image, scale",
+        ),
+        (vec![("image", image.clone())], "missing input scale"),
+        (vec![], "missing inputs image, scale"),
+        (
+            vec![("image", image.clone()), ("scale", scale64)],
+            "input 'scale': datatype FP64, expected FP32",
+        ),
+        (
+            vec![("image", zeros_u8(vec![2, 3, 9])), ("scale", scale.clone())],
+            "input 'image': shape [2, 3, 9] does not match the declared shape [-1, 4, -1]",
+        ),
+        (
+            vec![("image", zeros_u8(vec![2, 4])), ("scale", scale.clone())],
+            "input 'image': shape [2, 4] does not match the declared shape [-1, 4, -1]",
+        ),
+        (
+            vec![("image", zeros_u8(vec![0, 4, 9])), ("scale", ones_f32(0))],
+            "input 'image': the batch dimension is 0; it must be >= 1",
+        ),
+        (
+            vec![("image", image.clone()), ("scale", ones_f32(3))],
+            "inputs disagree on the batch size: 'image' has 2 rows, 'scale' has 3",
+        ),
+    ];
+    for (inputs, message) in cases {
+        let e = lanes_kserve::check_inputs(&with_inputs(&inputs), &specs(), true).unwrap_err();
+        assert_eq!((e.http_status(), e.to_string().as_str()), (400, message));
+    }
+    // Without batching, the first dimension is an ordinary -1 dimension.
+    let unbatched = with_inputs(&[("image", zeros_u8(vec![0, 4, 9])), ("scale", ones_f32(3))]);
+    lanes_kserve::check_inputs(&unbatched, &specs(), false).unwrap();
+}
+
+#[test]
+fn check_outputs_names_unknown_outputs() {
+    let specs = vec![
+        lanes_kserve::TensorSpec {
+            name: "y".into(),
+            datatype: Datatype::Fp32,
+            shape: vec![-1],
+        },
+        lanes_kserve::TensorSpec {
+            name: "z".into(),
+            datatype: Datatype::Fp32,
+            shape: vec![-1],
+        },
+    ];
+    let mut request = with_inputs(&[]);
+    lanes_kserve::check_outputs(&request, &specs).unwrap();
+    let named = |n: &str| RequestedOutput {
+        name: n.into(),
+        binary_data: true,
+        parameters: Default::default(),
+    };
+    request.outputs = Some(vec![named("z")]);
+    lanes_kserve::check_outputs(&request, &specs).unwrap();
+    request.outputs = Some(vec![named("w")]);
+    let e = lanes_kserve::check_outputs(&request, &specs).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "unknown output 'w'; the model's outputs are: y, z"
     );
 }

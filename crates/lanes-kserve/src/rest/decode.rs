@@ -29,7 +29,7 @@ use crate::tensor::Datatype;
 pub fn parse_header_length(value: Option<&[u8]>) -> Result<Option<i128>, KserveError> {
     let Some(raw) = value else { return Ok(None) };
     let refuse = || {
-        let shown = pyrepr::string(&String::from_utf8_lossy(raw));
+        let shown = pyrepr::surrogateescaped(raw);
         bad(format!("{HEADER_LENGTH} {shown}: must be an integer"))
     };
     let text = std::str::from_utf8(raw).map_err(|_| refuse())?;

@@ -1,0 +1,50 @@
+//! What the KServe fuzz targets check on every decoded request: the error, if
+//! any, is a client error (400 or 413); a request's tensors hold exactly their
+//! shape's elements; and the inputs sent back as outputs encode in the REST
+//! JSON and binary forms and as a gRPC response whose raw contents are the
+//! tensors' own bytes.
+
+use lanes_kserve::rest::encode_response;
+use lanes_kserve::{
+    grpc, InferRequest, InferResponse, KserveError, OutputChoice, OutputTensor, Tensor,
+};
+
+pub fn check(result: Result<InferRequest, KserveError>) {
+    let request = match result {
+        Ok(request) => request,
+        Err(error) => {
+            assert!(matches!(error.http_status(), 400 | 413), "{error:?}");
+            return;
+        }
+    };
+    let mut outputs = Vec::with_capacity(request.inputs.len());
+    for input in &request.inputs {
+        let t = &input.tensor;
+        let again = Tensor::new(t.datatype(), t.shape().to_vec(), t.data().clone());
+        assert_eq!(again.as_ref(), Ok(t), "{t:?} does not fit its shape");
+        outputs.push(OutputTensor { name: input.name.clone(), tensor: t.clone() });
+    }
+    let response = InferResponse {
+        model_name: request.model.name.clone(),
+        model_version: request.model.version.clone().unwrap_or_default(),
+        id: request.id.clone(),
+        outputs,
+    };
+    for binary in [false, true] {
+        let choice = OutputChoice::new(None, binary);
+        let encoded = encode_response(&response, &choice).expect("every output exists");
+        assert_eq!(encoded.header_length.is_some(), binary && !response.outputs.is_empty());
+        if let Some(head) = encoded.header_length {
+            assert!(head <= encoded.len());
+        }
+    }
+    // The request's own choice: its named outputs must exist, or it is a 400.
+    if let Err(e) = encode_response(&response, &OutputChoice::of(&request)) {
+        assert_eq!(e.http_status(), 400);
+    }
+    let message = grpc::encode_response(&response, &OutputChoice::new(None, false))
+        .expect("every output exists");
+    for (raw, output) in message.raw_output_contents.iter().zip(&response.outputs) {
+        assert_eq!(raw, &output.tensor.raw());
+    }
+}
