@@ -1,29 +1,23 @@
 //! A model's declared inputs and outputs, and the edge's check of a decoded
-//! request against them (codec.py's `check_inputs` / `check_outputs`).
+//! request against them: lanes-kserve's `check_inputs` / `check_outputs`
+//! (codec.py's rules), plus the request's rows.
 //!
-//! **Rule.** Every declared input must be present and no other; datatypes
-//! must match; a shape must have the declared rank and match every declared
-//! size (`-1` matches any). When the model batches, the first dimension is the
-//! batch dimension: at least 1 and the same in every input — the request's
-//! rows. A named output the model does not declare is refused too, so a bad
-//! request is a 400 before it queues, never a failed batch.
+//! **Rule.** The request passes both checks (every declared input present and
+//! no other, datatypes equal, shapes matching with `-1` as any size, one batch
+//! size across inputs when the model batches, only declared outputs named);
+//! its rows are then the first input's batch dimension when the model
+//! batches, else 1. A bad request is a 400 before it queues, never a failed
+//! batch.
 
-use lanes_kserve::{Datatype, InferRequest, KserveError};
+use lanes_kserve::{check_inputs, check_outputs, InferRequest, KserveError};
 use serde_json::{json, Value};
 
 /// One declared tensor: `-1` in `shape` is any size.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Spec {
-    pub name: String,
-    pub datatype: Datatype,
-    pub shape: Vec<i64>,
-}
+pub type Spec = lanes_kserve::TensorSpec;
 
-impl Spec {
-    /// KServe's tensor metadata: `{"name", "datatype", "shape"}`.
-    pub fn metadata(&self) -> Value {
-        json!({"name": self.name, "datatype": self.datatype.name(), "shape": self.shape})
-    }
+/// KServe's tensor metadata: `{"name", "datatype", "shape"}`.
+pub fn metadata(spec: &Spec) -> Value {
+    json!({"name": spec.name, "datatype": spec.datatype.name(), "shape": spec.shape})
 }
 
 /// A model's inputs and outputs, in declaration order.
@@ -33,102 +27,21 @@ pub struct Signature {
     pub outputs: Vec<Spec>,
 }
 
-fn bad(message: String) -> KserveError {
-    KserveError::BadRequest(message)
-}
-
-fn list(shape: &[impl std::fmt::Display]) -> String {
-    let dims: Vec<String> = shape.iter().map(ToString::to_string).collect();
-    format!("[{}]", dims.join(", "))
-}
-
 impl Signature {
     /// Checks `request` against the declaration (the module's rule) and
-    /// returns its rows: the batch dimension when `batching`, else 1.
+    /// returns its rows.
     pub fn check(&self, request: &InferRequest, batching: bool) -> Result<u32, KserveError> {
-        let declared = || {
-            let names: Vec<&str> = self.inputs.iter().map(|s| s.name.as_str()).collect();
-            names.join(", ")
+        check_inputs(request, &self.inputs, batching)?;
+        check_outputs(request, &self.outputs)?;
+        let rows = match (batching, self.inputs.first()) {
+            (true, Some(spec)) => request
+                .input(&spec.name)
+                .and_then(|t| t.shape().first().copied())
+                .unwrap_or(1),
+            _ => 1,
         };
-        for input in &request.inputs {
-            if !self.inputs.iter().any(|s| s.name == input.name) {
-                return Err(bad(format!(
-                    "unknown input '{}'; the model's inputs are: {}",
-                    input.name,
-                    declared()
-                )));
-            }
-        }
-        let missing: Vec<&str> = self
-            .inputs
-            .iter()
-            .filter(|s| request.input(&s.name).is_none())
-            .map(|s| s.name.as_str())
-            .collect();
-        if !missing.is_empty() {
-            let s = if missing.len() > 1 { "s" } else { "" };
-            return Err(bad(format!("missing input{s} {}", missing.join(", "))));
-        }
-        let mut batch: Option<(&str, u64)> = None;
-        for spec in &self.inputs {
-            let tensor = request.input(&spec.name).expect("checked present");
-            if tensor.datatype() != spec.datatype {
-                return Err(bad(format!(
-                    "input '{}': datatype {}, expected {}",
-                    spec.name,
-                    tensor.datatype(),
-                    spec.datatype
-                )));
-            }
-            let shape = tensor.shape();
-            let fits = shape.len() == spec.shape.len()
-                && spec
-                    .shape
-                    .iter()
-                    .zip(shape)
-                    .all(|(&d, &n)| d == -1 || u64::try_from(d) == Ok(n));
-            if !fits {
-                return Err(bad(format!(
-                    "input '{}': shape {} does not match the declared shape {}",
-                    spec.name,
-                    list(shape),
-                    list(&spec.shape)
-                )));
-            }
-            if let (true, Some(&rows)) = (batching, shape.first()) {
-                if rows < 1 {
-                    return Err(bad(format!(
-                        "input '{}': the batch dimension is 0; it must be >= 1",
-                        spec.name
-                    )));
-                }
-                match batch {
-                    None => batch = Some((&spec.name, rows)),
-                    Some((first, n)) if n != rows => {
-                        return Err(bad(format!(
-                            "inputs disagree on the batch size: '{first}' has {n} rows, '{}' has \
-                             {rows}",
-                            spec.name
-                        )))
-                    }
-                    Some(_) => {}
-                }
-            }
-        }
-        if let Some(outputs) = &request.outputs {
-            for output in outputs {
-                if !self.outputs.iter().any(|s| s.name == output.name) {
-                    let names: Vec<&str> = self.outputs.iter().map(|s| s.name.as_str()).collect();
-                    return Err(bad(format!(
-                        "unknown output '{}'; the model's outputs are: {}",
-                        output.name,
-                        names.join(", ")
-                    )));
-                }
-            }
-        }
-        let rows = batch.map_or(1, |(_, n)| n);
-        u32::try_from(rows).map_err(|_| bad(format!("a batch of {rows} rows is too large")))
+        u32::try_from(rows)
+            .map_err(|_| KserveError::BadRequest(format!("a batch of {rows} rows is too large")))
     }
 }
 
@@ -136,7 +49,7 @@ impl Signature {
 mod tests {
     use super::*;
     use lanes_kserve::rest::decode_request;
-    use lanes_kserve::{CodecConfig, ModelRef};
+    use lanes_kserve::{CodecConfig, Datatype, ModelRef};
 
     fn signature() -> Signature {
         let spec = |name: &str, datatype, shape: &[i64]| Spec {

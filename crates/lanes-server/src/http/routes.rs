@@ -16,6 +16,7 @@ use serde_json::{json, Value};
 
 use crate::app::{App, Failure};
 use crate::backend::Backend;
+use crate::signature::metadata;
 use crate::stats::Outcome;
 use crate::timeline::{parse_decimal, parse_seconds};
 
@@ -190,8 +191,8 @@ fn model_metadata<B: Backend>(app: &App<B>, ix: usize) -> Value {
         "name": m.name,
         "versions": [m.version],
         "platform": m.platform,
-        "inputs": m.signature.inputs.iter().map(|s| s.metadata()).collect::<Vec<_>>(),
-        "outputs": m.signature.outputs.iter().map(|s| s.metadata()).collect::<Vec<_>>(),
+        "inputs": m.signature.inputs.iter().map(metadata).collect::<Vec<_>>(),
+        "outputs": m.signature.outputs.iter().map(metadata).collect::<Vec<_>>(),
         "parameters": {
             "max_batch_size": b.max_batch_size,
             "batch_timeout_micros": b.batch_timeout / 1000,
