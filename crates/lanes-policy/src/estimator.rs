@@ -15,7 +15,7 @@
 
 use rustc_hash::FxHashMap;
 
-use crate::{ModelId, Nanos};
+use crate::{round_nanos, ModelId, Nanos};
 
 /// A configured cost curve: `fixed + per_item·batch` nanoseconds.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -71,11 +71,18 @@ impl ModelCosts {
     }
 }
 
+/// Models with an id below this are kept in a vector indexed by id (callers
+/// number their models from 0: no hashing per estimate); the rest in a map.
+const DENSE_MODELS: usize = 1024;
+
 /// Online run-time estimates. See the module docs for the rule.
 #[derive(Debug, Default)]
 pub struct CostModel {
     config: CostConfig,
-    models: FxHashMap<ModelId, ModelCosts>,
+    /// Models `0..DENSE_MODELS` seen so far, by id (an id never set holds
+    /// the default entry: no prior, nothing measured — estimated alike).
+    dense: Vec<ModelCosts>,
+    sparse: FxHashMap<ModelId, ModelCosts>,
 }
 
 impl CostModel {
@@ -83,19 +90,38 @@ impl CostModel {
     pub fn new(config: CostConfig) -> Self {
         Self {
             config,
-            models: FxHashMap::default(),
+            dense: Vec::new(),
+            sparse: FxHashMap::default(),
         }
+    }
+
+    fn costs(&self, model: ModelId) -> Option<&ModelCosts> {
+        match self.dense.get(model as usize) {
+            Some(m) => Some(m),
+            None => self.sparse.get(&model),
+        }
+    }
+
+    fn costs_mut(&mut self, model: ModelId) -> &mut ModelCosts {
+        let ix = model as usize;
+        if ix >= DENSE_MODELS {
+            return self.sparse.entry(model).or_default();
+        }
+        if ix >= self.dense.len() {
+            self.dense.resize_with(ix + 1, ModelCosts::default);
+        }
+        &mut self.dense[ix]
     }
 
     /// Sets the configured prior for `model`.
     pub fn set_prior(&mut self, model: ModelId, prior: Prior) {
-        self.models.entry(model).or_default().prior = Some(prior);
+        self.costs_mut(model).prior = Some(prior);
     }
 
     /// Records a measured run time of a batch of `batch` items.
     pub fn observe(&mut self, model: ModelId, batch: u32, run: Nanos) {
         let w = self.config.ewma_weight;
-        let sizes = &mut self.models.entry(model).or_default().sizes;
+        let sizes = &mut self.costs_mut(model).sizes;
         let x = run as f64;
         match sizes.binary_search_by_key(&batch, |(b, _)| *b) {
             Ok(i) => {
@@ -109,11 +135,11 @@ impl CostModel {
 
     /// Run-time estimate for a batch of `batch` items of `model`.
     pub fn estimate(&self, model: ModelId, batch: u32) -> Nanos {
-        let est = match self.models.get(&model) {
+        let est = match self.costs(model) {
             None => self.config.default_cost as f64,
             Some(m) => self.estimate_in(m, batch),
         };
-        (est.round() as Nanos).max(1)
+        round_nanos(est).max(1)
     }
 
     fn estimate_in(&self, m: &ModelCosts, batch: u32) -> f64 {
@@ -202,6 +228,34 @@ mod tests {
         m.observe(3, 8, 500);
         // No prior: nearest measured size (8) scaled by 9/8.
         assert_eq!(m.estimate(3, 9), 563);
+    }
+
+    #[test]
+    fn dense_and_sparse_ids_estimate_alike() {
+        // (model id) on both sides of DENSE_MODELS, and an unset id below a set one.
+        let prior = Prior {
+            fixed: 1000.0,
+            per_item: 100.0,
+        };
+        let mut m = CostModel::default();
+        let ids = [
+            0,
+            5,
+            DENSE_MODELS as ModelId - 1,
+            DENSE_MODELS as ModelId,
+            u32::MAX,
+        ];
+        for id in ids {
+            m.set_prior(id, prior);
+            m.observe(id, 4, 5000);
+        }
+        for id in ids {
+            assert_eq!(m.estimate(id, 4), 5000, "id {id}");
+            assert_eq!(m.estimate(id, 8), m.estimate(0, 8), "id {id}");
+        }
+        // Id 3 was never set (but lies below set ids): the default cost.
+        assert_eq!(m.estimate(3, 4), CostConfig::default().default_cost);
+        assert_eq!(m.estimate(7_000, 4), CostConfig::default().default_cost);
     }
 
     #[test]

@@ -14,6 +14,7 @@
 //!   job never waits while an eligible device has a free slot, and the device
 //!   for each dispatch is chosen at that instant.
 //! - [`CostModel`]: run-time estimates per (model, batch size), learned online.
+//! - [`round_nanos`]: `f64::round` to whole nanoseconds, without its library call.
 //!
 //! Times and costs are integer nanoseconds ([`Nanos`]) on the caller's clock.
 
@@ -23,6 +24,7 @@ pub mod gate;
 pub mod job;
 pub mod policy;
 mod queue;
+pub mod round;
 pub mod scheduler;
 mod share;
 
@@ -31,6 +33,7 @@ pub use estimator::{CostConfig, CostModel, Prior};
 pub use gate::FastGate;
 pub use job::{DeviceId, DeviceSet, Job, JobId, ModelId};
 pub use policy::Policy;
+pub use round::round_nanos;
 pub use scheduler::{Completed, Decision, DeviceSpec, DropReason, Scheduler};
 
 /// A point in time or a duration, in nanoseconds on the caller's clock.

@@ -401,13 +401,20 @@ impl ServingState {
     /// expires, a partial batch's timeout runs out, or an engine's fast-lane
     /// gate admits a short job it held back.
     pub fn next_wake(&self) -> Option<Nanos> {
-        let engines = self.engines.iter().filter_map(Scheduler::next_wake);
-        self.models
-            .iter()
-            .map(|s| s.queue.next_expiry().min(s.ready_at.unwrap_or(Nanos::MAX)))
-            .chain(engines)
-            .min()
-            .filter(|&t| t != Nanos::MAX)
+        // A plain loop: the simulator asks after every event.
+        let mut next = Nanos::MAX;
+        for s in &self.models {
+            next = next.min(s.queue.next_expiry());
+            if let Some(t) = s.ready_at {
+                next = next.min(t);
+            }
+        }
+        for e in &self.engines {
+            if let Some(t) = e.next_wake() {
+                next = next.min(t);
+            }
+        }
+        (next != Nanos::MAX).then_some(next)
     }
 
     /// (`External`) `job` was granted `device`: cut and start its batch.
@@ -491,9 +498,11 @@ impl ServingState {
                 // An engine untouched since its last dispatch, or with no free
                 // slot (regular, or `lanes`' open fast slot), has nothing to
                 // decide (`edf` may still drop jobs).
+                if !std::mem::take(&mut self.stale[e]) {
+                    continue;
+                }
                 let engine = &mut self.engines[e];
-                let idle = !engine.has_room() && engine.policy() != Policy::Edf;
-                if !std::mem::take(&mut self.stale[e]) || idle {
+                if !engine.has_room() && engine.policy() != Policy::Edf {
                     continue;
                 }
                 engine.dispatch(now, &mut decisions);

@@ -8,6 +8,7 @@
 //!   times scaled so their mean rate is `λ`, looping with the trace's mean gap
 //!   between repetitions.
 
+use lanes_policy::round_nanos;
 use rand::Rng;
 use rand_distr::{Distribution, Exp, Gamma, LogNormal};
 
@@ -45,7 +46,7 @@ impl CostSampler {
             Self::Exponential(d) => d.sample(rng),
             Self::Lognormal(d) => d.sample(rng),
         };
-        x.round() as u64
+        round_nanos(x)
     }
 }
 
@@ -94,8 +95,8 @@ impl ArrivalGen {
     /// The next arrival after `last` (the previous arrival, or 0 at start).
     pub fn next<R: Rng>(&mut self, last: u64, rng: &mut R) -> u64 {
         match self {
-            Self::Poisson(d) => last + d.sample(rng).round() as u64,
-            Self::Gamma(d) => last + d.sample(rng).round() as u64,
+            Self::Poisson(d) => last + round_nanos(d.sample(rng)),
+            Self::Gamma(d) => last + round_nanos(d.sample(rng)),
             Self::Trace {
                 times,
                 period,
@@ -108,7 +109,7 @@ impl ArrivalGen {
                 }
                 let t = *base + times[*next];
                 *next += 1;
-                (t.round() as u64).max(last)
+                round_nanos(t).max(last)
             }
         }
     }

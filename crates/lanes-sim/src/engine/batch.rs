@@ -71,17 +71,20 @@ impl Sim<'_> {
     /// Carries out the serving state's actions, then keeps a wake-up event
     /// pending for its next timer.
     fn apply(&mut self, mut actions: Vec<Action>) {
-        for action in actions.drain(..) {
-            match action {
-                Action::Start(batch) => self.start_batch(batch),
-                Action::Fail { request, .. } => {
-                    let r = request as u32;
-                    self.end_wait(r);
-                    self.record_drop(r);
-                    self.free.push(r);
+        // Many calls bring no action: no drain then.
+        if !actions.is_empty() {
+            for action in actions.drain(..) {
+                match action {
+                    Action::Start(batch) => self.start_batch(batch),
+                    Action::Fail { request, .. } => {
+                        let r = request as u32;
+                        self.end_wait(r);
+                        self.record_drop(r);
+                        self.free.push(r);
+                    }
+                    // Grants are never external here.
+                    Action::Ask { .. } | Action::Withdraw { .. } | Action::Release { .. } => {}
                 }
-                // Grants are never external here.
-                Action::Ask { .. } | Action::Withdraw { .. } | Action::Release { .. } => {}
             }
         }
         self.actions = actions;

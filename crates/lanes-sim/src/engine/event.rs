@@ -4,9 +4,11 @@
 //! completions, the serving state's wake-ups, background slices and the
 //! interpreter lock's hand-overs. The queue pops them in time order, ties in
 //! the order they were scheduled: each push takes the next sequence number,
-//! and an event is one packed word, so the heap orders plain integer triples.
+//! and an event is one packed word. A heap entry compares by its key alone,
+//! `time · 2^64 + sequence` as one 128-bit integer (keys are unique, so the
+//! packed event never decides), which compiles to a branch-free comparison.
 
-use std::cmp::Reverse;
+use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,12 +54,59 @@ impl Ev {
     }
 }
 
+/// A heap entry: its time, its sequence number and its packed event.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    t: u64,
+    seq: u64,
+    ev: u64,
+}
+
+impl Entry {
+    #[inline]
+    fn key(&self) -> u128 {
+        u128::from(self.t) << 64 | u128::from(self.seq)
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.key() == other.key()
+    }
+}
+
+impl Eq for Entry {}
+
+impl Ord for Entry {
+    /// Reversed, so the max-heap pops the earliest (time, sequence) first.
+    #[inline]
+    fn cmp(&self, other: &Self) -> Ordering {
+        other.key().cmp(&self.key())
+    }
+}
+
+impl PartialOrd for Entry {
+    #[inline]
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+
+    #[inline]
+    fn lt(&self, other: &Self) -> bool {
+        other.key() < self.key()
+    }
+
+    #[inline]
+    fn le(&self, other: &Self) -> bool {
+        other.key() <= self.key()
+    }
+}
+
 /// Pending events, earliest first, ties in schedule order.
 #[derive(Debug)]
 pub(super) struct EventQueue {
     seq: u64,
-    /// (time, sequence, packed event).
-    heap: BinaryHeap<Reverse<(u64, u64, u64)>>,
+    heap: BinaryHeap<Entry>,
 }
 
 impl EventQueue {
@@ -73,14 +122,16 @@ impl EventQueue {
     #[inline]
     pub(super) fn push(&mut self, t: u64, ev: Ev) {
         self.seq += 1;
-        self.heap.push(Reverse((t, self.seq, ev.pack())));
+        self.heap.push(Entry {
+            t,
+            seq: self.seq,
+            ev: ev.pack(),
+        });
     }
 
     /// The next event and its time.
     #[inline]
     pub(super) fn pop(&mut self) -> Option<(u64, Ev)> {
-        self.heap
-            .pop()
-            .map(|Reverse((t, _, ev))| (t, Ev::unpack(ev)))
+        self.heap.pop().map(|e| (e.t, Ev::unpack(e.ev)))
     }
 }
