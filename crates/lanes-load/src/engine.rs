@@ -10,7 +10,9 @@
 //!   time on a precise timer, and hands it to that connection (see
 //!   [`crate::pacer`]);
 //! - closed loop: each connection sends its next request as soon as the
-//!   previous reply ends; slot indices come from one shared counter.
+//!   previous reply ends; slot indices come from one shared counter; a task
+//!   on each thread keeps it polling between replies rather than sleeping
+//!   (see [`crate::spin`]).
 //!
 //! Lifecycle: [`Run::start`] checks that the target accepts a connection
 //! (else `connect_failed`), opens every connection, then starts the clock for
@@ -34,6 +36,7 @@ use crate::error::LoadError;
 use crate::pacer::{Claims, Slot, Timer};
 use crate::recorder::{Failure, Recorder};
 use crate::sender::{Connect, Exchange, FrameConnector, HttpConnector};
+use crate::spin::{self, Replies};
 use crate::target::Protocol;
 
 /// Pause after a failed connect in closed loop, so a dead target is not spun on.
@@ -298,6 +301,8 @@ struct Context<C> {
     slots: flume::Receiver<Slot>,
     /// Open loop: this thread's free connections.
     idle: tokio::sync::Semaphore,
+    /// Closed loop: replies ended on this thread, watched by its spinner.
+    replies: Replies,
 }
 
 impl Worker {
@@ -322,6 +327,7 @@ impl Worker {
             thread: self.index,
             slots: slots_rx,
             idle: tokio::sync::Semaphore::new(self.connections),
+            replies: Replies::default(),
         });
         // Open every connection before the clock starts.
         let conns: Vec<Option<C::Conn>> = local.block_on(&rt, async {
@@ -354,6 +360,11 @@ impl Worker {
                 }));
             } else {
                 drop(slots_tx);
+                // Not among `tasks`: it never ends, and goes with the others.
+                let ctx = ctx.clone();
+                tokio::task::spawn_local(async move {
+                    spin::spin(&ctx.replies, spin::WINDOW_NS, || ctx.shared.now_ns()).await
+                });
             }
             for conn in conns {
                 let ctx = ctx.clone();
@@ -526,6 +537,7 @@ async fn connection<C: Connect>(ctx: &Context<C>, mut conn: Option<C::Conn>) {
             () = &mut deadline => Err(()),
         };
         let done = ctx.shared.now_ns();
+        ctx.replies.count();
         let mut rec = ctx.recorder.borrow_mut();
         match result {
             Ok(Ok(reply)) => {

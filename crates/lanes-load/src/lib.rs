@@ -26,6 +26,7 @@ pub mod pacer;
 pub mod recorder;
 pub mod report;
 pub mod sender;
+pub mod spin;
 pub mod target;
 
 pub use config::{RunConfig, RunSpec};
