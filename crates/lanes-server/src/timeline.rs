@@ -30,6 +30,7 @@
 //! [`Timeline::write`]: a temporary file beside it, then a rename, so a
 //! reader never sees half a file.
 
+use lanes_kserve::deadline::parse_decimal;
 use std::collections::VecDeque;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -253,7 +254,8 @@ pub fn chrome_trace(
 }
 
 /// `seconds` of `GET /v2/trace`: [`DEFAULT_SECONDS`] when absent, else a
-/// plain ASCII decimal number ([`parse_decimal`]) in (0, [`MAX_SECONDS`]].
+/// plain ASCII decimal number ([`lanes_kserve::deadline::parse_decimal`]) in
+/// (0, [`MAX_SECONDS`]].
 pub fn parse_seconds(text: Option<&str>) -> Result<f64, ServerError> {
     let Some(text) = text else {
         return Ok(DEFAULT_SECONDS);
@@ -268,50 +270,6 @@ pub fn parse_seconds(text: Option<&str>) -> Result<f64, ServerError> {
             ),
         }),
     }
-}
-
-/// A plain ASCII decimal number (`12`, `0.5`, `2e3`, `+.5`; surrounding
-/// blanks allowed, at most 64 characters without them), or None for anything
-/// else (`1_0`, `inf`, `nan`, `0x10`, non-ASCII digits): codec.py's
-/// `parse_decimal`, `[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?`.
-pub fn parse_decimal(text: &str) -> Option<f64> {
-    let s = text.trim();
-    let b = s.as_bytes();
-    if b.len() > 64 {
-        return None;
-    }
-    let digits = |mut i: usize| {
-        let from = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        (i, i - from)
-    };
-    let mut i = usize::from(b.first() == Some(&b'+'));
-    let (after, whole) = digits(i);
-    i = after;
-    let mut fraction = 0;
-    if b.get(i) == Some(&b'.') {
-        (i, fraction) = digits(i + 1);
-    }
-    if whole == 0 && fraction == 0 {
-        return None;
-    }
-    if matches!(b.get(i), Some(b'e' | b'E')) {
-        i += 1;
-        if matches!(b.get(i), Some(b'+' | b'-')) {
-            i += 1;
-        }
-        let (after, exponent) = digits(i);
-        if exponent == 0 {
-            return None;
-        }
-        i = after;
-    }
-    if i != b.len() {
-        return None;
-    }
-    s.parse().ok()
 }
 
 /// A string as Python's `repr` writes it (the error texts quote values so).

@@ -10,6 +10,7 @@ use bytes::Bytes;
 use http::{header, HeaderMap, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
+use lanes_kserve::deadline::{timeout_ns, TIMEOUT_HEADER};
 use lanes_kserve::rest::{decode_request, encode_response, parse_header_length, HEADER_LENGTH};
 use lanes_kserve::{InferRequest, KserveError, ModelRef, OutputTensor};
 use serde_json::{json, Value};
@@ -18,10 +19,8 @@ use crate::app::{App, Failure};
 use crate::backend::Backend;
 use crate::signature::metadata;
 use crate::stats::Outcome;
-use crate::timeline::{parse_decimal, parse_seconds};
+use crate::timeline::parse_seconds;
 
-/// The deadline header (milliseconds), used when a request has no `timeout`.
-pub const TIMEOUT_HEADER: &str = "lanes-timeout-ms";
 /// The OpenAPI document of the REST API.
 const OPENAPI: &[u8] = include_bytes!("../../../../python/lanes/serving/openapi.json");
 
@@ -238,16 +237,8 @@ fn failure(e: &Failure) -> Reply {
 
 /// The `lanes-timeout-ms` header in nanoseconds (None when absent).
 fn header_deadline(headers: &HeaderMap) -> Result<Option<f64>, Failure> {
-    let Some(value) = headers.get(TIMEOUT_HEADER) else {
-        return Ok(None);
-    };
-    let text = String::from_utf8_lossy(value.as_bytes());
-    match parse_decimal(&text) {
-        Some(ms) if ms > 0.0 => Ok(Some(ms * 1e6)),
-        _ => Err(Failure::BadRequest(format!(
-            "header {TIMEOUT_HEADER}: '{text}': must be milliseconds > 0"
-        ))),
-    }
+    let header = headers.get(TIMEOUT_HEADER).map(|v| v.as_bytes());
+    Ok(timeout_ns(None, header)?.map(|ns| ns as f64))
 }
 
 async fn infer<B>(
