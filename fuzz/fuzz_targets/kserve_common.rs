@@ -22,7 +22,10 @@ pub fn check(result: Result<InferRequest, KserveError>) {
         let t = &input.tensor;
         let again = Tensor::new(t.datatype(), t.shape().to_vec(), t.data().clone());
         assert_eq!(again.as_ref(), Ok(t), "{t:?} does not fit its shape");
-        outputs.push(OutputTensor { name: input.name.clone(), tensor: t.clone() });
+        outputs.push(OutputTensor {
+            name: input.name.clone(),
+            tensor: t.clone(),
+        });
     }
     let response = InferResponse {
         model_name: request.model.name.clone(),
@@ -33,7 +36,10 @@ pub fn check(result: Result<InferRequest, KserveError>) {
     for binary in [false, true] {
         let choice = OutputChoice::new(None, binary);
         let encoded = encode_response(&response, &choice).expect("every output exists");
-        assert_eq!(encoded.header_length.is_some(), binary && !response.outputs.is_empty());
+        assert_eq!(
+            encoded.header_length.is_some(),
+            binary && !response.outputs.is_empty()
+        );
         if let Some(head) = encoded.header_length {
             assert!(head <= encoded.len());
         }

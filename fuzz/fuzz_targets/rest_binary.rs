@@ -16,7 +16,9 @@ use libfuzzer_sys::fuzz_target;
 mod common;
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&n, rest)) = data.split_first() else { return };
+    let Some((&n, rest)) = data.split_first() else {
+        return;
+    };
     let n = usize::from(n % 25);
     let (value, body) = if n == 24 {
         (None, rest)
@@ -35,5 +37,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let body = Bytes::copy_from_slice(body);
     let config = CodecConfig::default();
-    common::check(decode_request(ModelRef::default(), body, header_length, &config));
+    common::check(decode_request(
+        ModelRef::default(),
+        body,
+        header_length,
+        &config,
+    ));
 });
