@@ -22,7 +22,7 @@ pub mod deadline;
 pub mod error;
 pub mod grpc;
 pub mod model_check;
-mod pyrepr;
+pub mod pyrepr;
 pub mod request;
 pub mod response;
 pub mod rest;

@@ -147,7 +147,7 @@ fn escape_body(s: &str, quote: char) -> String {
 }
 
 /// Python's `repr(str)`.
-pub(crate) fn string(s: &str) -> String {
+pub fn string(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') {
         '"'
     } else {

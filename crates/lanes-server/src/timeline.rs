@@ -266,39 +266,10 @@ pub fn parse_seconds(text: Option<&str>) -> Result<f64, ServerError> {
             message: format!(
                 "seconds = {}: must be a number of seconds in (0, {MAX_SECONDS}] \
                  (default {DEFAULT_SECONDS})",
-                py_repr(text)
+                lanes_kserve::pyrepr::string(text)
             ),
         }),
     }
-}
-
-/// A string as Python's `repr` writes it (the error texts quote values so).
-fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 fn folder_of(path: &Path) -> PathBuf {

@@ -3,9 +3,10 @@
 //! FP32 `[N, 3]`, `k` INT64 `[N]`), called through the generated KServe v2
 //! client over HTTP/2, as `tritonclient.grpc` calls it (raw contents).
 
-use std::path::{Path, PathBuf};
+mod common;
 
 use bytes::Bytes;
+use common::{affine_config, fixtures};
 use lanes_kserve::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use lanes_kserve::proto::model_infer_request::InferInputTensor;
 use lanes_kserve::proto::{
@@ -13,35 +14,16 @@ use lanes_kserve::proto::{
 };
 use lanes_kserve::CodecConfig;
 use lanes_server::app::Limits;
-use lanes_server::native::{build, NativeConfig, NativeModel};
-use lanes_serving::Batching;
+use lanes_server::native::build;
 use tokio::net::TcpListener;
 use tonic::transport::Channel;
 use tonic::Code;
 
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../lanes-onnx/tests/fixtures/small")
-}
-
 async fn start() -> GrpcInferenceServiceClient<Channel> {
-    let config = NativeConfig {
-        policy: "sjf".into(),
-        devices: 1,
-        intra_op_threads: 1,
-        models: vec![NativeModel {
-            name: "affine".into(),
-            path: fixtures().join("affine.onnx"),
-            batching: Batching {
-                max_batch_size: 4,
-                ..Batching::default()
-            },
-            timeout_ms: None,
-        }],
-        codec: CodecConfig {
-            max_body_bytes: 1 << 16,
-        },
-        limits: Limits::default(),
+    let codec = CodecConfig {
+        max_body_bytes: 1 << 16,
     };
+    let config = affine_config(codec, Limits::default());
     let app = build(&config).expect("the server builds (ONNX Runtime: ORT_DYLIB_PATH or .venv)");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();

@@ -4,20 +4,18 @@
 //! HTTP/1.1. Outputs are checked against Python onnxruntime's, recorded in the
 //! fixture.
 
-use std::path::{Path, PathBuf};
+mod common;
+
+use std::path::Path;
 use std::time::Duration;
 
+use common::{affine_config, fixtures};
 use lanes_kserve::CodecConfig;
 use lanes_server::app::Limits;
-use lanes_server::native::{build, NativeConfig, NativeModel};
-use lanes_serving::Batching;
+use lanes_server::native::build;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-
-fn fixtures() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../lanes-onnx/tests/fixtures/small")
-}
 
 /// Starts a server on a free loopback port; returns its address.
 async fn start() -> String {
@@ -26,22 +24,7 @@ async fn start() -> String {
 
 /// [`start`] with `limits`.
 async fn start_with(limits: Limits) -> String {
-    let config = NativeConfig {
-        policy: "sjf".into(),
-        devices: 1,
-        intra_op_threads: 1,
-        models: vec![NativeModel {
-            name: "affine".into(),
-            path: fixtures().join("affine.onnx"),
-            batching: Batching {
-                max_batch_size: 4,
-                ..Batching::default()
-            },
-            timeout_ms: None,
-        }],
-        codec: CodecConfig::default(),
-        limits,
-    };
+    let config = affine_config(CodecConfig::default(), limits);
     let app = build(&config).expect("the server builds (ONNX Runtime: ORT_DYLIB_PATH or .venv)");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap().to_string();
