@@ -21,6 +21,7 @@ import urllib.request
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from email.message import Message
 from pathlib import Path
 from typing import Any
 
@@ -143,7 +144,7 @@ class Faulty(Model):
 @dataclass
 class Reply:
     status: int
-    headers: dict[str, str]
+    headers: Message  # header names are case-insensitive
     body: bytes
 
     def json(self) -> Any:
@@ -169,10 +170,10 @@ def http(
     request = urllib.request.Request(url, data=body, headers=headers or {}, method=method)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as r:
-            return Reply(r.status, dict(r.headers), r.read())
+            return Reply(r.status, r.headers, r.read())
     except urllib.error.HTTPError as err:
         with err:
-            return Reply(err.code, dict(err.headers), err.read())
+            return Reply(err.code, err.headers, err.read())
 
 
 def tensor(
@@ -249,7 +250,7 @@ def wait_until(condition: Callable[[], bool], timeout: float = 10.0) -> None:
 
 
 def queued_rows(h: Handle, model: str) -> int:
-    return h.server.dispatcher.models[model].queue.rows
+    return h.server.queued_rows(model)
 
 
 def client(h: Handle, **kwargs: Any) -> triton.InferenceServerClient:
@@ -702,7 +703,7 @@ def test_huge_deadlines_are_accepted(api: Api) -> None:
 
 def test_not_ready_is_503(serve: Callable[..., Handle]) -> None:
     h = serve(probe("double", max_batch_size=4))
-    h.server.state = "loading"
+    h.server.native.set_phase("loading")
     try:
         assert http(f"{h.url}/v2/health/live").status == 200
         for path in ("/v2/health/ready", "/v2/models/double/ready"):
@@ -717,7 +718,7 @@ def test_not_ready_is_503(serve: Callable[..., Handle]) -> None:
             assert not c.is_server_ready()
             assert not c.is_model_ready("double")
     finally:
-        h.server.state = "ready"
+        h.server.native.set_phase("ready")
     assert_serves(h)
 
 

@@ -10,6 +10,7 @@ mod kserve_json;
 mod load;
 mod probe;
 mod scheduler;
+mod serve;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -181,6 +182,7 @@ fn capacity<'py>(
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(version, m)?)?;
+    m.add_class::<serve::NativeServer>()?;
     m.add_function(wrap_pyfunction!(policy_names, m)?)?;
     m.add_function(wrap_pyfunction!(parse_policy, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;

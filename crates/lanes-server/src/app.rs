@@ -9,20 +9,23 @@
 //! Every refusal is a [`Failure`], which maps to an HTTP status and a gRPC
 //! code in one place.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use lanes_kserve::{
-    CodecConfig, InferRequest, InferResponse, KserveError, OutputChoice, OutputTensor,
+    CodecConfig, InferRequest, InferResponse, KserveError, OutputChoice,
 };
 use lanes_policy::Nanos;
 use lanes_serving::Batching;
 use thiserror::Error;
+use tokio::sync::Semaphore;
 use tonic::Code;
 
 use crate::backend::Backend;
 use crate::driver::{Handle, Request};
 use crate::error::ServerError;
+use crate::runner::{Admitted, HookError, Hooks, Produced};
 use crate::signature::Signature;
 
 /// The longest deadline a request can ask for (~31 years).
@@ -96,6 +99,12 @@ pub enum Failure {
     /// The client did not send its request in time (408).
     #[error("{0}")]
     Timeout(String),
+    /// A model's `preprocess` or `postprocess` hook refused (400) or failed (500).
+    #[error("{}", .0.message)]
+    Hook(HookError),
+    /// The deadline passed before the request was queued (after its `preprocess`).
+    #[error("{0}")]
+    Expired(String),
 }
 
 impl Failure {
@@ -108,6 +117,9 @@ impl Failure {
             Self::BadRequest(_) => "bad_request",
             Self::NotReady(_) => "not_ready",
             Self::Timeout(_) => "request_timeout",
+            Self::Hook(e) if e.status == 400 => "bad_input",
+            Self::Hook(_) => "model_error",
+            Self::Expired(_) => "deadline_exceeded",
         }
     }
 
@@ -120,6 +132,8 @@ impl Failure {
             Self::BadRequest(_) => 400,
             Self::NotReady(_) => 503,
             Self::Timeout(_) => 408,
+            Self::Hook(e) => e.status,
+            Self::Expired(_) => 504,
         }
     }
 
@@ -135,7 +149,118 @@ impl Failure {
             Self::Server(ServerError::ShuttingDown) | Self::NotReady(_) => Code::Unavailable,
             Self::NotFound(_) => Code::NotFound,
             Self::BadRequest(_) => Code::InvalidArgument,
-            Self::Timeout(_) => Code::DeadlineExceeded,
+            Self::Timeout(_) | Self::Expired(_) => Code::DeadlineExceeded,
+            Self::Hook(e) if e.status == 400 => Code::InvalidArgument,
+            Self::Hook(_) => Code::Internal,
+        }
+    }
+}
+
+/// A server's lifecycle, in order: only `Ready` serves inferences; the
+/// others answer readiness and inference with 503 naming the phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum Phase {
+    Loading = 0,
+    Warming = 1,
+    Ready = 2,
+    Draining = 3,
+    Stopped = 4,
+}
+
+impl Phase {
+    /// `loading`, `warming`, `ready`, `draining`, `stopped`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Loading => "loading",
+            Self::Warming => "warming",
+            Self::Ready => "ready",
+            Self::Draining => "draining",
+            Self::Stopped => "stopped",
+        }
+    }
+
+    /// The phase named `name`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            Self::Loading,
+            Self::Warming,
+            Self::Ready,
+            Self::Draining,
+            Self::Stopped,
+        ]
+        .into_iter()
+        .find(|p| p.name() == name)
+    }
+
+    fn from_u8(v: u8) -> Self {
+        match v {
+            0 => Self::Loading,
+            1 => Self::Warming,
+            2 => Self::Ready,
+            3 => Self::Draining,
+            _ => Self::Stopped,
+        }
+    }
+}
+
+/// The current [`Phase`], shared by the front ends and whoever drives the lifecycle.
+#[derive(Debug)]
+pub struct PhaseCell(AtomicU8);
+
+impl PhaseCell {
+    pub fn new(phase: Phase) -> Self {
+        Self(AtomicU8::new(phase as u8))
+    }
+
+    pub fn get(&self) -> Phase {
+        Phase::from_u8(self.0.load(Ordering::Acquire))
+    }
+
+    pub fn set(&self, phase: Phase) {
+        self.0.store(phase as u8, Ordering::Release);
+    }
+}
+
+/// The drain's cut: once given a message, every request still awaiting its
+/// answer is answered 503 with it (and a queued one is withdrawn).
+#[derive(Debug)]
+pub struct Cut {
+    message: tokio::sync::watch::Sender<Option<String>>,
+    answered: AtomicUsize,
+}
+
+impl Default for Cut {
+    fn default() -> Self {
+        Self {
+            message: tokio::sync::watch::channel(None).0,
+            answered: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl Cut {
+    /// Cuts every request waiting now or later with `message`.
+    pub fn cut(&self, message: String) {
+        self.message.send_replace(Some(message));
+    }
+
+    /// Requests answered with the cut's message so far.
+    pub fn answered(&self) -> usize {
+        self.answered.load(Ordering::Relaxed)
+    }
+
+    /// Resolves with the message once cut (and counts the request answered).
+    async fn wait(&self) -> String {
+        let mut rx = self.message.subscribe();
+        loop {
+            if let Some(message) = rx.borrow_and_update().clone() {
+                self.answered.fetch_add(1, Ordering::Relaxed);
+                return message;
+            }
+            if rx.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
         }
     }
 }
@@ -150,8 +275,14 @@ pub struct App<B: Backend> {
     pub version: String,
     pub codec: CodecConfig,
     pub limits: Limits,
-    /// Ready once every model is loaded (and warmed up); false again while draining.
-    pub ready: AtomicBool,
+    /// Ready once every model is loaded and warmed up; draining after a stop.
+    pub phase: PhaseCell,
+    /// Set at the drain's timeout.
+    pub cut: Cut,
+    /// Per model, its per-request hooks (None: the model has none).
+    pub hooks: Vec<Option<Arc<dyn Hooks>>>,
+    /// Bounds the hooks running at once (`--workers`).
+    pub hook_slots: Arc<Semaphore>,
 }
 
 impl<B: Backend> std::fmt::Debug for App<B> {
@@ -165,7 +296,12 @@ impl<B: Backend> std::fmt::Debug for App<B> {
 
 impl<B: Backend> App<B> {
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::Acquire)
+        self.phase.get() == Phase::Ready
+    }
+
+    /// The 503 of a server that is not ready: `not ready: PHASE`.
+    pub fn not_ready(&self) -> Failure {
+        Failure::NotReady(format!("not ready: {}", self.phase.get().name()))
     }
 
     /// The model `name` (at `version` when one is named).
@@ -194,7 +330,7 @@ impl<B: Backend> App<B> {
 
 impl<B> App<B>
 where
-    B: Backend<Input = InferRequest, Output = Vec<OutputTensor>>,
+    B: Backend<Input = Admitted, Output = Produced>,
 {
     /// Runs `request` on model `ix` (the module's rule); `edge_deadline_ns`
     /// is the front end's deadline in nanoseconds after `arrival`.
@@ -207,7 +343,7 @@ where
     ) -> Result<(InferResponse, OutputChoice), Failure> {
         let entry = &self.models[ix];
         if !self.is_ready() {
-            return Err(Failure::NotReady("not ready: draining".into()));
+            return Err(self.not_ready());
         }
         let rows = entry
             .signature
@@ -226,22 +362,85 @@ where
         };
         let id = request.id.clone();
         let choice = OutputChoice::of(&request);
-        let reply = self
-            .handle
-            .infer(Request {
-                model: ix as u32,
-                rows,
-                deadline,
-                target: None,
-                input: request,
-            })
-            .await?;
+        let hooks = self.hooks.get(ix).cloned().flatten();
+        let mut input = Admitted::from(request);
+        if let Some(hooks) = hooks.as_ref().filter(|h| h.has_preprocess()) {
+            let t0 = self.handle.clock().now();
+            let (hooks, request) = (Arc::clone(hooks), input.request);
+            let (request, item) = self
+                .hook(move || {
+                    let item = hooks.preprocess(&request);
+                    (request, item)
+                })
+                .await?;
+            input = Admitted {
+                request,
+                item: Some(item.map_err(Failure::Hook)?),
+            };
+            let now = self.handle.clock().now();
+            let obs = self.handle.observer().model(ix as u32);
+            obs.compute_input(now.saturating_sub(t0));
+            if deadline.is_some_and(|d| now >= d) {
+                obs.expired();
+                return Err(Failure::Expired(format!(
+                    "model '{}': deadline exceeded before queueing",
+                    entry.name
+                )));
+            }
+        }
+        let pending = self.handle.infer(Request {
+            model: ix as u32,
+            rows,
+            deadline,
+            target: None,
+            input,
+        });
+        let reply = tokio::select! {
+            reply = pending => reply?,
+            message = self.cut.wait() => return Err(Failure::NotReady(message)),
+        };
+        let outputs = match reply.output {
+            Produced::Tensors(outputs) => outputs,
+            Produced::Item(item) => {
+                let Some(hooks) = hooks else {
+                    return Err(Failure::Hook(HookError {
+                        status: 500,
+                        message: format!("model '{}': an output without a postprocess hook", entry.name),
+                    }));
+                };
+                let t0 = self.handle.clock().now();
+                let outputs = self
+                    .hook(move || hooks.postprocess(item))
+                    .await?
+                    .map_err(Failure::Hook)?;
+                let spent = self.handle.clock().now().saturating_sub(t0);
+                self.handle.observer().model(ix as u32).compute_output(spent);
+                outputs
+            }
+        };
         let response = InferResponse {
             model_name: entry.name.clone(),
             model_version: entry.version.clone(),
             id,
-            outputs: reply.output,
+            outputs,
         };
         Ok((response, choice))
+    }
+
+    /// Runs `f` on the blocking pool, at most `hook_slots` at once.
+    async fn hook<T: Send + 'static>(
+        &self,
+        f: impl FnOnce() -> T + Send + 'static,
+    ) -> Result<T, Failure> {
+        let _slot = Arc::clone(&self.hook_slots)
+            .acquire_owned()
+            .await
+            .map_err(|_| Failure::NotReady("not ready: stopped".into()))?;
+        tokio::task::spawn_blocking(f).await.map_err(|e| {
+            Failure::Hook(HookError {
+                status: 500,
+                message: format!("a model hook panicked: {e}"),
+            })
+        })
     }
 }

@@ -96,6 +96,12 @@ pub(crate) enum Command<B: Backend> {
     Drain {
         done: oneshot::Sender<()>,
     },
+    /// A run time measured outside serving (warm-up) for the estimator.
+    Observe {
+        model: ModelIx,
+        rows: u32,
+        run: Nanos,
+    },
 }
 
 /// A front end's way into the driver; cheap to clone.
@@ -211,6 +217,12 @@ impl<B: Backend> Handle<B> {
             rx,
             withdraw: sent.is_ok().then(|| (self.tx.clone(), model, id)),
         }
+    }
+
+    /// Feeds the estimator a run time measured outside serving (warm-up):
+    /// `run` nanoseconds for a batch of `rows` of `model`.
+    pub fn observe(&self, model: ModelIx, rows: u32, run: Nanos) {
+        let _ = self.tx.send(Command::Observe { model, rows, run });
     }
 
     /// Stops admission now; the returned future resolves when every admitted
@@ -365,6 +377,7 @@ impl<B: Backend> Task<B> {
                 self.probe.draining();
                 self.draining.push(done);
             }
+            Command::Observe { model, rows, run } => self.state.observe(model, rows, run),
         }
         self.apply();
     }

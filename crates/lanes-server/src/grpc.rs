@@ -23,12 +23,13 @@ use lanes_kserve::proto::{
     ServerLiveRequest, ServerLiveResponse, ServerMetadataRequest, ServerMetadataResponse,
     ServerReadyRequest, ServerReadyResponse,
 };
-use lanes_kserve::{grpc, InferRequest, OutputTensor};
+use lanes_kserve::grpc;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 
 use crate::app::{App, Failure};
 use crate::backend::Backend;
+use crate::runner::{Admitted, Produced};
 use crate::signature::Spec;
 
 /// The gRPC service over an [`App`].
@@ -85,7 +86,7 @@ fn version(v: &str) -> Option<&str> {
 #[tonic::async_trait]
 impl<B> GrpcInferenceService for GrpcFront<B>
 where
-    B: Backend<Input = InferRequest, Output = Vec<OutputTensor>>,
+    B: Backend<Input = Admitted, Output = Produced>,
 {
     async fn server_live(
         &self,
@@ -177,7 +178,7 @@ pub async fn serve<B>(
     shutdown: impl Future<Output = ()>,
 ) -> Result<(), tonic::transport::Error>
 where
-    B: Backend<Input = InferRequest, Output = Vec<OutputTensor>>,
+    B: Backend<Input = Admitted, Output = Produced>,
 {
     let limit = app.codec.max_body_bytes;
     let service = GrpcInferenceServiceServer::new(GrpcFront { app })

@@ -19,7 +19,11 @@
 //!   error bodies of today's server).
 //! - [`signature`]: a model's declared tensors and the edge's check of a
 //!   request against them.
+//! - [`runner`]: one [`runner::ModelRunner`] per model behind the one backend
+//!   (engines mixed in a server; simulated devices hold for the modelled time).
 //! - [`onnx_backend`]: ONNX models run natively (lanes-onnx), no Python.
+//! - [`server`]: a whole server on its own runtime (listeners, lifecycle,
+//!   drain) from one [`server::ServerSpec`] — what `lanes serve` runs.
 //! - [`native`]: a server assembled from ONNX files (tests and benchmarks).
 //! - [`observe`]: the driver's observability, fed by the task ([`probe`]),
 //!   the executors and the front end ([`Handle::observer`]): [`stats`]
@@ -44,6 +48,8 @@ pub mod observe;
 pub mod occupancy;
 pub mod onnx_backend;
 pub mod probe;
+pub mod runner;
+pub mod server;
 pub mod signature;
 pub mod stats;
 pub mod timeline;

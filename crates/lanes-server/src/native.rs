@@ -4,20 +4,17 @@
 //! benchmarks (examples/serve_onnx.rs).
 
 use std::path::PathBuf;
-use std::str::FromStr;
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 use lanes_kserve::CodecConfig;
 use lanes_onnx::{OnnxError, SessionConfig};
-use lanes_policy::{CostConfig, DeviceSet, Policy};
-use lanes_serving::{Batching, Grants, ModelConfig};
+use lanes_serving::Batching;
 
-use crate::app::{App, DeviceEntry, Limits, ModelEntry};
-use crate::driver::{DriverConfig, Handle};
+use crate::app::{App, DeviceEntry, Limits, ModelEntry, Phase};
 use crate::error::StartError;
-use crate::observe::ObserveConfig;
-use crate::onnx_backend::{OnnxBackend, OnnxModel};
+use crate::onnx_backend::OnnxModel;
+use crate::runner::{Runners, SimCost};
+use crate::server::{self, ServeStartError, ServedModel, ServerSpec};
 
 /// One ONNX model to serve.
 #[derive(Debug, Clone)]
@@ -57,68 +54,51 @@ pub enum NativeError {
 
 /// Loads the models, starts the driver (on the current runtime) and returns
 /// the front end's app, ready.
-pub fn build(config: &NativeConfig) -> Result<Arc<App<OnnxBackend>>, NativeError> {
-    let grants = if config.policy == "independent" {
-        Grants::Independent
-    } else {
-        let policy = Policy::from_str(&config.policy)
-            .map_err(|e| NativeError::Policy(config.policy.clone(), e.to_string()))?;
-        Grants::Engine(policy)
-    };
+pub fn build(config: &NativeConfig) -> Result<Arc<App<Runners>>, NativeError> {
+    server::grants(&config.policy).map_err(|e| match e {
+        ServeStartError::Policy(p, m) => NativeError::Policy(p, m),
+        other => NativeError::Policy(config.policy.clone(), other.to_string()),
+    })?;
     let session = SessionConfig {
         intra_op_threads: config.intra_op_threads,
         ..SessionConfig::default()
     };
     let device_names: Vec<String> = (0..config.devices).map(|d| format!("cpu:{d}")).collect();
     let mut models = Vec::new();
-    let mut entries = Vec::new();
-    let mut configs = Vec::new();
     for m in &config.models {
         let sessions = vec![Some(session.clone()); config.devices];
-        let slots = m.batching.num_batch_threads;
         let loaded = OnnxModel::load(
             &m.name,
             &m.path,
             &sessions,
-            slots,
+            m.batching.num_batch_threads,
             m.batching.max_batch_size > 0,
         )
         .map_err(|e| NativeError::Model(m.name.clone(), e))?;
         let signature = loaded
             .signature()
             .ok_or_else(|| NativeError::NoSignature(m.name.clone()))?;
-        entries.push(ModelEntry {
-            name: m.name.clone(),
-            version: "1".into(),
-            platform: "onnx".into(),
-            signature,
-            batching: m.batching,
-            timeout_ms: m.timeout_ms,
-            devices: device_names.clone(),
+        models.push(ServedModel {
+            entry: ModelEntry {
+                name: m.name.clone(),
+                version: "1".into(),
+                platform: "onnx".into(),
+                signature,
+                batching: m.batching,
+                timeout_ms: m.timeout_ms,
+                devices: device_names.clone(),
+            },
+            devices: (0..config.devices).collect(),
+            cost: SimCost {
+                fixed_ms: 1.0,
+                per_item_ms: 0.0,
+            },
+            runner: Arc::new(loaded),
+            hooks: None,
         });
-        configs.push(ModelConfig {
-            name: m.name.clone(),
-            batching: m.batching,
-            devices: DeviceSet::all(config.devices),
-            prior: None,
-        });
-        models.push(loaded);
     }
-    let driver = DriverConfig {
-        grants,
-        devices: config.devices,
-        cost: CostConfig::default(),
-        models: configs,
-    };
-    let observe = ObserveConfig {
-        devices: device_names.clone(),
-        model_versions: entries.iter().map(|e| e.version.clone()).collect(),
-        ..ObserveConfig::default()
-    };
-    let (handle, _task) = Handle::start_observed(driver, observe, OnnxBackend { models })?;
-    Ok(Arc::new(App {
-        handle,
-        models: entries,
+    let spec = ServerSpec {
+        policy: config.policy.clone(),
         devices: device_names
             .into_iter()
             .map(|name| DeviceEntry {
@@ -126,10 +106,15 @@ pub fn build(config: &NativeConfig) -> Result<Arc<App<OnnxBackend>>, NativeError
                 simulated: false,
             })
             .collect(),
-        policy: config.policy.clone(),
-        version: env!("CARGO_PKG_VERSION").into(),
+        models,
         codec: config.codec,
         limits: config.limits,
-        ready: AtomicBool::new(true),
-    }))
+        trace_events: crate::timeline::DEFAULT_CAPACITY,
+        version: env!("CARGO_PKG_VERSION").into(),
+        hook_workers: 1,
+    };
+    server::build(spec, Phase::Ready).map_err(|e| match e {
+        ServeStartError::Start(e) => NativeError::Start(e),
+        other => NativeError::Policy(config.policy.clone(), other.to_string()),
+    })
 }

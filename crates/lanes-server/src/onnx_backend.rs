@@ -15,7 +15,8 @@ use std::sync::{Mutex, MutexGuard};
 use lanes_kserve::{Datatype, InferRequest, OutputTensor, Tensor, TensorData};
 use lanes_onnx::{Dim, InputTensor, OnnxError, OnnxSession, SessionConfig};
 
-use crate::backend::{Backend, BatchInfo};
+use crate::backend::BatchInfo;
+use crate::runner::{Admitted, ModelRunner, Produced};
 use crate::signature::{Signature, Spec};
 
 /// One model's sessions, per device (None where it has no replica).
@@ -104,22 +105,10 @@ impl OnnxModel {
     }
 }
 
-/// Every served model's sessions, by model index.
-#[derive(Debug)]
-pub struct OnnxBackend {
-    pub models: Vec<OnnxModel>,
-}
-
-impl Backend for OnnxBackend {
-    type Input = InferRequest;
-    type Output = Vec<OutputTensor>;
-
-    fn run(
-        &self,
-        batch: &BatchInfo,
-        inputs: Vec<InferRequest>,
-    ) -> Result<Vec<Self::Output>, String> {
-        let model = &self.models[batch.model as usize];
+impl ModelRunner for OnnxModel {
+    fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {
+        let inputs: Vec<InferRequest> = inputs.into_iter().map(|a| a.request).collect();
+        let model = self;
         let mut session = model.session(batch.device)?;
         // Owned shapes for the borrowed views, in the session's input order.
         let order: Vec<String> = session.inputs().iter().map(|s| s.name.clone()).collect();
@@ -152,7 +141,8 @@ impl Backend for OnnxBackend {
                     .into_iter()
                     .zip(&names)
                     .map(|(o, name)| output(name, o))
-                    .collect()
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(Produced::Tensors)
             })
             .collect()
     }

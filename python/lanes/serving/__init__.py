@@ -1,11 +1,13 @@
 """``lanes serve``: the inference server.
 
 - :mod:`~lanes.serving.config` — the one typed configuration;
-- :mod:`~lanes.serving.codec` — KServe v2 wire format (JSON and binary tensors);
-- :mod:`~lanes.serving.batcher` — per-model queues and late batch formation;
-- :mod:`~lanes.serving.dispatcher` — the policy engine driving devices;
+- :mod:`~lanes.serving.server` — lifecycle of the native data plane (``lanes._core``);
+- :mod:`~lanes.serving.bridge` — Python models called by the native data plane;
+- :mod:`~lanes.serving.warmup` — warm-up before ready;
 - :mod:`~lanes.serving.devices` — CPU, CUDA and simulated devices;
-- :mod:`~lanes.serving.app` — HTTP routes; :mod:`~lanes.serving.server` — lifecycle.
+- with ``--arbiter`` only, until the native data plane takes grants from a daemon:
+  :mod:`~lanes.serving.aio_server` (aiohttp), :mod:`~lanes.serving.app` (routes),
+  :mod:`~lanes.serving.codec`, :mod:`~lanes.serving.batcher`, :mod:`~lanes.serving.dispatcher`.
 """
 
 from lanes.serving.config import ServeConfig

@@ -50,7 +50,7 @@ from lanes.serving.stats import outcome_of
 from lanes.serving.timeline import parse_seconds
 
 if TYPE_CHECKING:
-    from lanes.serving.server import Server
+    from lanes.serving.aio_server import Server
 
 TIMEOUT_HEADER = "lanes-timeout-ms"
 OFFLOAD_BYTES = 256 * 1024

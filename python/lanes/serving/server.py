@@ -2,66 +2,65 @@
 
 ``loading`` → ``warming`` → ``ready`` → ``draining`` → ``stopped``.
 
-- **loading**: the HTTP socket opens first, so ``/v2/health/live`` answers 200 at once while
+The data plane — the REST and gRPC front ends, queues, batching, the scheduler, the device
+executors, statistics, metrics and the timeline — is native (``lanes._core.NativeServer``, the
+lanes-server crate). This module drives its lifecycle and runs what stays in Python: loading the
+models, their replicas and warm-up. A Python model's ``predict`` is called once per batch on the
+device's executor thread through PyO3 (:mod:`lanes.serving.bridge`); its ``preprocess`` and
+``postprocess``, when it overrides them, once per request on a pool of ``workers`` threads.
+
+- **loading**: the sockets open first, so ``/v2/health/live`` answers 200 at once while
   ``/v2/health/ready``, each model's ``ready`` route and ``infer`` answer 503 naming the phase.
   A replica of every model is placed on every eligible device.
 - **warming**: every model runs warm-up batches on every device (:mod:`lanes.serving.warmup`).
 - **ready**: serving.
 - **draining** (SIGTERM/SIGINT, or :meth:`Handle.stop` with a ``drain_timeout``): readiness turns
-  false at once and the listening socket closes (new connections are refused); requests that
+  false at once and the listening sockets close (new connections are refused); requests that
   arrive on open keep-alive connections answer 503. Queued and running requests get up to
   ``drain_timeout`` seconds to finish; what is left then answers 503. :func:`serve` then returns
   (``lanes serve`` exits 0). A second signal exits at once with status 128 + the signal number
   (130 for SIGINT, 143 for SIGTERM).
 - **stopped**: connections closed, threads released.
 
-:func:`serve` runs until SIGINT/SIGTERM (the CLI), with logs set up by
-:mod:`lanes.serving.logs`; :func:`start_in_thread` runs a server on its own event loop thread and
-returns a handle (tests, notebooks, the lab).
+``--arbiter`` (device grants from a ``lanes arbiter`` daemon) is not in the native data plane
+yet: with it, :func:`serve` and :func:`start_in_thread` run the asyncio data plane of
+:mod:`lanes.serving.aio_server`.
 
-Threads, all explicit (design.md §4.8): the event loop (HTTP, queues, the scheduler), the CPU
-pool of ``workers`` threads for pre/post-processing, and per device as many threads as jobs it
-may run at once; each ONNX Runtime session gets its device's intra-op thread count.
+:func:`serve` runs until SIGINT/SIGTERM (the CLI), with logs set up by
+:mod:`lanes.serving.logs`; :func:`start_in_thread` starts a server and returns a handle (tests,
+notebooks, the lab).
+
+Threads, all explicit (design.md §4.8): the native runtime's I/O threads (HTTP, gRPC, metrics,
+the driver task), a blocking pool of ``workers`` threads for per-request hooks, and per device as
+many executor threads as jobs it may run at once; each ONNX Runtime session gets its device's
+intra-op thread count.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import json
 import logging
 import os
 import signal
-import socket
 import sys
 import threading
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from aiohttp import web
-
-from lanes.errors import BAD_ARGUMENT, LanesError
-from lanes.models.base import MODEL_INVALID, Model
-from lanes.serving.app import build_app, error
-from lanes.serving.batcher import Refusal
+from lanes.errors import LanesError
+from lanes.models.base import MODEL_INVALID, Device, Model
+from lanes.serving import bridge
 from lanes.serving.config import ServeConfig
-from lanes.serving.devices import DeviceRunner, resolve_devices
-from lanes.serving.dispatcher import INDEPENDENT, Dispatcher
-from lanes.serving.logs import Logs
-from lanes.serving.metrics import instrument
+from lanes.serving.devices import resolve_devices
 from lanes.serving.warmup import Warmed, warm_up
 
 LOADING, WARMING, READY, DRAINING, STOPPED = "loading", "warming", "ready", "draining", "stopped"
 """The phases of a server, in order (``Server.state``)."""
-CLIENT_GONE = 499
-"""The status the access log gives a request whose client went away (nginx's convention)."""
-SHUTDOWN_S = 2.0
-"""After the drain: how long connections get to finish writing before they are closed."""
+INDEPENDENT = "independent"
+IO_THREADS = 2
+"""The native runtime's I/O threads (front ends and the driver task)."""
 log = logging.getLogger("lanes.serve")
-access = logging.getLogger("lanes.access")
 
 
 def load_models(config: ServeConfig) -> list[Model]:
@@ -75,267 +74,201 @@ def load_models(config: ServeConfig) -> list[Model]:
     return load_repository(config.models)
 
 
-def _dispatcher(config: ServeConfig, runners: Sequence[DeviceRunner]) -> Dispatcher:
-    """The in-process scheduler, or (``arbiter``) grants from a ``lanes arbiter`` daemon."""
-    if config.arbiter is None:
-        return Dispatcher(config.policy, runners)
-    from lanes.arbiter import Client
-    from lanes.serving.arbitrated import ArbitratedDispatcher
-
-    client = Client(
-        config.arbiter.removeprefix("unix:"),
-        service=f"lanes-serve:{os.getpid()}",
-        fallback=config.arbiter_fallback,
-        devices=[r.device.name for r in runners],
-    )
-    return ArbitratedDispatcher(config.policy, runners, client)
+def _overrides(model: Model, name: str) -> bool:
+    return getattr(type(model), name) is not getattr(Model, name)
 
 
 class Server:
-    """One ``lanes serve`` instance: models on devices behind the HTTP API."""
+    """One ``lanes serve`` instance: models on devices behind the KServe v2 API."""
 
     def __init__(self, config: ServeConfig, models: Sequence[Model]) -> None:
         from lanes import _core
 
         self.config = config
         self.version = _core.version()
-        self.state = LOADING
-        resolved = resolve_devices(
-            config.devices,
-            threads=config.cpu_threads,
-            independent=config.policy == INDEPENDENT and config.arbiter is None,
-        )
-        if resolved.note is not None:
-            log.info("%s", resolved.note)
-        devices = resolved.devices
-        # Under an arbiter, the daemon's capacity decides how many batches share a device.
-        slots = Dispatcher.device_slots(
-            INDEPENDENT if config.arbiter is not None else config.policy, models
-        )
-        runners = [DeviceRunner(d, slots) for d in devices]
-        self.dispatcher = _dispatcher(config, runners)
-        self.metrics, self.timeline = instrument(self.dispatcher, config, self.version, models)
-        self.metrics_port: int | None = None  # bound once listening, when metrics are on
-        self.cpu = ThreadPoolExecutor(max_workers=config.workers, thread_name_prefix="lanes-cpu")
+        self._state = LOADING
         self.models = list(models)
         names = [m.name for m in self.models]
         if len(set(names)) != len(names):
             raise LanesError(MODEL_INVALID, f"duplicate model names in {names}")
         if not self.models:
             raise LanesError(MODEL_INVALID, "no models to serve")
-        self.runner: web.AppRunner | None = None
-        self.port = config.port
-        self.warmed: list[Warmed] = []
-        self.warmup_seconds = 0.0
-        self._requests: set[asyncio.Task[Any]] = set()  # HTTP handlers in flight
-        self._idle = asyncio.Event()
-        self._cut = False  # the drain timed out: what is left answers 503
-        self.track = web.middleware(lambda request, handler: self._track(request, handler))
-
-    @property
-    def ready(self) -> bool:
-        return self.state == READY
-
-    async def _track(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        """``track``, the outermost middleware: counts requests in flight for the drain,
-        answers 503 for one cut at the drain timeout, logs every 500 (a model failure) as a
-        warning and, with ``access_log``, one line per request."""
-        task = asyncio.current_task()
-        assert task is not None
-        self._requests.add(task)
-        t0 = time.perf_counter_ns()
-        response: web.StreamResponse | None = None
-        try:
-            response = await handler(request)
-            return response
-        except asyncio.CancelledError:
-            if not self._cut:  # the client went away
-                response = web.Response(status=CLIENT_GONE)
-                raise
-            uncancel = getattr(task, "uncancel", None)  # Python 3.11+
-            if uncancel is not None:
-                uncancel()
-            response = error(503, self._cut_message)
-            return response
-        finally:
-            self._requests.discard(task)
-            if not self._requests:
-                self._idle.set()
-            status = 500 if response is None else response.status
-            if status == 500:
-                _log_failure(request, response, status)
-            if self.config.access_log:
-                access.info(
-                    "%s %s %d",
-                    request.method,
-                    request.path,
-                    status,
-                    extra={
-                        "method": request.method,
-                        "path": request.path,
-                        "status": status,
-                        "duration_ms": round((time.perf_counter_ns() - t0) / 1e6, 3),
-                        "model": request.match_info.get("model"),
-                    },
-                )
-
-    @property
-    def _cut_message(self) -> str:
-        return f"draining: not finished within the drain timeout ({self.config.drain_timeout} s)"
-
-    def load(self) -> None:
-        """Place a replica of every model on every eligible device (blocking)."""
-        runners = self.dispatcher.runners
+        resolved = resolve_devices(
+            config.devices,
+            threads=config.cpu_threads,
+            independent=config.policy == INDEPENDENT,
+        )
+        if resolved.note is not None:
+            log.info("%s", resolved.note)
+        self.devices: list[Device] = list(resolved.devices)
+        self.placement: list[list[int]] = []
         for model in self.models:
-            replicas: dict[int, Model] = {}
-            for i, r in enumerate(runners):
-                if r.device.kind in model.devices:
-                    replicas[i] = model.replica(r.device)
-            if not replicas:
-                kinds = ", ".join(sorted({r.device.kind for r in runners}))
+            eligible = [i for i, d in enumerate(self.devices) if d.kind in model.devices]
+            if not eligible:
+                kinds = ", ".join(sorted({d.kind for d in self.devices}))
                 raise LanesError(
                     MODEL_INVALID,
                     f"model '{model.name}' runs on {list(model.devices)}, "
                     f"but the devices are {kinds}",
                 )
-            self.dispatcher.add(model, replicas)
+            self.placement.append(eligible)
+        # Filled by load(); the native runners read them at each batch.
+        self.replicas: list[list[Model | None]] = [[None] * len(self.devices) for _ in models]
+        self.native: Any = None
+        self.port = config.port
+        self.metrics_port: int | None = None
+        self.warmed: list[Warmed] = []
+        self.warmup_seconds = 0.0
 
-    async def start(self) -> None:
-        """Open the socket, then load and warm up; returns once ready (stopped on failure)."""
-        await self.listen()
-        await self.prepare()
+    @property
+    def state(self) -> str:
+        return self.native.phase if self.native is not None else self._state
 
-    async def prepare(self) -> None:
-        """``loading`` → ``warming`` → ``ready``; a failure stops the server and is raised."""
-        loop = asyncio.get_running_loop()
-        try:
-            await loop.run_in_executor(None, self.load)
-            self.state = WARMING
-            t0 = time.perf_counter()
-            self.warmed = await warm_up(self.dispatcher, self.config.warmup_batches, self.cpu)
-            self.warmup_seconds = time.perf_counter() - t0
-            self.dispatcher.refresh_estimates()  # warm-up fed the engine
-        except BaseException:
-            await self.stop()
-            raise
-        if self.state == WARMING:  # not drained meanwhile
-            self.state = READY
-            log.info("ready: warm-up took %.2f s", self.warmup_seconds)
+    @property
+    def ready(self) -> bool:
+        return self.state == READY
 
-    async def listen(self) -> None:
-        """Open the HTTP socket (phase ``loading``: live, not ready)."""
-        app = build_app(self)
-        self.runner = web.AppRunner(
-            app, handler_cancellation=True, access_log=None, shutdown_timeout=SHUTDOWN_S
-        )
-        await self.runner.setup()
-        site = web.TCPSite(self.runner, self.config.host, self.config.port, backlog=1024)
-        try:
-            await site.start()
-        except OSError as err:  # port in use, address not on this host, name not found
-            await self.runner.cleanup()
-            reason = (
-                os.strerror(err.errno)
-                if err.errno and not isinstance(err, socket.gaierror)
-                else (err.strerror or str(err))
+    def _spec(self) -> dict[str, Any]:
+        """The native server's config (see lanes-py's serve.rs)."""
+        models = []
+        for model, devices, replicas in zip(
+            self.models, self.placement, self.replicas, strict=True
+        ):
+            b = model.batching
+            models.append(
+                {
+                    "name": model.name,
+                    "version": model.version,
+                    "platform": model.platform,
+                    "inputs": [(t.name, t.datatype, list(t.shape)) for t in model.inputs],
+                    "outputs": [(t.name, t.datatype, list(t.shape)) for t in model.outputs],
+                    "batching": (
+                        b.max_batch_size,
+                        b.batch_timeout_micros,
+                        b.num_batch_threads,
+                        b.max_enqueued_batches,
+                    ),
+                    "timeout_ms": model.timeout_ms,
+                    "devices": devices,
+                    "cost": (model.cost.fixed_ms, model.cost.per_item_ms),
+                    "engine": "python",
+                    "model": model,
+                    "replicas": replicas,
+                    "hooks": (_overrides(model, "preprocess"), _overrides(model, "postprocess")),
+                }
             )
-            raise LanesError(
-                BAD_ARGUMENT,
-                f"cannot listen on {self.config.host}:{self.config.port}: {reason} "
-                "(see --host, --port)",
-            ) from None
-        server = getattr(site, "_server", None)
-        if server is not None and server.sockets:
-            self.port = server.sockets[0].getsockname()[1]
-        if self.config.metrics_port is not None:
-            try:
-                self.metrics_port = await self.metrics.start(
-                    self.config.host, self.config.metrics_port
-                )
-            except LanesError:
-                await self.runner.cleanup()
-                raise
+        c = self.config
+        return {
+            "host": c.host,
+            "port": c.port,
+            "grpc_port": None,
+            "metrics_port": c.metrics_port,
+            "io_threads": IO_THREADS,
+            "workers": c.workers,
+            "policy": c.policy,
+            "devices": [(d.name, d.simulated) for d in self.devices],
+            "models": models,
+            "bridge": bridge,
+            "max_body_bytes": c.max_body_bytes,
+            "trace_events": c.trace_events,
+            "version": self.version,
+        }
+
+    def queued_rows(self, model: str) -> int:
+        """Rows of ``model`` waiting in its queue (as the driver last published them)."""
+        index = next(i for i, m in enumerate(self.models) if m.name == model)
+        return int(self.native.queued_rows(index)) if self.native is not None else 0
+
+    def listen(self) -> None:
+        """Open the sockets (phase ``loading``: live, not ready)."""
+        from lanes import _core
+
+        self.native = _core.NativeServer(self._spec())
+        self.port = self.native.port
+        self.metrics_port = self.native.metrics_port
         log.info("listening on %s (%s)", self.url, self.state)
 
-    async def drain(self, timeout: float) -> None:
-        """``draining``: not ready, listener closed, up to ``timeout`` s for the requests in
+    def load(self) -> None:
+        """Place a replica of every model on every eligible device (blocking)."""
+        for model, devices, replicas in zip(
+            self.models, self.placement, self.replicas, strict=True
+        ):
+            for i in devices:
+                replicas[i] = model.replica(self.devices[i])
+
+    def prepare(self) -> None:
+        """``loading`` → ``warming`` → ``ready``; a failure stops the server and is raised."""
+        try:
+            self.load()
+            self.native.set_phase(WARMING)
+            t0 = time.perf_counter()
+            self.warmed = warm_up(
+                self.models, self.replicas, self.devices, self.config.warmup_batches
+            )
+            self.warmup_seconds = time.perf_counter() - t0
+            index = {m.name: i for i, m in enumerate(self.models)}
+            sim = {d.name for d in self.devices if d.simulated}
+            for w in self.warmed:
+                if w.device not in sim:  # a simulated device's time is the modelled cost
+                    for rows, ns in w.last_ns.items():
+                        self.native.observe(index[w.model], rows, ns)
+        except BaseException:
+            self.stop()
+            raise
+        if self.state == WARMING:  # not drained meanwhile
+            self.native.set_phase(READY)
+            log.info("ready: warm-up took %.2f s", self.warmup_seconds)
+
+    def start(self) -> None:
+        """Open the sockets, then load and warm up; returns once ready (stopped on failure)."""
+        self.listen()
+        self.prepare()
+
+    @property
+    def _cut_message(self) -> str:
+        return f"draining: not finished within the drain timeout ({self.config.drain_timeout} s)"
+
+    def drain(self, timeout: float) -> None:
+        """``draining``: not ready, listeners closed, up to ``timeout`` s for the requests in
         flight; then queued and running requests left answer 503. Returns when none is left."""
-        if self.state in (DRAINING, STOPPED):
+        if self.native is None or self.state in (DRAINING, STOPPED):
             return
-        self.state = DRAINING
-        loop = asyncio.get_running_loop()
-        if self.runner is not None:
-            for site in list(self.runner.sites):
-                await site.stop()
-        log.info("draining: %d requests in flight, up to %g s", len(self._requests), timeout)
-        t0 = loop.time()
-        if not await self._quiet(timeout):
-            left = len(self._requests)
-            self._cut = True
-            refusal = Refusal(503, self._cut_message)
-            for s in self.dispatcher.models.values():
-                for p in list(s.queue.items):
-                    if self.dispatcher.withdraw(s, p) and not p.future.done():
-                        p.future.set_exception(refusal)
-            for task in list(self._requests):
-                task.cancel()
-            await self._quiet(SHUTDOWN_S)
-            log.warning("drain timeout: %d requests answered 503", left)
-        log.info("drained in %.2f s", loop.time() - t0)
+        log.info("draining: up to %g s", timeout)
+        t0 = time.perf_counter()
+        cut = self.native.drain(timeout, self._cut_message)
+        if cut is not None:
+            log.warning("drain timeout: %d requests answered 503", cut)
+        log.info("drained in %.2f s", time.perf_counter() - t0)
 
-    async def _quiet(self, timeout: float) -> bool:
-        """Wait up to ``timeout`` s for no request in flight; True when none is."""
-        if not self._requests:
-            return True
-        self._idle.clear()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._idle.wait(), timeout)
-        return not self._requests
-
-    async def stop(self) -> None:
-        """``stopped``: close connections and the listener, release every thread."""
+    def stop(self) -> None:
+        """``stopped``: close connections and the listeners, release every thread."""
+        if self.native is None:
+            self._state = STOPPED
+            return
         if self.state == STOPPED:
             return
-        self.state = STOPPED
-        if self.runner is not None:
-            await self.runner.cleanup()
-        self.dispatcher.close()
-        for r in self.dispatcher.runners:
-            r.close()
-        self.cpu.shutdown(wait=False, cancel_futures=True)
-        await self.metrics.close()
         if self.config.trace is not None:
-            await self.timeline.save(self.config.trace)
+            try:
+                self.native.write_trace(str(self.config.trace))
+            except LanesError as err:
+                log.warning("trace not written: %s", err.message)
+        self.native.stop()
 
     @property
     def url(self) -> str:
         return f"http://{self.config.host}:{self.port}"
 
 
-def _log_failure(request: web.Request, response: web.StreamResponse | None, status: int) -> None:
-    """A 500 answer as a warning, with the error message of its body."""
-    message = ""
-    body = getattr(response, "body", None)
-    if isinstance(body, bytes):
-        with contextlib.suppress(ValueError, AttributeError):
-            message = str(json.loads(body).get("error", ""))
-    log.warning(
-        "%s %s answered %d: %s",
-        request.method,
-        request.path,
-        status,
-        message,
-        extra={"status": status, "model": request.match_info.get("model")},
-    )
+def serve(config: ServeConfig, models: Sequence[Model] | None = None, announce: Any = None) -> None:
+    """Serve until SIGINT or SIGTERM, then drain (see the module docstring), logging through
+    :class:`lanes.serving.logs.Logs` as ``config`` says."""
+    from lanes.serving.logs import Logs
 
+    logs = Logs(config.log_format, config.log_level, config.access_log)
+    stop = threading.Event()
 
-async def _serve_forever(server: Server, announce: Any) -> None:
-    """Start, serve until the first SIGINT/SIGTERM, drain, stop; a second signal exits at once
-    (status 128 + the signal number)."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-
-    def on_signal(sig: signal.Signals) -> None:
+    def on_signal(signum: int, _frame: Any) -> None:
+        sig = signal.Signals(signum)
         if stop.is_set():
             sys.stderr.write(f"lanes serve: second {sig.name}: exiting at once\n")
             sys.stderr.flush()
@@ -343,42 +276,51 @@ async def _serve_forever(server: Server, announce: Any) -> None:
         log.info("%s: draining (a second signal exits at once)", sig.name)
         stop.set()
 
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, on_signal, sig)
-    try:
-        await server.listen()
-        starting = asyncio.ensure_future(server.prepare())
-        stopping = asyncio.ensure_future(stop.wait())
-        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
-        if starting.done():
-            starting.result()  # a failed start raises here
-            announce(server)
-            await stopping
-            await server.drain(server.config.drain_timeout)
-        else:
-            starting.cancel()
-    finally:
-        await server.stop()
+    if config.arbiter is not None:  # grants from a daemon: the asyncio data plane, for now
+        from lanes.serving import aio_server
 
-
-def serve(config: ServeConfig, models: Sequence[Model] | None = None, announce: Any = None) -> None:
-    """Serve until SIGINT or SIGTERM, then drain (see the module docstring), logging through
-    :class:`lanes.serving.logs.Logs` as ``config`` says."""
-    logs = Logs(config.log_format, config.log_level, config.access_log)
+        logs.close()
+        aio_server.serve(config, models, announce)
+        return
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    server: Server | None = None
     try:
         server = Server(config, load_models(config) if models is None else models)
-        asyncio.run(_serve_forever(server, announce or (lambda s: None)))
+        server.listen()
+        failure: list[BaseException] = []
+
+        def boot() -> None:
+            try:
+                server.prepare()  # type: ignore[union-attr]
+            except BaseException as err:
+                failure.append(err)
+            finally:
+                booted.set()
+
+        booted = threading.Event()
+        threading.Thread(target=boot, name="lanes-serve-boot", daemon=True).start()
+        while not (booted.is_set() or stop.is_set()):
+            stop.wait(0.05)
+        if failure:
+            raise failure[0]
+        if not stop.is_set():
+            (announce or (lambda s: None))(server)
+            while not stop.wait(0.25):
+                pass
+            server.drain(config.drain_timeout)
     finally:
+        if server is not None:
+            server.stop()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
         logs.close()
 
 
 @dataclass
 class Handle:
-    """A server running on its own thread (from :func:`start_in_thread`)."""
+    """A server running on its own threads (from :func:`start_in_thread`)."""
 
     server: Server
-    loop: asyncio.AbstractEventLoop
     thread: threading.Thread
     booted: threading.Event = field(default_factory=threading.Event)
     """Set once start-up is over: ready, or failed (``failure``)."""
@@ -397,13 +339,9 @@ class Handle:
 
     def stop(self, drain_timeout: float | None = None) -> None:
         """Stop the server; with ``drain_timeout``, drain it first (see :meth:`Server.drain`)."""
-        if drain_timeout is not None and self.loop.is_running():
-            drained = asyncio.run_coroutine_threadsafe(self.server.drain(drain_timeout), self.loop)
-            drained.result(timeout=drain_timeout + SHUTDOWN_S + 10)
-        fut = asyncio.run_coroutine_threadsafe(self.server.stop(), self.loop)
-        with contextlib.suppress(Exception):
-            fut.result(timeout=10)
-        self.loop.call_soon_threadsafe(self.loop.stop)
+        if drain_timeout is not None:
+            self.server.drain(drain_timeout)
+        self.server.stop()
         self.thread.join(timeout=10)
 
     def __enter__(self) -> Handle:
@@ -416,40 +354,32 @@ class Handle:
 def start_in_thread(
     config: ServeConfig, models: Sequence[Model] | None = None, wait_ready: bool = True
 ) -> Handle:
-    """Start a server on a new thread and return once it is ready (errors re-raised here).
+    """Start a server and return once it is ready (errors re-raised here).
 
-    With ``wait_ready=False`` it returns as soon as the socket listens (phase ``loading``);
+    With ``wait_ready=False`` it returns as soon as the sockets listen (phase ``loading``);
     :meth:`Handle.wait_ready` then waits for ready and raises a failed start-up.
     """
+    if config.arbiter is not None:  # grants from a daemon: the asyncio data plane, for now
+        from lanes.serving import aio_server
+
+        return aio_server.start_in_thread(config, models, wait_ready)  # type: ignore[return-value]
     server = Server(config, load_models(config) if models is None else models)
-    loop = asyncio.new_event_loop()
-    listening = threading.Event()
-    handle = Handle(server, loop, threading.Thread())
+    server.listen()
+    handle = Handle(server, threading.Thread())
 
-    def run() -> None:
-        asyncio.set_event_loop(loop)
+    def boot() -> None:
+        try:
+            server.prepare()
+        except BaseException as err:
+            handle.failure.append(err)
+        finally:
+            handle.booted.set()
 
-        async def boot() -> None:
-            try:
-                await server.listen()
-                listening.set()
-                await server.prepare()
-            except BaseException as err:
-                handle.failure.append(err)
-            finally:
-                listening.set()
-                handle.booted.set()
-
-        task = loop.create_task(boot())
-        loop.run_forever()
-        del task
-        loop.close()
-
-    handle.thread = threading.Thread(target=run, name="lanes-serve", daemon=True)
+    handle.thread = threading.Thread(target=boot, name="lanes-serve", daemon=True)
     handle.thread.start()
-    (handle.booted if wait_ready else listening).wait()
-    if handle.failure:
-        loop.call_soon_threadsafe(loop.stop)
-        handle.thread.join(timeout=10)
-        raise handle.failure[0]
+    if wait_ready:
+        handle.booted.wait()
+        if handle.failure:
+            handle.thread.join(timeout=10)
+            raise handle.failure[0]
     return handle

@@ -4,13 +4,12 @@ Rule (design.md §4.10): for each served model and each device it has a replica 
 batch size of :func:`batch_sizes` (1, the powers of two below ``max_batch_size``, and
 ``max_batch_size``; just 1 when batching is off), run ``batches`` batches of that many copies of
 the model's :meth:`~lanes.models.base.Model.sample` through the replica's ``collate`` →
-``predict`` → ``split``, on that device's own threads (where serving runs it: per-thread runtime
-state, CUDA contexts and allocator pools get made there). Devices warm in parallel; on one
-device, models and sizes run one after another, as serving runs one batch per device. Warm-up
+``predict`` → ``split``, one thread per device. Devices warm in parallel; on one device, models
+and sizes run one after another, as serving runs one batch per device. Warm-up
 batches do not count in the model's statistics.
 
 The measured time of the last (warm) batch of each size seeds the scheduler's cost estimate
-(``Scheduler.observe``) on real devices; not on simulated ones, whose run time is the model's
+(``NativeServer.observe``) on real devices; not on simulated ones, whose run time is the model's
 modelled cost, not the CPU time measured here.
 
 A model that cannot make a sample (``LanesError("no_sample")``: a ``BYTES`` input and no
@@ -21,17 +20,15 @@ the model, the device and the batch size.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Sequence
-from concurrent.futures import Executor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
 from lanes.errors import LanesError
-from lanes.models.base import NO_SAMPLE
-from lanes.serving.dispatcher import Dispatcher, Served
+from lanes.models.base import NO_SAMPLE, Device, Model
 
 WARMUP_FAILED = "warmup_failed"
 """A model whose warm-up sample or warm-up batch raised: the server does not start."""
@@ -62,11 +59,9 @@ class Warmed:
 
 
 def _run(
-    s: Served, device: int, device_name: str, item: Any, sizes: Sequence[int], batches: int
+    replica: Model, name: str, device_name: str, item: Any, sizes: Sequence[int], batches: int
 ) -> Warmed:
-    """Warm one replica (on the device's thread); raise ``warmup_failed`` naming what broke."""
-    replica = s.replicas[device]
-    name = s.model.name
+    """Warm one replica; raise ``warmup_failed`` naming what broke."""
     last: dict[int, int] = {}
     started = time.perf_counter()
     for size in sizes:
@@ -85,56 +80,57 @@ def _run(
     return Warmed(name, device_name, batches * len(sizes), time.perf_counter() - started, last)
 
 
-async def warm_up(dispatcher: Dispatcher, batches: int, cpu: Executor) -> list[Warmed]:
-    """Warm every model on every device (see the module docstring); returns what ran."""
+def warm_up(
+    models: Sequence[Model],
+    replicas: Sequence[Sequence[Model | None]],
+    devices: Sequence[Device],
+    batches: int,
+) -> list[Warmed]:
+    """Warm every model on every device (see the module docstring); returns what ran.
+
+    ``replicas[m][d]`` is model ``m``'s replica on device ``d`` (None: none there)."""
     if batches <= 0:
         return []
-    loop = asyncio.get_running_loop()
-    samples: dict[str, Any] = {}
-    for name, s in dispatcher.models.items():
+    samples: dict[int, Any] = {}
+    for m, model in enumerate(models):
         try:
-            samples[name] = await loop.run_in_executor(cpu, s.model.sample)
+            samples[m] = model.sample()
         except LanesError as err:
             if err.code == NO_SAMPLE:
-                log.warning("not warmed up: %s", err.message, extra={"model": name})
+                log.warning("not warmed up: %s", err.message, extra={"model": model.name})
                 continue
             raise LanesError(WARMUP_FAILED, f"warm-up: {err.message}") from err
         except Exception as err:
             raise LanesError(
                 WARMUP_FAILED,
-                f"model '{name}': its warm-up sample() raised {type(err).__name__}: {err}",
+                f"model '{model.name}': its warm-up sample() raised {type(err).__name__}: {err}",
             ) from err
 
-    async def device(index: int) -> list[Warmed]:
-        runner = dispatcher.runners[index]
+    def device(index: int) -> list[Warmed]:
+        dev = devices[index]
         done: list[Warmed] = []
-        for name, s in dispatcher.models.items():
-            if index not in s.replicas or name not in samples:
+        for m, model in enumerate(models):
+            replica = replicas[m][index]
+            if replica is None or m not in samples:
                 continue
-            sizes = batch_sizes(s.model.batching.max_batch_size)
-            item = samples[name]
-            dev = runner.device.name
-
-            def work(
-                s: Served = s, dev: str = dev, item: Any = item, sizes: list[int] = sizes
-            ) -> Warmed:
-                return _run(s, index, dev, item, sizes, batches)
-
-            w = await runner.run(work)
-            if not runner.device.simulated:
-                for size, ns in w.last_ns.items():
-                    s.engine.observe(s.engine_model, size, ns)
+            sizes = batch_sizes(model.batching.max_batch_size)
+            w = _run(replica, model.name, dev.name, samples[m], sizes, batches)
             log.info(
                 "warmed up %s on %s: %d batches (sizes %s) in %.1f ms",
-                name,
+                model.name,
                 w.device,
                 w.batches,
                 ",".join(map(str, sizes)),
                 w.seconds * 1e3,
-                extra={"model": name, "device": w.device, "warmup_ms": round(w.seconds * 1e3, 2)},
+                extra={
+                    "model": model.name,
+                    "device": w.device,
+                    "warmup_ms": round(w.seconds * 1e3, 2),
+                },
             )
             done.append(w)
         return done
 
-    per_device = await asyncio.gather(*(device(i) for i in range(len(dispatcher.runners))))
+    with ThreadPoolExecutor(max_workers=max(1, len(devices)), thread_name_prefix="lanes-warm") as ex:
+        per_device = list(ex.map(device, range(len(devices))))
     return [w for ws in per_device for w in ws]

@@ -30,7 +30,7 @@ pub use routes::route;
 /// size (431) and the time to send a body (408).
 pub async fn serve<B>(listener: TcpListener, app: Arc<App<B>>, shutdown: impl Future<Output = ()>)
 where
-    B: Backend<Input = lanes_kserve::InferRequest, Output = Vec<lanes_kserve::OutputTensor>>,
+    B: Backend<Input = crate::runner::Admitted, Output = crate::runner::Produced>,
 {
     let slots = Arc::new(Semaphore::new(app.limits.max_connections));
     tokio::pin!(shutdown);

@@ -12,11 +12,12 @@ use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use lanes_kserve::deadline::{timeout_ns, TIMEOUT_HEADER};
 use lanes_kserve::rest::{decode_request, encode_response, parse_header_length, HEADER_LENGTH};
-use lanes_kserve::{InferRequest, KserveError, ModelRef, OutputTensor};
+use lanes_kserve::{KserveError, ModelRef};
 use serde_json::{json, Value};
 
 use crate::app::{App, Failure};
 use crate::backend::Backend;
+use crate::runner::{Admitted, Produced};
 use crate::signature::metadata;
 use crate::stats::Outcome;
 use crate::timeline::parse_seconds;
@@ -103,7 +104,7 @@ fn parse(path: &str) -> Option<Target<'_>> {
 /// Answers one request.
 pub async fn route<B>(app: Arc<App<B>>, request: Request<Incoming>) -> Result<Reply, Infallible>
 where
-    B: Backend<Input = InferRequest, Output = Vec<OutputTensor>>,
+    B: Backend<Input = Admitted, Output = Produced>,
 {
     let path = request.uri().path().to_owned();
     let Some(target) = parse(&path) else {
@@ -135,7 +136,7 @@ where
     let mut reply = match target {
         Target::Live => ok(&json!({"live": true})),
         Target::Ready if app.is_ready() => ok(&json!({"ready": true})),
-        Target::Ready => error(503, "not ready: draining"),
+        Target::Ready => failure(&app.not_ready()),
         Target::Server => ok(&server_metadata(&app)),
         Target::AllStats => json_bytes(app.handle.observer().stats_json(None)),
         Target::Trace => trace(&app, request.uri().query()).await,
@@ -157,7 +158,10 @@ where
                 Action::Metadata => ok(&model_metadata(&app, ix)),
                 Action::Stats => json_bytes(app.handle.observer().stats_json(Some(ix as u32))),
                 Action::Ready if app.is_ready() => ok(&json!({"name": name, "ready": true})),
-                Action::Ready => error(503, &format!("model '{name}' not ready: draining")),
+                Action::Ready => error(
+                    503,
+                    &format!("model '{name}' not ready: {}", app.phase.get().name()),
+                ),
                 Action::Infer => infer(&app, ix, version, request).await,
             },
         },
@@ -231,6 +235,44 @@ async fn trace<B: Backend>(app: &App<B>, query: Option<&str>) -> Reply {
     }
 }
 
+/// The body without its `Content-Encoding` (gzip, deflate; identity or
+/// none as it is), at most `max` bytes decoded.
+fn decode_content(
+    encoding: Option<&header::HeaderValue>,
+    body: Bytes,
+    max: usize,
+) -> Result<Bytes, Failure> {
+    use std::io::Read;
+    let Some(encoding) = encoding else {
+        return Ok(body);
+    };
+    let name = String::from_utf8_lossy(encoding.as_bytes())
+        .trim()
+        .to_ascii_lowercase();
+    let unreadable =
+        || Failure::BadRequest(format!("request body cannot be read: Can not decode content-encoding: {name}"));
+    let mut out = Vec::new();
+    let limit = max as u64 + 1;
+    let read = match name.as_str() {
+        "" | "identity" => return Ok(body),
+        "gzip" | "x-gzip" => flate2::read::GzDecoder::new(&body[..])
+            .take(limit)
+            .read_to_end(&mut out),
+        "deflate" => flate2::read::ZlibDecoder::new(&body[..])
+            .take(limit)
+            .read_to_end(&mut out),
+        _ => return Err(unreadable()),
+    };
+    read.map_err(|_| unreadable())?;
+    if out.len() > max {
+        return Err(KserveError::BodyTooLarge(format!(
+            "request body over the limit of {max} bytes"
+        ))
+        .into());
+    }
+    Ok(Bytes::from(out))
+}
+
 fn failure(e: &Failure) -> Reply {
     error(e.http_status(), &e.to_string())
 }
@@ -248,7 +290,7 @@ async fn infer<B>(
     request: Request<Incoming>,
 ) -> Reply
 where
-    B: Backend<Input = InferRequest, Output = Vec<OutputTensor>>,
+    B: Backend<Input = Admitted, Output = Produced>,
 {
     let record = app
         .handle
@@ -273,11 +315,11 @@ async fn infer_body<B>(
     request: Request<Incoming>,
 ) -> Result<Reply, Failure>
 where
-    B: Backend<Input = InferRequest, Output = Vec<OutputTensor>>,
+    B: Backend<Input = Admitted, Output = Produced>,
 {
     let arrival = app.handle.clock().now();
     if !app.is_ready() {
-        return Err(Failure::NotReady("not ready: draining".into()));
+        return Err(app.not_ready());
     }
     let (parts, body) = request.into_parts();
     let header_length =
@@ -305,6 +347,7 @@ where
             )))
         }
     };
+    let body = decode_content(parts.headers.get(header::CONTENT_ENCODING), body, max)?;
     let model = ModelRef {
         name: app.models[ix].name.clone(),
         version: version.map(str::to_owned),

@@ -1,0 +1,511 @@
+//! `lanes._core.NativeServer`: `lanes serve`'s data plane (lanes-server) run
+//! from Python, and Python models run by it through PyO3.
+//!
+//! **Rule.** Python hands over one config dict (listeners, policy, devices,
+//! models) and keeps the lifecycle: it loads and warms the models, then sets
+//! the phase; [`NativeServer::drain`] and [`NativeServer::stop`] release the
+//! GIL while they wait, so the executors can finish Python batches.
+//!
+//! A Python model runs through `lanes.serving.bridge`: [`PyRunner`] takes
+//! the GIL once per batch and calls `bridge.run_batch(replica, items, wires,
+//! postprocess)`; [`PyHooks`] take it once per request for the model's own
+//! `preprocess` and `postprocess` (on the front end's bounded pool). A
+//! request reaches Python as `(name, datatype, shape, data)` tuples — `data`
+//! the raw little-endian bytes, or a list of `bytes` for BYTES — and
+//! outputs come back in the same form.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use lanes_kserve::{CodecConfig, Datatype, InferRequest, OutputTensor, Tensor, TensorData};
+use lanes_onnx::SessionConfig;
+use lanes_serving::Batching;
+use lanes_server::app::{DeviceEntry, Limits, ModelEntry, Phase};
+use lanes_server::onnx_backend::OnnxModel;
+use lanes_server::runner::{Admitted, HookError, Hooks, Item, ModelRunner, Produced, SimCost};
+use lanes_server::server::{Listen, Running, ServedModel, ServerSpec};
+use lanes_server::signature::{Signature, Spec};
+use lanes_server::BatchInfo;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+
+use crate::{detached, CoreError};
+
+fn bad(message: impl Into<String>) -> CoreError {
+    CoreError {
+        code: "bad_argument",
+        message: message.into(),
+    }
+}
+
+/// A request's tensors as Python `(name, datatype, shape, data)` tuples.
+fn wire_inputs<'py>(py: Python<'py>, request: &InferRequest) -> PyResult<Bound<'py, PyList>> {
+    let tuples = request
+        .inputs
+        .iter()
+        .map(|input| {
+            let tensor = &input.tensor;
+            let data: Bound<'py, PyAny> = match tensor.data() {
+                TensorData::Fixed(bytes) => PyBytes::new(py, bytes).into_any(),
+                TensorData::Bytes(items) => {
+                    PyList::new(py, items.iter().map(|b| PyBytes::new(py, b)))?.into_any()
+                }
+            };
+            PyTuple::new(
+                py,
+                [
+                    input.name.as_str().into_pyobject(py)?.into_any(),
+                    tensor.datatype().name().into_pyobject(py)?.into_any(),
+                    PyList::new(py, tensor.shape())?.into_any(),
+                    data,
+                ],
+            )
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    PyList::new(py, tuples)
+}
+
+/// Output tensors from Python `(name, datatype, shape, data)` tuples.
+fn wire_outputs(outputs: &Bound<'_, PyAny>) -> Result<Vec<OutputTensor>, String> {
+    let tuples: Vec<(String, String, Vec<u64>, Bound<'_, PyAny>)> =
+        outputs.extract().map_err(|e| format!("outputs: {e}"))?;
+    tuples
+        .into_iter()
+        .map(|(name, datatype, shape, data)| {
+            let dt = Datatype::from_name(&datatype)
+                .ok_or_else(|| format!("output '{name}': datatype {datatype} unknown"))?;
+            let data = if dt == Datatype::Bytes {
+                let items: Vec<Vec<u8>> = data
+                    .extract()
+                    .map_err(|e| format!("output '{name}': {e}"))?;
+                TensorData::Bytes(items.into_iter().map(Bytes::from).collect())
+            } else {
+                let raw: Vec<u8> = data
+                    .extract()
+                    .map_err(|e| format!("output '{name}': {e}"))?;
+                TensorData::Fixed(Bytes::from(raw))
+            };
+            let tensor =
+                Tensor::new(dt, shape, data).map_err(|e| format!("output '{name}': {e}"))?;
+            Ok(OutputTensor { name, tensor })
+        })
+        .collect()
+}
+
+fn item_object(item: Item) -> Py<PyAny> {
+    *item
+        .downcast::<Py<PyAny>>()
+        .expect("a Python model's item is a Python object")
+}
+
+/// A Python model's batches: one bridge call per batch, under the GIL.
+struct PyRunner {
+    /// Python's list of the model's replicas by device (None: none there),
+    /// read at each batch: Python fills it while loading.
+    replicas: Py<PyList>,
+    bridge: Py<PyAny>,
+    postprocess: bool,
+}
+
+impl ModelRunner for PyRunner {
+    fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {
+        Python::attach(|py| {
+            let replica = self
+                .replicas
+                .bind(py)
+                .get_item(batch.device)
+                .ok()
+                .filter(|r| !r.is_none());
+            let Some(replica) = replica else {
+                return Ok(Err(format!("no replica on device {}", batch.device)));
+            };
+            let n = inputs.len();
+            let mut items = Vec::with_capacity(n);
+            let mut wires = Vec::with_capacity(n);
+            for admitted in inputs {
+                match admitted.item {
+                    Some(item) => {
+                        items.push(item_object(item).into_bound(py));
+                        wires.push(py.None().into_bound(py));
+                    }
+                    None => {
+                        items.push(py.None().into_bound(py));
+                        wires.push(wire_inputs(py, &admitted.request)?.into_any());
+                    }
+                }
+            }
+            let out = self.bridge.bind(py).call_method1(
+                "run_batch",
+                (
+                    replica,
+                    PyList::new(py, items)?,
+                    PyList::new(py, wires)?,
+                    self.postprocess,
+                ),
+            )?;
+            Ok::<_, PyErr>(Ok(out.unbind()))
+        })
+        .map_err(|e| Python::attach(|py| message(py, &e)))
+        .and_then(|out| out)
+        .and_then(|out| {
+            Python::attach(|py| {
+                let out = out.bind(py);
+                let (ok, value): (bool, Bound<'_, PyAny>) =
+                    out.extract().map_err(|e| format!("bridge: {e}"))?;
+                if !ok {
+                    return Err(value.extract::<String>().unwrap_or_default());
+                }
+                let parts: Vec<Bound<'_, PyAny>> =
+                    value.extract().map_err(|e| format!("bridge: {e}"))?;
+                parts
+                    .into_iter()
+                    .map(|part| {
+                        if self.postprocess {
+                            Ok(Produced::Item(Box::new(part.unbind())))
+                        } else {
+                            wire_outputs(&part).map(Produced::Tensors)
+                        }
+                    })
+                    .collect()
+            })
+        })
+    }
+}
+
+fn message(py: Python<'_>, e: &PyErr) -> String {
+    let kind = e
+        .get_type(py)
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_default();
+    format!("{kind}: {}", e.value(py))
+}
+
+/// A Python model's per-request hooks.
+struct PyHooks {
+    model: Py<PyAny>,
+    bridge: Py<PyAny>,
+    preprocess: bool,
+}
+
+impl PyHooks {
+    /// `bridge.NAME(model, arg)`, which answers `(True, value)` or `(False, status, message)`.
+    fn call(
+        &self,
+        name: &str,
+        arg: impl FnOnce(Python<'_>) -> PyResult<Py<PyAny>>,
+    ) -> Result<Py<PyAny>, HookError> {
+        Python::attach(|py| {
+            let failed = |e: PyErr| HookError {
+                status: 500,
+                message: format!("bridge.{name}: {}", message(py, &e)),
+            };
+            let arg = arg(py).map_err(failed)?;
+            let out = self
+                .bridge
+                .bind(py)
+                .call_method1(name, (self.model.bind(py), arg))
+                .map_err(failed)?;
+            let tuple: Vec<Bound<'_, PyAny>> = out.extract().map_err(failed)?;
+            match tuple.as_slice() {
+                [ok, value] if ok.is_truthy().unwrap_or(false) => Ok(value.clone().unbind()),
+                [_, status, text] => Err(HookError {
+                    status: status.extract().unwrap_or(500),
+                    message: text.extract().unwrap_or_default(),
+                }),
+                _ => Err(HookError {
+                    status: 500,
+                    message: format!("bridge.{name}: a malformed answer"),
+                }),
+            }
+        })
+    }
+}
+
+impl Hooks for PyHooks {
+    fn has_preprocess(&self) -> bool {
+        self.preprocess
+    }
+
+    fn preprocess(&self, request: &InferRequest) -> Result<Item, HookError> {
+        let item = self.call("preprocess", |py| {
+            wire_inputs(py, request).map(|l| l.into_any().unbind())
+        })?;
+        Ok(Box::new(item))
+    }
+
+    fn postprocess(&self, item: Item) -> Result<Vec<OutputTensor>, HookError> {
+        let part = item_object(item);
+        let out = self.call("postprocess", move |_| Ok(part))?;
+        Python::attach(|py| wire_outputs(out.bind(py))).map_err(|message| HookError {
+            status: 500,
+            message,
+        })
+    }
+}
+
+fn get<'py, T: FromPyObject<'py>>(d: &Bound<'py, PyDict>, key: &str) -> Result<T, CoreError> {
+    let value = d
+        .get_item(key)
+        .map_err(|e| bad(format!("{key}: {e}")))?
+        .ok_or_else(|| bad(format!("server config: '{key}' missing")))?;
+    value.extract().map_err(|e| bad(format!("{key}: {e}")))
+}
+
+fn specs(list: Vec<(String, String, Vec<i64>)>) -> Result<Vec<Spec>, CoreError> {
+    list.into_iter()
+        .map(|(name, datatype, shape)| {
+            Ok(Spec {
+                datatype: Datatype::from_name(&datatype)
+                    .ok_or_else(|| bad(format!("tensor '{name}': datatype {datatype}")))?,
+                name,
+                shape,
+            })
+        })
+        .collect()
+}
+
+/// One model from its config dict (see `lanes.serving.server`).
+fn served_model(
+    m: &Bound<'_, PyDict>,
+    bridge: &Py<PyAny>,
+    device_names: &[String],
+) -> Result<ServedModel, CoreError> {
+    let name: String = get(m, "name")?;
+    let devices: Vec<usize> = get(m, "devices")?;
+    let (max_batch_size, batch_timeout_micros, num_batch_threads, max_enqueued_batches): (
+        u32,
+        u64,
+        u32,
+        u32,
+    ) = get(m, "batching")?;
+    let batching = Batching {
+        max_batch_size,
+        batch_timeout: batch_timeout_micros * 1_000,
+        num_batch_threads,
+        max_enqueued_batches,
+    };
+    let (fixed_ms, per_item_ms): (f64, f64) = get(m, "cost")?;
+    let engine: String = get(m, "engine")?;
+    let mut signature = Signature {
+        inputs: specs(get(m, "inputs")?)?,
+        outputs: specs(get(m, "outputs")?)?,
+    };
+    let (runner, hooks): (Arc<dyn ModelRunner>, Option<Arc<dyn Hooks>>) = match engine.as_str() {
+        "python" => {
+            let replicas: Py<PyList> = get(m, "replicas")?;
+            let (preprocess, postprocess): (bool, bool) = get(m, "hooks")?;
+            let model: Py<PyAny> = get(m, "model")?;
+            let hooks: Option<Arc<dyn Hooks>> = (preprocess || postprocess).then(|| {
+                Arc::new(PyHooks {
+                    model,
+                    bridge: Python::attach(|py| bridge.clone_ref(py)),
+                    preprocess,
+                }) as Arc<dyn Hooks>
+            });
+            let runner = PyRunner {
+                replicas,
+                bridge: Python::attach(|py| bridge.clone_ref(py)),
+                postprocess,
+            };
+            (Arc::new(runner), hooks)
+        }
+        "onnx" => {
+            let path: PathBuf = get(m, "path")?;
+            let threads: Vec<usize> = get(m, "threads")?;
+            let configs: Vec<Option<SessionConfig>> = (0..device_names.len())
+                .map(|d| {
+                    devices.contains(&d).then(|| SessionConfig {
+                        intra_op_threads: threads.get(d).copied().unwrap_or(1),
+                        ..SessionConfig::default()
+                    })
+                })
+                .collect();
+            let model = OnnxModel::load(
+                &name,
+                &path,
+                &configs,
+                num_batch_threads,
+                max_batch_size > 0,
+            )
+            .map_err(|e| CoreError {
+                code: e.code(),
+                message: format!("model '{name}': {e}"),
+            })?;
+            if signature.inputs.is_empty() {
+                if let Some(s) = model.signature() {
+                    signature = s;
+                }
+            }
+            (Arc::new(model), None)
+        }
+        other => return Err(bad(format!("model '{name}': engine '{other}'"))),
+    };
+    Ok(ServedModel {
+        entry: ModelEntry {
+            version: get(m, "version")?,
+            platform: get(m, "platform")?,
+            signature,
+            batching,
+            timeout_ms: get(m, "timeout_ms")?,
+            devices: devices.iter().map(|&d| device_names[d].clone()).collect(),
+            name,
+        },
+        devices,
+        cost: SimCost {
+            fixed_ms,
+            per_item_ms,
+        },
+        runner,
+        hooks,
+    })
+}
+
+/// The data plane of `lanes serve`, running on its own threads.
+#[pyclass(module = "lanes._core")]
+#[derive(Debug)]
+pub struct NativeServer {
+    running: Mutex<Option<Running>>,
+    #[pyo3(get)]
+    port: u16,
+    #[pyo3(get)]
+    grpc_port: Option<u16>,
+    #[pyo3(get)]
+    metrics_port: Option<u16>,
+}
+
+fn start(py: Python<'_>, config: &Bound<'_, PyDict>) -> Result<Running, CoreError> {
+    let listen = Listen {
+        host: get(config, "host")?,
+        port: get(config, "port")?,
+        grpc_port: get(config, "grpc_port")?,
+        metrics_port: get(config, "metrics_port")?,
+        workers: get(config, "io_threads")?,
+    };
+    let devices: Vec<(String, bool)> = get(config, "devices")?;
+    let device_names: Vec<String> = devices.iter().map(|d| d.0.clone()).collect();
+    let bridge: Py<PyAny> = get(config, "bridge")?;
+    let models: Vec<Bound<'_, PyDict>> = get(config, "models")?;
+    let models = models
+        .iter()
+        .map(|m| served_model(m, &bridge, &device_names))
+        .collect::<Result<Vec<_>, _>>()?;
+    let spec = ServerSpec {
+        policy: get(config, "policy")?,
+        devices: devices
+            .into_iter()
+            .map(|(name, simulated)| DeviceEntry { name, simulated })
+            .collect(),
+        models,
+        codec: CodecConfig {
+            max_body_bytes: get(config, "max_body_bytes")?,
+        },
+        limits: Limits::default(),
+        trace_events: get(config, "trace_events")?,
+        version: get(config, "version")?,
+        hook_workers: get(config, "workers")?,
+    };
+    py.detach(|| Running::start(&listen, spec)).map_err(|e| CoreError {
+        code: e.code(),
+        message: e.to_string(),
+    })
+}
+
+#[pymethods]
+impl NativeServer {
+    /// Binds the listeners and starts the data plane in phase `loading`.
+    #[new]
+    fn new(py: Python<'_>, config: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let running = start(py, config).map_err(|e| e.into_py(py))?;
+        Ok(Self {
+            port: running.port,
+            grpc_port: running.grpc_port,
+            metrics_port: running.metrics_port,
+            running: Mutex::new(Some(running)),
+        })
+    }
+
+    /// The phase: `loading`, `warming`, `ready`, `draining` or `stopped`.
+    #[getter]
+    fn phase(&self) -> &'static str {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        running
+            .as_ref()
+            .map_or("stopped", |r| r.app().phase.get().name())
+    }
+
+    /// Sets the phase (`warming`, `ready`).
+    fn set_phase(&self, py: Python<'_>, phase: &str) -> PyResult<()> {
+        let phase = Phase::from_name(phase)
+            .ok_or_else(|| bad(format!("phase '{phase}'")).into_py(py))?;
+        if let Some(r) = self.running.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            r.set_phase(phase);
+        }
+        Ok(())
+    }
+
+    /// Seeds the scheduler's estimate: a batch of `rows` of model `model` took `ns`.
+    fn observe(&self, model: u32, rows: u32, ns: u64) {
+        if let Some(r) = self.running.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+            r.app().handle.observe(model, rows, ns);
+        }
+    }
+
+    /// Rows of model `model` (its index) queued, as the driver last published.
+    fn queued_rows(&self, model: u32) -> u64 {
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        running.as_ref().map_or(0, |r| {
+            let count = r.app().models.len() as u32;
+            if model < count {
+                r.app().handle.observer().queue_depth(model)
+            } else {
+                0
+            }
+        })
+    }
+
+    /// Drains (see lanes-server's `Running::drain`): None when everything
+    /// finished within `timeout` seconds, else how many requests were cut.
+    fn drain(&self, py: Python<'_>, timeout: f64, message: String) -> PyResult<Option<usize>> {
+        detached(py, || {
+            let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+            Ok(running.as_ref().and_then(|r| {
+                r.drain(Duration::from_secs_f64(timeout.max(0.0)), message)
+            }))
+        })
+    }
+
+    /// Closes listeners and connections and stops every thread.
+    fn stop(&self, py: Python<'_>) -> PyResult<()> {
+        detached(py, || {
+            let taken = self
+                .running
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take();
+            drop(taken);
+            Ok(())
+        })
+    }
+
+    /// Writes the timeline (Chrome trace-event JSON) to `path`.
+    fn write_trace(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        detached(py, || {
+            let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+            match running.as_ref() {
+                Some(r) => r
+                    .app()
+                    .handle
+                    .observer()
+                    .write_trace(&path)
+                    .map_err(|e| CoreError {
+                        code: e.code(),
+                        message: e.to_string(),
+                    }),
+                None => Ok(()),
+            }
+        })
+    }
+}

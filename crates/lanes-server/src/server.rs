@@ -1,0 +1,339 @@
+//! A whole server: models on devices behind the REST, gRPC and metrics
+//! listeners, on its own tokio runtime, with the lifecycle `lanes serve`
+//! drives (`loading` → `warming` → `ready` → `draining` → `stopped`).
+//!
+//! - [`build`] assembles the [`App`] from one [`ServerSpec`]: the driver
+//!   (grants from the policy engine or per model), every model's
+//!   [`ModelRunner`], the devices (real or simulated).
+//! - [`Running::start`] binds the listeners first (live at once, not ready:
+//!   503 naming the phase), then builds the app inside its runtime; the
+//!   caller loads and warms, and sets the phase.
+//! - [`Running::drain`] (**rule**): the phase turns `draining` and the
+//!   listeners close (new connections are refused; a request on an open
+//!   keep-alive connection answers 503); admitted requests get up to the
+//!   timeout to finish, then whatever is left answers 503 with the cut
+//!   message. [`Running::stop`] then closes connections and the runtime.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use lanes_kserve::CodecConfig;
+use lanes_policy::{CostConfig, DeviceSet, Policy, Prior};
+use lanes_serving::{Grants, ModelConfig};
+use tokio::net::TcpListener;
+use tokio::runtime::Runtime;
+use tokio::sync::watch;
+
+use crate::app::{App, Cut, DeviceEntry, Limits, ModelEntry, Phase, PhaseCell};
+use crate::driver::{DriverConfig, Handle};
+use crate::error::StartError;
+use crate::observe::ObserveConfig;
+use crate::runner::{Hooks, ModelRunner, Runners, SimCost};
+
+/// How long connections get to finish writing after the drain, before the
+/// runtime closes them.
+pub const SHUTDOWN: Duration = Duration::from_secs(2);
+
+/// One model to serve.
+#[derive(Clone)]
+pub struct ServedModel {
+    /// What the front ends show (its `devices` are device names).
+    pub entry: ModelEntry,
+    /// Indexes of the devices holding a replica.
+    pub devices: Vec<usize>,
+    /// The configured cost curve (`fixed_ms + per_item_ms × rows`): the
+    /// scheduler's prior, and the modelled time on simulated devices.
+    pub cost: SimCost,
+    pub runner: Arc<dyn ModelRunner>,
+    /// Its per-request `preprocess`/`postprocess` (None: none).
+    pub hooks: Option<Arc<dyn Hooks>>,
+}
+
+impl std::fmt::Debug for ServedModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServedModel")
+            .field("entry", &self.entry)
+            .field("devices", &self.devices)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Everything a server is built from.
+#[derive(Debug, Clone)]
+pub struct ServerSpec {
+    /// `independent`, or a policy of the engine (`fifo`, `sjf`, `limit:K`, …).
+    pub policy: String,
+    pub devices: Vec<DeviceEntry>,
+    pub models: Vec<ServedModel>,
+    pub codec: CodecConfig,
+    pub limits: Limits,
+    /// Jobs the timeline keeps.
+    pub trace_events: usize,
+    /// The server's version (`GET /v2`, `lanes_info`).
+    pub version: String,
+    /// Model hooks running at once, at most (`--workers`).
+    pub hook_workers: usize,
+}
+
+/// Where a server listens; port 0 is any free port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listen {
+    pub host: String,
+    pub port: u16,
+    /// KServe gRPC (None: off).
+    pub grpc_port: Option<u16>,
+    /// Prometheus `/metrics` (None: off).
+    pub metrics_port: Option<u16>,
+    /// The runtime's worker threads.
+    pub workers: usize,
+}
+
+/// Why a server could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeStartError {
+    #[error("policy = '{0}': {1}")]
+    Policy(String, String),
+    /// A port that could not be bound.
+    #[error("cannot listen on {addr}: {reason} (see --host, --{flag})")]
+    Listen {
+        addr: String,
+        flag: &'static str,
+        reason: String,
+    },
+    #[error("starting the server's runtime: {0}")]
+    Runtime(std::io::Error),
+    #[error(transparent)]
+    Start(#[from] StartError),
+}
+
+impl ServeStartError {
+    /// The stable code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Policy(..) | Self::Listen { .. } => "bad_argument",
+            Self::Runtime(_) => "threads_failed",
+            Self::Start(e) => e.code(),
+        }
+    }
+}
+
+/// The grant source `policy` names.
+pub fn grants(policy: &str) -> Result<Grants, ServeStartError> {
+    if policy == "independent" {
+        return Ok(Grants::Independent);
+    }
+    policy
+        .parse::<Policy>()
+        .map(Grants::Engine)
+        .map_err(|e| ServeStartError::Policy(policy.to_owned(), e.to_string()))
+}
+
+/// Starts the driver (on the current runtime) and returns the app, in phase `phase`.
+pub fn build(spec: ServerSpec, phase: Phase) -> Result<Arc<App<Runners>>, ServeStartError> {
+    let grants = grants(&spec.policy)?;
+    let configs = spec
+        .models
+        .iter()
+        .map(|m| ModelConfig {
+            name: m.entry.name.clone(),
+            batching: m.entry.batching,
+            devices: m.devices.iter().copied().collect::<DeviceSet>(),
+            prior: Some(Prior {
+                fixed: m.cost.fixed_ms * 1e6,
+                per_item: m.cost.per_item_ms * 1e6,
+            }),
+        })
+        .collect();
+    let driver = DriverConfig {
+        grants,
+        devices: spec.devices.len(),
+        cost: CostConfig::default(),
+        models: configs,
+    };
+    let observe = ObserveConfig {
+        version: spec.version.clone(),
+        devices: spec.devices.iter().map(|d| d.name.clone()).collect(),
+        model_versions: spec.models.iter().map(|m| m.entry.version.clone()).collect(),
+        trace_events: spec.trace_events,
+    };
+    let runners = Runners::new(
+        spec.models.iter().map(|m| Arc::clone(&m.runner)).collect(),
+        spec.models.iter().map(|m| m.cost).collect(),
+        spec.devices.iter().map(|d| d.simulated).collect(),
+    );
+    let (handle, _task) = Handle::start_observed(driver, observe, runners)?;
+    let hooks = spec.models.iter().map(|m| m.hooks.clone()).collect();
+    Ok(Arc::new(App {
+        handle,
+        hooks,
+        hook_slots: Arc::new(tokio::sync::Semaphore::new(spec.hook_workers.max(1))),
+        models: spec.models.into_iter().map(|m| m.entry).collect(),
+        devices: spec.devices,
+        policy: spec.policy,
+        version: spec.version,
+        codec: spec.codec,
+        limits: spec.limits,
+        phase: PhaseCell::new(phase),
+        cut: Cut::default(),
+    }))
+}
+
+/// A server running on its own runtime.
+pub struct Running {
+    runtime: Option<Runtime>,
+    app: Arc<App<Runners>>,
+    /// Closes the listeners (the drain).
+    close: watch::Sender<bool>,
+    pub port: u16,
+    pub grpc_port: Option<u16>,
+    pub metrics_port: Option<u16>,
+}
+
+impl std::fmt::Debug for Running {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Running")
+            .field("port", &self.port)
+            .field("grpc_port", &self.grpc_port)
+            .field("metrics_port", &self.metrics_port)
+            .finish_non_exhaustive()
+    }
+}
+
+async fn bind(host: &str, port: u16, flag: &'static str) -> Result<TcpListener, ServeStartError> {
+    TcpListener::bind((host, port))
+        .await
+        .map_err(|e| ServeStartError::Listen {
+            addr: format!("{host}:{port}"),
+            flag,
+            reason: reason(&e),
+        })
+}
+
+/// The OS's words for a bind error, without Rust's "(os error N)".
+fn reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.find(" (os error") {
+        Some(cut) => text[..cut].to_owned(),
+        None => text,
+    }
+}
+
+fn port_of(listener: &TcpListener) -> u16 {
+    listener.local_addr().map_or(0, |a: SocketAddr| a.port())
+}
+
+impl Running {
+    /// Binds every listener, builds the app in phase `loading`, and serves.
+    pub fn start(listen: &Listen, spec: ServerSpec) -> Result<Self, ServeStartError> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(listen.workers.max(1))
+            .thread_name("lanes-serve-io")
+            .enable_all()
+            .build()
+            .map_err(ServeStartError::Runtime)?;
+        let (close, closed) = watch::channel(false);
+        let started = runtime.block_on(async {
+            let rest = bind(&listen.host, listen.port, "port").await?;
+            let grpc = match listen.grpc_port {
+                Some(p) => Some(bind(&listen.host, p, "grpc-port").await?),
+                None => None,
+            };
+            let metrics = match listen.metrics_port {
+                Some(p) => Some(bind(&listen.host, p, "metrics-port").await?),
+                None => None,
+            };
+            let app = build(spec, Phase::Loading)?;
+            let ports = (
+                port_of(&rest),
+                grpc.as_ref().map(port_of),
+                metrics.as_ref().map(port_of),
+            );
+            tokio::spawn(crate::http::serve(
+                rest,
+                Arc::clone(&app),
+                closed_signal(closed.clone()),
+            ));
+            if let Some(grpc) = grpc {
+                tokio::spawn(crate::grpc::serve(
+                    grpc,
+                    Arc::clone(&app),
+                    closed_signal(closed.clone()),
+                ));
+            }
+            if let Some(metrics) = metrics {
+                let observer = Arc::clone(app.handle.observer());
+                tokio::spawn(observer.serve_metrics(metrics));
+            }
+            Ok::<_, ServeStartError>((app, ports))
+        });
+        let (app, (port, grpc_port, metrics_port)) = started?;
+        Ok(Self {
+            runtime: Some(runtime),
+            app,
+            close,
+            port,
+            grpc_port,
+            metrics_port,
+        })
+    }
+
+    /// The app both front ends serve.
+    pub fn app(&self) -> &Arc<App<Runners>> {
+        &self.app
+    }
+
+    /// Sets the phase (`warming`, `ready`).
+    pub fn set_phase(&self, phase: Phase) {
+        self.app.phase.set(phase);
+    }
+
+    /// Drains (the module's rule); returns how many requests were cut, or
+    /// None when everything finished within `timeout`.
+    pub fn drain(&self, timeout: Duration, cut_message: String) -> Option<usize> {
+        let phase = self.app.phase.get();
+        if phase >= Phase::Draining {
+            return None;
+        }
+        self.app.phase.set(Phase::Draining);
+        self.close.send_replace(true);
+        let runtime = self.runtime.as_ref()?;
+        let drained = self.app.handle.drain();
+        runtime.block_on(async {
+            tokio::pin!(drained);
+            if tokio::time::timeout(timeout, &mut drained).await.is_ok() {
+                return None;
+            }
+            self.app.cut.cut(cut_message);
+            let _ = tokio::time::timeout(SHUTDOWN, drained).await;
+            Some(self.app.cut.answered())
+        })
+    }
+
+    /// Closes every listener and connection and stops the runtime.
+    pub fn stop(&mut self) {
+        self.app.phase.set(Phase::Stopped);
+        self.close.send_replace(true);
+        if let Some(runtime) = self.runtime.take() {
+            self.app.cut.cut("not ready: stopped".to_owned());
+            let drained = self.app.handle.drain();
+            runtime.block_on(async {
+                let _ = tokio::time::timeout(SHUTDOWN, drained).await;
+            });
+            runtime.shutdown_timeout(SHUTDOWN);
+        }
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn closed_signal(mut closed: watch::Receiver<bool>) -> impl Future<Output = ()> + Send + 'static {
+    async move {
+        let _ = closed.wait_for(|c| *c).await;
+    }
+}
