@@ -103,7 +103,7 @@ def test_the_server_says_at_start_what_auto_became(
     spec = [TensorSpec("x", "FP32", (-1, 1))]
     server = Server(config, [Echo(name="echo", inputs=spec, outputs=spec)])
     try:
-        assert [r.device.name for r in server.dispatcher.runners] == names
+        assert [d.name for d in server.devices] == names
         assert [r.getMessage() for r in caplog.records if r.name == "lanes.serve"] == [note]
     finally:
-        asyncio.run(server.stop())
+        server.stop()

@@ -135,8 +135,8 @@ def test_readiness_gates_on_warm_up_on_every_device_at_every_size(tmp_path: Path
             assert [int(n) for d, n, _ in runs if d == device] == [1, 1, 2, 2, 4, 4]
         assert len(runs) == 12
         assert all(float(t) < ready_at for _, _, t in runs)
-        served = handle.server.dispatcher.models["gated"]
-        assert served.executions == {}  # warm-up is not counted as serving
+        stats = status(f"{url}/v2/models/gated/stats")[1]["model_stats"][0]
+        assert stats["execution_count"] == 0  # warm-up is not counted as serving
         assert [w.device for w in sorted(handle.server.warmed, key=lambda w: w.device)] == [
             "cpu:0",
             "cpu:1",
@@ -207,7 +207,7 @@ def queued_or_running(p: ServeProcess) -> int:
 def keep_alive(p: ServeProcess) -> http.client.HTTPConnection:
     conn = http.client.HTTPConnection(p.host, p.port, timeout=10)
     conn.request("GET", "/v2/health/live")
-    assert conn.getresponse().read() == b'{"live": true}'
+    assert json.loads(conn.getresponse().read()) == {"live": True}
     return conn
 
 
@@ -283,10 +283,11 @@ def test_a_second_signal_exits_at_once(launch: Callable[..., ServeProcess]):
 
 
 def test_handle_stop_drains_too(tmp_path: Path):
-    gate = threading.Event()
+    gate, entered = threading.Event(), threading.Event()
 
     class Held(Model):
         def predict(self, batch: Any) -> Any:
+            entered.set()
             gate.wait(10)
             return {"y": batch["x"]}
 
@@ -302,7 +303,7 @@ def test_handle_stop_drains_too(tmp_path: Path):
     url = f"{handle.url}/v2/models/held/infer"
     with ThreadPoolExecutor(2) as pool:
         reply = pool.submit(status, url, REQUEST)
-        wait_until(lambda: handle.server.dispatcher.models["held"].inflight == 1)
+        wait_until(entered.is_set)  # its batch runs
         stopping = pool.submit(handle.stop, drain_timeout=10)
         wait_until(lambda: handle.server.state == "draining")
         gate.set()

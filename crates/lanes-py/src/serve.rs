@@ -15,7 +15,7 @@
 //! outputs come back in the same form.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -367,7 +367,7 @@ fn served_model(
 #[pyclass(module = "lanes._core")]
 #[derive(Debug)]
 pub struct NativeServer {
-    running: Mutex<Option<Running>>,
+    running: Arc<Running>,
     #[pyo3(get)]
     port: u16,
     #[pyo3(get)]
@@ -423,89 +423,70 @@ impl NativeServer {
             port: running.port,
             grpc_port: running.grpc_port,
             metrics_port: running.metrics_port,
-            running: Mutex::new(Some(running)),
+            running: Arc::new(running),
         })
     }
 
     /// The phase: `loading`, `warming`, `ready`, `draining` or `stopped`.
     #[getter]
     fn phase(&self) -> &'static str {
-        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        running
-            .as_ref()
-            .map_or("stopped", |r| r.app().phase.get().name())
+        self.running.app().phase.get().name()
     }
 
     /// Sets the phase (`warming`, `ready`).
     fn set_phase(&self, py: Python<'_>, phase: &str) -> PyResult<()> {
         let phase = Phase::from_name(phase)
             .ok_or_else(|| bad(format!("phase '{phase}'")).into_py(py))?;
-        if let Some(r) = self.running.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-            r.set_phase(phase);
-        }
+        self.running.set_phase(phase);
         Ok(())
     }
 
     /// Seeds the scheduler's estimate: a batch of `rows` of model `model` took `ns`.
     fn observe(&self, model: u32, rows: u32, ns: u64) {
-        if let Some(r) = self.running.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
-            r.app().handle.observe(model, rows, ns);
-        }
+        self.running.app().handle.observe(model, rows, ns);
     }
 
     /// Rows of model `model` (its index) queued, as the driver last published.
     fn queued_rows(&self, model: u32) -> u64 {
-        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        running.as_ref().map_or(0, |r| {
-            let count = r.app().models.len() as u32;
-            if model < count {
-                r.app().handle.observer().queue_depth(model)
-            } else {
-                0
-            }
-        })
+        let app = self.running.app();
+        if (model as usize) < app.models.len() {
+            app.handle.observer().queue_depth(model)
+        } else {
+            0
+        }
     }
 
     /// Drains (see lanes-server's `Running::drain`): None when everything
     /// finished within `timeout` seconds, else how many requests were cut.
     fn drain(&self, py: Python<'_>, timeout: f64, message: String) -> PyResult<Option<usize>> {
-        detached(py, || {
-            let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-            Ok(running.as_ref().and_then(|r| {
-                r.drain(Duration::from_secs_f64(timeout.max(0.0)), message)
-            }))
+        let running = Arc::clone(&self.running);
+        detached(py, move || {
+            Ok(running.drain(Duration::from_secs_f64(timeout.max(0.0)), message))
         })
     }
 
     /// Closes listeners and connections and stops every thread.
     fn stop(&self, py: Python<'_>) -> PyResult<()> {
-        detached(py, || {
-            let taken = self
-                .running
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take();
-            drop(taken);
+        let running = Arc::clone(&self.running);
+        detached(py, move || {
+            running.stop();
             Ok(())
         })
     }
 
     /// Writes the timeline (Chrome trace-event JSON) to `path`.
     fn write_trace(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
-        detached(py, || {
-            let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-            match running.as_ref() {
-                Some(r) => r
-                    .app()
-                    .handle
-                    .observer()
-                    .write_trace(&path)
-                    .map_err(|e| CoreError {
-                        code: e.code(),
-                        message: e.to_string(),
-                    }),
-                None => Ok(()),
-            }
+        let running = Arc::clone(&self.running);
+        detached(py, move || {
+            running
+                .app()
+                .handle
+                .observer()
+                .write_trace(&path)
+                .map_err(|e| CoreError {
+                    code: e.code(),
+                    message: e.to_string(),
+                })
         })
     }
 }

@@ -265,6 +265,17 @@ impl Cut {
     }
 }
 
+/// Counts an empty pre-processing when dropped (see [`App::infer`]).
+struct IdentityInput<'a>(Option<&'a crate::observe::ModelObs>);
+
+impl Drop for IdentityInput<'_> {
+    fn drop(&mut self) {
+        if let Some(obs) = self.0 {
+            obs.compute_input(0);
+        }
+    }
+}
+
 /// Everything the front ends need; shared by every connection.
 pub struct App<B: Backend> {
     pub handle: Handle<B>,
@@ -388,6 +399,12 @@ where
                 )));
             }
         }
+        // A model without a `preprocess` hook counts an empty pre-processing
+        // for every request its queue admits (a client gone while it waits too).
+        let mut identity = IdentityInput(
+            (!hooks.as_ref().is_some_and(|h| h.has_preprocess()))
+                .then(|| self.handle.observer().model(ix as u32)),
+        );
         let pending = self.handle.infer(Request {
             model: ix as u32,
             rows,
@@ -395,12 +412,25 @@ where
             target: None,
             input,
         });
-        let reply = tokio::select! {
-            reply = pending => reply?,
-            message = self.cut.wait() => return Err(Failure::NotReady(message)),
+        // Ok(the driver's answer) or Err(the drain's cut message).
+        let reply: Result<Result<_, ServerError>, String> = tokio::select! {
+            reply = pending => Ok(reply),
+            message = self.cut.wait() => Err(message),
+        };
+        let obs = self.handle.observer().model(ix as u32);
+        if matches!(&reply, Ok(Err(e)) if e.http_status() == 429) {
+            identity.0 = None; // not admitted
+        }
+        drop(identity);
+        let reply = match reply {
+            Ok(answer) => answer?,
+            Err(message) => return Err(Failure::NotReady(message)),
         };
         let outputs = match reply.output {
-            Produced::Tensors(outputs) => outputs,
+            Produced::Tensors(outputs) => {
+                obs.compute_output(0);
+                outputs
+            }
             Produced::Item(item) => {
                 let Some(hooks) = hooks else {
                     return Err(Failure::Hook(HookError {

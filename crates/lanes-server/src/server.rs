@@ -12,7 +12,8 @@
 //!   listeners close (new connections are refused; a request on an open
 //!   keep-alive connection answers 503); admitted requests get up to the
 //!   timeout to finish, then whatever is left answers 503 with the cut
-//!   message. [`Running::stop`] then closes connections and the runtime.
+//!   message at once (a batch still running is not waited for).
+//!   [`Running::stop`] then closes connections and the runtime.
 
 use std::future::Future;
 use std::net::SocketAddr;
@@ -32,9 +33,9 @@ use crate::error::StartError;
 use crate::observe::ObserveConfig;
 use crate::runner::{Hooks, ModelRunner, Runners, SimCost};
 
-/// How long connections get to finish writing after the drain, before the
-/// runtime closes them.
-pub const SHUTDOWN: Duration = Duration::from_secs(2);
+/// After a cut (the drain's timeout, a stop): how long the requests cut get
+/// to be answered before connections close. Running batches are not waited for.
+pub const CUT_GRACE: Duration = Duration::from_millis(200);
 
 /// One model to serve.
 #[derive(Clone)]
@@ -102,6 +103,9 @@ pub enum ServeStartError {
         flag: &'static str,
         reason: String,
     },
+    /// The metrics port could not be bound.
+    #[error("cannot serve metrics on {addr}: {reason} (see --metrics-port; off: --metrics-port off)")]
+    Metrics { addr: String, reason: String },
     #[error("starting the server's runtime: {0}")]
     Runtime(std::io::Error),
     #[error(transparent)]
@@ -112,7 +116,7 @@ impl ServeStartError {
     /// The stable code.
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Policy(..) | Self::Listen { .. } => "bad_argument",
+            Self::Policy(..) | Self::Listen { .. } | Self::Metrics { .. } => "bad_argument",
             Self::Runtime(_) => "threads_failed",
             Self::Start(e) => e.code(),
         }
@@ -182,7 +186,7 @@ pub fn build(spec: ServerSpec, phase: Phase) -> Result<Arc<App<Runners>>, ServeS
 
 /// A server running on its own runtime.
 pub struct Running {
-    runtime: Option<Runtime>,
+    runtime: std::sync::Mutex<Option<Runtime>>,
     app: Arc<App<Runners>>,
     /// Closes the listeners (the drain).
     close: watch::Sender<bool>,
@@ -241,7 +245,12 @@ impl Running {
                 None => None,
             };
             let metrics = match listen.metrics_port {
-                Some(p) => Some(bind(&listen.host, p, "metrics-port").await?),
+                Some(p) => Some(TcpListener::bind((listen.host.as_str(), p)).await.map_err(
+                    |e| ServeStartError::Metrics {
+                        addr: format!("{}:{p}", listen.host),
+                        reason: reason(&e),
+                    },
+                )?),
                 None => None,
             };
             let app = build(spec, Phase::Loading)?;
@@ -270,7 +279,7 @@ impl Running {
         });
         let (app, (port, grpc_port, metrics_port)) = started?;
         Ok(Self {
-            runtime: Some(runtime),
+            runtime: std::sync::Mutex::new(Some(runtime)),
             app,
             close,
             port,
@@ -298,30 +307,41 @@ impl Running {
         }
         self.app.phase.set(Phase::Draining);
         self.close.send_replace(true);
-        let runtime = self.runtime.as_ref()?;
+        let handle = self.runtime_handle()?;
         let drained = self.app.handle.drain();
-        runtime.block_on(async {
+        handle.block_on(async {
             tokio::pin!(drained);
             if tokio::time::timeout(timeout, &mut drained).await.is_ok() {
                 return None;
             }
             self.app.cut.cut(cut_message);
-            let _ = tokio::time::timeout(SHUTDOWN, drained).await;
+            // The waiting handlers answer at once; a running batch is not waited for.
+            tokio::time::sleep(CUT_GRACE).await;
             Some(self.app.cut.answered())
         })
     }
 
+    fn runtime_handle(&self) -> Option<tokio::runtime::Handle> {
+        let runtime = self.runtime.lock().unwrap_or_else(|p| p.into_inner());
+        runtime.as_ref().map(|r| r.handle().clone())
+    }
+
     /// Closes every listener and connection and stops the runtime.
-    pub fn stop(&mut self) {
+    pub fn stop(&self) {
         self.app.phase.set(Phase::Stopped);
         self.close.send_replace(true);
-        if let Some(runtime) = self.runtime.take() {
+        let taken = self
+            .runtime
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        if let Some(runtime) = taken {
             self.app.cut.cut("not ready: stopped".to_owned());
             let drained = self.app.handle.drain();
             runtime.block_on(async {
-                let _ = tokio::time::timeout(SHUTDOWN, drained).await;
+                let _ = tokio::time::timeout(CUT_GRACE, drained).await;
             });
-            runtime.shutdown_timeout(SHUTDOWN);
+            runtime.shutdown_timeout(CUT_GRACE);
         }
     }
 }

@@ -142,10 +142,9 @@ def run(args: argparse.Namespace) -> int:
 
     def announce(server: Any) -> None:
         devices = ", ".join(
-            r.device.name + (" (simulated)" if r.device.simulated else "")
-            for r in server.dispatcher.runners
+            d.name + (" (simulated)" if d.simulated else "") for d in server.devices
         )
-        models = ", ".join(server.dispatcher.models)
+        models = ", ".join(m.name for m in server.models)
         metrics_port = getattr(server, "metrics_port", None)
         metrics = f"metrics :{metrics_port}" if metrics_port else "metrics off"
         print(

@@ -47,7 +47,7 @@ from typing import Any
 from aiohttp import web
 
 from lanes.errors import BAD_ARGUMENT, LanesError
-from lanes.models.base import MODEL_INVALID, Model
+from lanes.models.base import MODEL_INVALID, Device, Model
 from lanes.serving.app import build_app, error
 from lanes.serving.batcher import Refusal
 from lanes.serving.config import ServeConfig
@@ -138,6 +138,10 @@ class Server:
     @property
     def ready(self) -> bool:
         return self.state == READY
+
+    @property
+    def devices(self) -> list[Device]:
+        return [r.device for r in self.dispatcher.runners]
 
     async def _track(self, request: web.Request, handler: Any) -> web.StreamResponse:
         """``track``, the outermost middleware: counts requests in flight for the drain,

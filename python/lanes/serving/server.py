@@ -96,7 +96,7 @@ class Server:
         resolved = resolve_devices(
             config.devices,
             threads=config.cpu_threads,
-            independent=config.policy == INDEPENDENT,
+            independent=config.policy == INDEPENDENT and config.arbiter is None,
         )
         if resolved.note is not None:
             log.info("%s", resolved.note)
@@ -307,7 +307,14 @@ def serve(config: ServeConfig, models: Sequence[Model] | None = None, announce: 
             (announce or (lambda s: None))(server)
             while not stop.wait(0.25):
                 pass
-            server.drain(config.drain_timeout)
+            # The drain waits in native code; the main thread stays in Python meanwhile so that
+            # a second signal is handled (exits at once).
+            draining = threading.Thread(
+                target=server.drain, args=(config.drain_timeout,), name="lanes-drain", daemon=True
+            )
+            draining.start()
+            while draining.is_alive():
+                draining.join(0.05)
     finally:
         if server is not None:
             server.stop()
