@@ -11,6 +11,7 @@ from typing import Any, final
 __all__ = [
     "ArbiterRun",
     "LoadRun",
+    "NativeServer",
     "ProbeRun",
     "Scheduler",
     "arbiter_start",
@@ -270,3 +271,45 @@ def pack_numbers(data: list[Any]) -> tuple[bytes, str, tuple[int, ...]] | None:
     converted round-to-nearest-even, as numpy does), else int64. None for anything else (a
     boolean, string, null or object leaf, an int past int64, ragged or empty nesting, more than
     32 levels): numpy then decides."""
+
+@final
+class NativeServer:
+    """``lanes serve``'s data plane (lanes-server) on its own threads; Python drives its
+    lifecycle (:mod:`lanes.serving.server`). ``config`` keys: ``host``, ``port``, ``grpc_port``,
+    ``metrics_port`` (None: off), ``io_threads``, ``workers``, ``policy``, ``devices``
+    (``[(name, simulated)]``), ``models`` (dicts: ``name``, ``version``, ``platform``,
+    ``inputs``/``outputs`` as ``[(name, datatype, shape)]``, ``batching`` as ``(max_batch_size,
+    batch_timeout_micros, num_batch_threads, max_enqueued_batches)``, ``timeout_ms``,
+    ``devices`` (indexes), ``cost`` as ``(fixed_ms, per_item_ms)``, ``engine`` (``python``: with
+    ``model``, ``replicas`` — a list filled while loading — and ``hooks`` as ``(preprocess,
+    postprocess)``; ``onnx``: with ``path`` and per-device ``threads``)), ``bridge`` (the module
+    :mod:`lanes.serving.bridge`), ``max_body_bytes``, ``trace_events``, ``version``,
+    ``access_log``. Binds every
+    listener at once (phase ``loading``); ``LanesError`` when one cannot be bound."""
+
+    def __new__(cls, config: dict[str, Any]) -> NativeServer: ...
+    @property
+    def port(self) -> int: ...
+    @property
+    def grpc_port(self) -> int | None: ...
+    @property
+    def metrics_port(self) -> int | None: ...
+    @property
+    def phase(self) -> str:
+        """``loading``, ``warming``, ``ready``, ``draining`` or ``stopped``."""
+    def set_phase(self, phase: str) -> None: ...
+    def observe(self, model: int, rows: int, ns: int) -> None:
+        """Seeds the scheduler's estimate: a batch of ``rows`` of model ``model`` took ``ns``."""
+    def queued_rows(self, model: int) -> int:
+        """Rows of model ``model`` (its index) queued, as the driver last published them."""
+    def drain(self, timeout: float, message: str) -> int | None:
+        """Drains: None when everything finished within ``timeout`` s, else how many requests
+        were cut (answered 503 with ``message``)."""
+    def stop(self) -> None: ...
+    def write_trace(self, path: str) -> None:
+        """Writes the timeline (Chrome trace-event JSON) to ``path``."""
+    def logs(
+        self, max: int, wait: float
+    ) -> tuple[list[tuple[str, str, int, float, str | None, str]], int]:
+        """Up to ``max`` request log records ``(method, path, status, duration_ms, model,
+        error)``, waiting up to ``wait`` s for the first; and the records dropped so far."""

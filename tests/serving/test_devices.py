@@ -8,7 +8,6 @@ CUDA devices and cores are injected, so every row runs the same on any host.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 

@@ -21,13 +21,13 @@ use std::time::Duration;
 use bytes::Bytes;
 use lanes_kserve::{CodecConfig, Datatype, InferRequest, OutputTensor, Tensor, TensorData};
 use lanes_onnx::SessionConfig;
-use lanes_serving::Batching;
 use lanes_server::app::{DeviceEntry, Limits, ModelEntry, Phase};
 use lanes_server::onnx_backend::OnnxModel;
 use lanes_server::runner::{Admitted, HookError, Hooks, Item, ModelRunner, Produced, SimCost};
 use lanes_server::server::{Listen, Running, ServedModel, ServerSpec};
 use lanes_server::signature::{Signature, Spec};
 use lanes_server::BatchInfo;
+use lanes_serving::Batching;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
@@ -406,11 +406,13 @@ fn start(py: Python<'_>, config: &Bound<'_, PyDict>) -> Result<Running, CoreErro
         trace_events: get(config, "trace_events")?,
         version: get(config, "version")?,
         hook_workers: get(config, "workers")?,
+        access_log: get(config, "access_log")?,
     };
-    py.detach(|| Running::start(&listen, spec)).map_err(|e| CoreError {
-        code: e.code(),
-        message: e.to_string(),
-    })
+    py.detach(|| Running::start(&listen, spec))
+        .map_err(|e| CoreError {
+            code: e.code(),
+            message: e.to_string(),
+        })
 }
 
 #[pymethods]
@@ -435,8 +437,8 @@ impl NativeServer {
 
     /// Sets the phase (`warming`, `ready`).
     fn set_phase(&self, py: Python<'_>, phase: &str) -> PyResult<()> {
-        let phase = Phase::from_name(phase)
-            .ok_or_else(|| bad(format!("phase '{phase}'")).into_py(py))?;
+        let phase =
+            Phase::from_name(phase).ok_or_else(|| bad(format!("phase '{phase}'")).into_py(py))?;
         self.running.set_phase(phase);
         Ok(())
     }
@@ -471,6 +473,28 @@ impl NativeServer {
         detached(py, move || {
             running.stop();
             Ok(())
+        })
+    }
+
+    /// Up to `max` request log records, waiting up to `wait` seconds for the
+    /// first (without the GIL): `(method, path, status, duration_ms, model,
+    /// error)` tuples; then the records dropped so far.
+    #[allow(clippy::type_complexity)]
+    fn logs(
+        &self,
+        py: Python<'_>,
+        max: usize,
+        wait: f64,
+    ) -> PyResult<(Vec<(String, String, u16, f64, Option<String>, String)>, u64)> {
+        let running = Arc::clone(&self.running);
+        detached(py, move || {
+            let access = &running.app().access;
+            let records = access
+                .take(max, Duration::from_secs_f64(wait.max(0.0)))
+                .into_iter()
+                .map(|r| (r.method, r.path, r.status, r.duration_ms, r.model, r.error))
+                .collect();
+            Ok((records, access.dropped()))
         })
     }
 

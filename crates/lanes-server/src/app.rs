@@ -13,9 +13,7 @@ use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lanes_kserve::{
-    CodecConfig, InferRequest, InferResponse, KserveError, OutputChoice,
-};
+use lanes_kserve::{CodecConfig, InferRequest, InferResponse, KserveError, OutputChoice};
 use lanes_policy::Nanos;
 use lanes_serving::Batching;
 use thiserror::Error;
@@ -294,6 +292,8 @@ pub struct App<B: Backend> {
     pub hooks: Vec<Option<Arc<dyn Hooks>>>,
     /// Bounds the hooks running at once (`--workers`).
     pub hook_slots: Arc<Semaphore>,
+    /// Request log records (the access log and 500s).
+    pub access: crate::access::AccessLog,
 }
 
 impl<B: Backend> std::fmt::Debug for App<B> {
@@ -435,7 +435,10 @@ where
                 let Some(hooks) = hooks else {
                     return Err(Failure::Hook(HookError {
                         status: 500,
-                        message: format!("model '{}': an output without a postprocess hook", entry.name),
+                        message: format!(
+                            "model '{}': an output without a postprocess hook",
+                            entry.name
+                        ),
                     }));
                 };
                 let t0 = self.handle.clock().now();
@@ -444,7 +447,10 @@ where
                     .await?
                     .map_err(Failure::Hook)?;
                 let spent = self.handle.clock().now().saturating_sub(t0);
-                self.handle.observer().model(ix as u32).compute_output(spent);
+                self.handle
+                    .observer()
+                    .model(ix as u32)
+                    .compute_output(spent);
                 outputs
             }
         };

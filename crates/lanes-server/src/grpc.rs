@@ -14,6 +14,7 @@
 use std::future::Future;
 use std::sync::Arc;
 
+use lanes_kserve::grpc;
 use lanes_kserve::proto::grpc_inference_service_server::{
     GrpcInferenceService, GrpcInferenceServiceServer,
 };
@@ -23,7 +24,6 @@ use lanes_kserve::proto::{
     ServerLiveRequest, ServerLiveResponse, ServerMetadataRequest, ServerMetadataResponse,
     ServerReadyRequest, ServerReadyResponse,
 };
-use lanes_kserve::grpc;
 use tokio::net::TcpListener;
 use tonic::{Request, Response, Status};
 

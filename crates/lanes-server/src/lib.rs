@@ -8,6 +8,7 @@
 //! - [`device`]: every device's executor threads — as many as jobs the device
 //!   may run at once — which run batches through the [`Backend`] and answer
 //!   the batch's clients directly, then report the measured run time.
+//! - [`access`]: request log records (access log, 500s) on a bounded channel.
 //! - [`app`]: what both front ends serve (models, readiness) and the one
 //!   inference path; [`app::Failure`] maps every refusal to HTTP and gRPC.
 //! - [`backend`]: what runs a batch of one model on one device (native ONNX,
@@ -34,6 +35,7 @@
 //!
 //! [`ServingState`]: lanes_serving::ServingState
 
+pub mod access;
 pub mod app;
 pub mod backend;
 pub mod clock;

@@ -112,6 +112,7 @@ pub fn build(config: &NativeConfig) -> Result<Arc<App<Runners>>, NativeError> {
         trace_events: crate::timeline::DEFAULT_CAPACITY,
         version: env!("CARGO_PKG_VERSION").into(),
         hook_workers: 1,
+        access_log: false,
     };
     server::build(spec, Phase::Ready).map_err(|e| match e {
         ServeStartError::Start(e) => NativeError::Start(e),

@@ -10,13 +10,17 @@
 //!
 //! **Rule** ([`Runners::run`]): a batch goes to its model's runner. On a
 //! *simulated* device (`sim:N`, a stand-in for a GPU) the batch is computed
-//! on the CPU as anywhere else, and the executor then holds the device until
-//! the model's modelled run time (`fixed_ms + per_item_ms × rows`) has passed
-//! since the batch started, so the scheduler sees the GPU's timing.
+//! on the CPU as anywhere else, and the executor holds the device until the
+//! model's modelled work (`fixed_ms + per_item_ms × rows` of solo time) is
+//! done, counted from the batch's start under processor sharing
+//! ([`SimShare`]): k batches on the device each progress at 1/k speed, so
+//! overlapping work only waits, as on a GPU.
 
 use std::any::Any;
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::time::{Duration, Instant};
+
+use rustc_hash::FxHashMap;
 
 use lanes_kserve::{InferRequest, OutputTensor};
 
@@ -105,11 +109,88 @@ impl SimCost {
     }
 }
 
+/// Processor sharing on one simulated device: whenever a batch joins or
+/// leaves, every remaining work is reduced by the time elapsed divided by
+/// the number of batches that shared it; a batch leaves when its work is 0.
+#[derive(Debug, Default)]
+pub struct SimShare {
+    state: Mutex<ShareState>,
+    changed: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct ShareState {
+    /// Ticket → remaining solo work, in seconds.
+    jobs: FxHashMap<u64, f64>,
+    last: Option<Instant>,
+    next: u64,
+}
+
+impl ShareState {
+    fn advance(&mut self, now: Instant) {
+        let k = self.jobs.len();
+        if let (Some(last), true) = (self.last, k > 0) {
+            let done = now.duration_since(last).as_secs_f64() / k as f64;
+            for rem in self.jobs.values_mut() {
+                *rem -= done;
+            }
+        }
+        self.last = Some(now);
+    }
+}
+
+impl SimShare {
+    /// A batch of `work` solo time joins the device now; returns its ticket.
+    pub fn enter(&self, work: Duration) -> u64 {
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        st.advance(Instant::now());
+        let ticket = st.next;
+        st.next += 1;
+        st.jobs.insert(ticket, work.as_secs_f64());
+        drop(st);
+        self.changed.notify_all();
+        ticket
+    }
+
+    /// Blocks until the batch `ticket` has had its work, then leaves.
+    pub fn wait(&self, ticket: u64) {
+        let mut st = self.state.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            st.advance(Instant::now());
+            let rem = st.jobs.get(&ticket).copied().unwrap_or(0.0);
+            if rem <= 0.0 {
+                st.jobs.remove(&ticket);
+                drop(st);
+                self.changed.notify_all();
+                return;
+            }
+            let k = st.jobs.len() as f64;
+            let until = Duration::from_secs_f64(rem * k);
+            st = self
+                .changed
+                .wait_timeout(st, until)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+/// A batch on a simulated device: dropping it waits out the batch's work.
+struct Held<'a>(&'a SimShare, u64);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.wait(self.1);
+    }
+}
+
 /// Every model's runner, by model index, and which devices are simulated.
 pub struct Runners {
     models: Vec<Arc<dyn ModelRunner>>,
     costs: Vec<SimCost>,
     simulated: Vec<bool>,
+    /// Per device, its processor sharing (simulated devices only).
+    shares: Vec<SimShare>,
 }
 
 impl std::fmt::Debug for Runners {
@@ -130,10 +211,12 @@ impl Runners {
         simulated: Vec<bool>,
     ) -> Self {
         assert_eq!(models.len(), costs.len(), "a cost per model");
+        let shares = simulated.iter().map(|_| SimShare::default()).collect();
         Self {
             models,
             costs,
             simulated,
+            shares,
         }
     }
 }
@@ -143,16 +226,13 @@ impl Backend for Runners {
     type Output = Produced;
 
     fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {
-        let t0 = Instant::now();
         let model = batch.model as usize;
-        let result = self.models[model].run(batch, inputs);
-        if self.simulated.get(batch.device).copied().unwrap_or(false) {
-            let hold = self.costs[model].time(batch.rows);
-            let spent = t0.elapsed();
-            if hold > spent {
-                std::thread::sleep(hold - spent);
-            }
+        if !self.simulated.get(batch.device).copied().unwrap_or(false) {
+            return self.models[model].run(batch, inputs);
         }
-        result
+        let share = &self.shares[batch.device];
+        // Held until its work is done, also when the model panics.
+        let _held = Held(share, share.enter(self.costs[model].time(batch.rows)));
+        self.models[model].run(batch, inputs)
     }
 }

@@ -15,7 +15,6 @@
 //!   message at once (a batch still running is not waited for).
 //!   [`Running::stop`] then closes connections and the runtime.
 
-use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -76,6 +75,8 @@ pub struct ServerSpec {
     pub version: String,
     /// Model hooks running at once, at most (`--workers`).
     pub hook_workers: usize,
+    /// One log record per request (`--access-log`); 500s are always logged.
+    pub access_log: bool,
 }
 
 /// Where a server listens; port 0 is any free port.
@@ -104,7 +105,9 @@ pub enum ServeStartError {
         reason: String,
     },
     /// The metrics port could not be bound.
-    #[error("cannot serve metrics on {addr}: {reason} (see --metrics-port; off: --metrics-port off)")]
+    #[error(
+        "cannot serve metrics on {addr}: {reason} (see --metrics-port; off: --metrics-port off)"
+    )]
     Metrics { addr: String, reason: String },
     #[error("starting the server's runtime: {0}")]
     Runtime(std::io::Error),
@@ -159,7 +162,11 @@ pub fn build(spec: ServerSpec, phase: Phase) -> Result<Arc<App<Runners>>, ServeS
     let observe = ObserveConfig {
         version: spec.version.clone(),
         devices: spec.devices.iter().map(|d| d.name.clone()).collect(),
-        model_versions: spec.models.iter().map(|m| m.entry.version.clone()).collect(),
+        model_versions: spec
+            .models
+            .iter()
+            .map(|m| m.entry.version.clone())
+            .collect(),
         trace_events: spec.trace_events,
     };
     let runners = Runners::new(
@@ -173,6 +180,7 @@ pub fn build(spec: ServerSpec, phase: Phase) -> Result<Arc<App<Runners>>, ServeS
         handle,
         hooks,
         hook_slots: Arc::new(tokio::sync::Semaphore::new(spec.hook_workers.max(1))),
+        access: crate::access::AccessLog::new(spec.access_log),
         models: spec.models.into_iter().map(|m| m.entry).collect(),
         devices: spec.devices,
         policy: spec.policy,
@@ -352,8 +360,6 @@ impl Drop for Running {
     }
 }
 
-fn closed_signal(mut closed: watch::Receiver<bool>) -> impl Future<Output = ()> + Send + 'static {
-    async move {
-        let _ = closed.wait_for(|c| *c).await;
-    }
+async fn closed_signal(mut closed: watch::Receiver<bool>) {
+    let _ = closed.wait_for(|c| *c).await;
 }

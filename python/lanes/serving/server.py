@@ -61,6 +61,7 @@ INDEPENDENT = "independent"
 IO_THREADS = 2
 """The native runtime's I/O threads (front ends and the driver task)."""
 log = logging.getLogger("lanes.serve")
+access = logging.getLogger("lanes.access")
 
 
 def load_models(config: ServeConfig) -> list[Model]:
@@ -93,6 +94,10 @@ class Server:
             raise LanesError(MODEL_INVALID, f"duplicate model names in {names}")
         if not self.models:
             raise LanesError(MODEL_INVALID, "no models to serve")
+        if config.trace is not None:
+            from lanes.serving.timeline import check_trace_path
+
+            check_trace_path(config.trace)
         resolved = resolve_devices(
             config.devices,
             threads=config.cpu_threads,
@@ -115,6 +120,7 @@ class Server:
         # Filled by load(); the native runners read them at each batch.
         self.replicas: list[list[Model | None]] = [[None] * len(self.devices) for _ in models]
         self.native: Any = None
+        self._logging: threading.Thread | None = None
         self.port = config.port
         self.metrics_port: int | None = None
         self.warmed: list[Warmed] = []
@@ -172,6 +178,7 @@ class Server:
             "max_body_bytes": c.max_body_bytes,
             "trace_events": c.trace_events,
             "version": self.version,
+            "access_log": c.access_log,
         }
 
     def queued_rows(self, model: str) -> int:
@@ -186,7 +193,47 @@ class Server:
         self.native = _core.NativeServer(self._spec())
         self.port = self.native.port
         self.metrics_port = self.native.metrics_port
+        self._logging = threading.Thread(
+            target=self._write_logs, args=(self.native,), name="lanes-serve-logs", daemon=True
+        )
+        self._logging.start()
         log.info("listening on %s (%s)", self.url, self.state)
+
+    def _write_logs(self, native: Any) -> None:
+        """The native server's request records as log lines: a warning for each 500 (a model
+        failure), and with ``access_log`` one ``lanes.access`` line per request. Runs until the
+        server stops, then writes what is left."""
+        while True:
+            stopped = native.phase == STOPPED
+            records, dropped = native.logs(256, 0.2)
+            for method, path, status, duration_ms, model, message in records:
+                if status == 500:
+                    log.warning(
+                        "%s %s answered %d: %s",
+                        method,
+                        path,
+                        status,
+                        message,
+                        extra={"status": status, "model": model},
+                    )
+                if self.config.access_log:
+                    access.info(
+                        "%s %s %d",
+                        method,
+                        path,
+                        status,
+                        extra={
+                            "method": method,
+                            "path": path,
+                            "status": status,
+                            "duration_ms": round(duration_ms, 3),
+                            "model": model,
+                        },
+                    )
+            if stopped and not records:
+                if dropped:
+                    log.warning("dropped %d request log records (the log queue was full)", dropped)
+                return
 
     def load(self) -> None:
         """Place a replica of every model on every eligible device (blocking)."""
@@ -253,6 +300,8 @@ class Server:
             except LanesError as err:
                 log.warning("trace not written: %s", err.message)
         self.native.stop()
+        if self._logging is not None:
+            self._logging.join(timeout=5)
 
     @property
     def url(self) -> str:
@@ -291,7 +340,7 @@ def serve(config: ServeConfig, models: Sequence[Model] | None = None, announce: 
 
         def boot() -> None:
             try:
-                server.prepare()  # type: ignore[union-attr]
+                server.prepare()
             except BaseException as err:
                 failure.append(err)
             finally:

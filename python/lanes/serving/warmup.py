@@ -131,6 +131,8 @@ def warm_up(
             done.append(w)
         return done
 
-    with ThreadPoolExecutor(max_workers=max(1, len(devices)), thread_name_prefix="lanes-warm") as ex:
+    with ThreadPoolExecutor(
+        max_workers=max(1, len(devices)), thread_name_prefix="lanes-warm"
+    ) as ex:
         per_device = list(ex.map(device, range(len(devices))))
     return [w for ws in per_device for w in ws]

@@ -38,9 +38,15 @@ fn json_reply(status: StatusCode, value: &Value) -> Reply {
     r
 }
 
+/// An error reply's message, kept beside its body for the logs.
+#[derive(Debug, Clone)]
+struct ErrorMessage(String);
+
 fn error(status: u16, message: &str) -> Reply {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    json_reply(status, &json!({ "error": message }))
+    let mut r = json_reply(status, &json!({ "error": message }));
+    r.extensions_mut().insert(ErrorMessage(message.to_owned()));
+    r
 }
 
 fn ok(value: &Value) -> Reply {
@@ -101,8 +107,48 @@ fn parse(path: &str) -> Option<Target<'_>> {
     })
 }
 
-/// Answers one request.
+/// Answers one request, and hands its log record over ([`crate::access`]).
 pub async fn route<B>(app: Arc<App<B>>, request: Request<Incoming>) -> Result<Reply, Infallible>
+where
+    B: Backend<Input = Admitted, Output = Produced>,
+{
+    let t0 = std::time::Instant::now();
+    let method = request.method().to_string();
+    let path = request.uri().path().to_owned();
+    let reply = answer(Arc::clone(&app), request).await?;
+    let status = reply.status().as_u16();
+    if app.access.wants(status) {
+        let model = match parse(&path) {
+            Some(Target::Model { name, .. }) => Some(name.to_owned()),
+            _ => None,
+        };
+        let error = if status == 500 {
+            reply_error(&reply)
+        } else {
+            String::new()
+        };
+        app.access.send(crate::access::LogRecord {
+            method,
+            path,
+            status,
+            duration_ms: t0.elapsed().as_secs_f64() * 1e3,
+            model,
+            error,
+        });
+    }
+    Ok(reply)
+}
+
+/// The message of an error reply (empty for any other).
+fn reply_error(reply: &Reply) -> String {
+    reply
+        .extensions()
+        .get::<ErrorMessage>()
+        .map(|m| m.0.clone())
+        .unwrap_or_default()
+}
+
+async fn answer<B>(app: Arc<App<B>>, request: Request<Incoming>) -> Result<Reply, Infallible>
 where
     B: Backend<Input = Admitted, Output = Produced>,
 {
@@ -249,8 +295,11 @@ fn decode_content(
     let name = String::from_utf8_lossy(encoding.as_bytes())
         .trim()
         .to_ascii_lowercase();
-    let unreadable =
-        || Failure::BadRequest(format!("request body cannot be read: Can not decode content-encoding: {name}"));
+    let unreadable = || {
+        Failure::BadRequest(format!(
+            "request body cannot be read: Can not decode content-encoding: {name}"
+        ))
+    };
     let mut out = Vec::new();
     let limit = max as u64 + 1;
     let read = match name.as_str() {
