@@ -71,6 +71,12 @@ def register(subparsers: Any) -> None:
         "--metrics-port", metavar="N", help="Prometheus /metrics port (default: 8002; 0: any; off)"
     )
     ops.add_argument(
+        "--grpc-port",
+        metavar="N",
+        help="KServe v2 gRPC port (default auto: 8001 beside --port 8000, else any free; 0: any; "
+        "off)",
+    )
+    ops.add_argument(
         "--trace", metavar="FILE", help="write the device timeline (Chrome trace JSON) at exit"
     )
     ops.add_argument(
@@ -128,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         "max_body_mb": args.max_body_mb,
         "zoo_backend": args.zoo_backend,
         "metrics_port": args.metrics_port,
+        "grpc_port": args.grpc_port,
         "trace": args.trace,
         "trace_events": args.trace_events,
         "warmup_batches": args.warmup_batches,
@@ -147,6 +154,8 @@ def run(args: argparse.Namespace) -> int:
         models = ", ".join(m.name for m in server.models)
         metrics_port = getattr(server, "metrics_port", None)
         metrics = f"metrics :{metrics_port}" if metrics_port else "metrics off"
+        grpc_port = getattr(server, "grpc_port", None)
+        metrics += f" · grpc :{grpc_port}" if grpc_port else " · grpc off"
         print(
             f"lanes serve: {server.url} · {metrics} · policy {config.policy} · "
             f"devices {devices} · models {models} · warm-up {server.warmup_seconds:.2f} s",

@@ -46,6 +46,9 @@ class ServeConfig:
     - ``zoo_backend``: the demo zoo's runtime, ``onnx`` (ONNX Runtime) or ``torch`` (PyTorch,
       the same weights; for GPU hosts with PyTorch but no CUDA build of ONNX Runtime).
     - ``metrics_port``: Prometheus ``/metrics`` port (Triton's 8002; 0: any free; None: off).
+    - ``grpc_port``: KServe v2 gRPC port: ``auto`` (Triton's 8001 beside the default ``port``
+      8000; any free port when ``port`` is anything else, announced at start), ``off``, or a
+      port (0: any free).
     - ``trace``: a file the device timeline (Chrome trace-event JSON) is written to at exit.
     - ``trace_events``: the timeline's ring buffer, in events.
     - ``warmup_batches``: batches run per model, device and batch size before ready (0: none).
@@ -68,6 +71,7 @@ class ServeConfig:
     max_body_mb: float = 64.0
     zoo_backend: str = "onnx"
     metrics_port: int | None = 8002
+    grpc_port: str = "auto"
     trace: Path | None = None
     trace_events: int = 200_000
     warmup_batches: int = 2
@@ -81,6 +85,15 @@ class ServeConfig:
     @property
     def max_body_bytes(self) -> int:
         return int(self.max_body_mb * 1024 * 1024)
+
+    @property
+    def grpc_bind(self) -> int | None:
+        """The gRPC port to bind (0: any free), or None when off."""
+        if self.grpc_port == "off":
+            return None
+        if self.grpc_port == "auto":
+            return 8001 if self.port == 8000 else 0
+        return int(self.grpc_port)
 
 
 _KEYS = {f.name for f in fields(ServeConfig)}
@@ -98,6 +111,14 @@ def _convert(key: str, value: Any, where: str) -> Any:
             v = int(value)
         elif key == "metrics_port":
             v = None if value in (None, "", "off", "none") else int(value)
+        elif key == "grpc_port":
+            text = str(value).strip().lower()
+            if text in ("off", "none"):
+                v = "off"
+            elif text in ("", "auto"):
+                v = "auto"
+            else:
+                v = str(int(text))
         elif key == "drain_timeout":
             v = float(value)
         elif key == "access_log":
@@ -142,6 +163,11 @@ def check(cfg: ServeConfig) -> ServeConfig:
         raise LanesError(
             BAD_ARGUMENT,
             f"metrics_port = {cfg.metrics_port}: must be 0..65535 (0: any free port) or off",
+        )
+    if cfg.grpc_port not in ("auto", "off") and not 0 <= int(cfg.grpc_port) <= 65535:
+        raise LanesError(
+            BAD_ARGUMENT,
+            f"grpc_port = {cfg.grpc_port}: must be 0..65535 (0: any free port), auto or off",
         )
     if cfg.trace_events < 1000:
         raise LanesError(BAD_ARGUMENT, f"trace_events = {cfg.trace_events}: must be >= 1000")

@@ -123,6 +123,7 @@ class Server:
         self._logging: threading.Thread | None = None
         self.port = config.port
         self.metrics_port: int | None = None
+        self.grpc_port: int | None = None
         self.warmed: list[Warmed] = []
         self.warmup_seconds = 0.0
 
@@ -167,7 +168,7 @@ class Server:
         return {
             "host": c.host,
             "port": c.port,
-            "grpc_port": None,
+            "grpc_port": c.grpc_bind,
             "metrics_port": c.metrics_port,
             "io_threads": IO_THREADS,
             "workers": c.workers,
@@ -193,6 +194,7 @@ class Server:
         self.native = _core.NativeServer(self._spec())
         self.port = self.native.port
         self.metrics_port = self.native.metrics_port
+        self.grpc_port = self.native.grpc_port
         self._logging = threading.Thread(
             target=self._write_logs, args=(self.native,), name="lanes-serve-logs", daemon=True
         )
