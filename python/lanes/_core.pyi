@@ -300,6 +300,9 @@ class NativeServer:
     def set_phase(self, phase: str) -> None: ...
     def observe(self, model: int, rows: int, ns: int) -> None:
         """Seeds the scheduler's estimate: a batch of ``rows`` of model ``model`` took ``ns``."""
+    def warm(self, model: int, device: int, rows: int) -> int | None:
+        """Warm-up of a native model: one batch of ``rows`` zeros on ``device``; its nanoseconds,
+        or None for a model warmed by its Python replicas."""
     def queued_rows(self, model: int) -> int:
         """Rows of model ``model`` (its index) queued, as the driver last published them."""
     def drain(self, timeout: float, message: str) -> int | None:

@@ -174,6 +174,38 @@ impl ModelRunner for PyRunner {
     }
 }
 
+/// A native model's runner that answers its declared outputs only, in the
+/// declaration's order (a graph may have more).
+struct Declared {
+    inner: OnnxModel,
+    outputs: Vec<String>,
+}
+
+impl ModelRunner for Declared {
+    fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {
+        let produced = self.inner.run(batch, inputs)?;
+        Ok(produced
+            .into_iter()
+            .map(|p| match p {
+                Produced::Tensors(mut tensors) => Produced::Tensors(
+                    self.outputs
+                        .iter()
+                        .filter_map(|name| {
+                            let at = tensors.iter().position(|t| &t.name == name)?;
+                            Some(tensors.swap_remove(at))
+                        })
+                        .collect(),
+                ),
+                other => other,
+            })
+            .collect())
+    }
+
+    fn warm(&self, device: usize, rows: u32) -> Result<Option<Duration>, String> {
+        self.inner.warm(device, rows)
+    }
+}
+
 fn message(py: Python<'_>, e: &PyErr) -> String {
     let kind = e
         .get_type(py)
@@ -339,7 +371,14 @@ fn served_model(
                     signature = s;
                 }
             }
-            (Arc::new(model), None)
+            let outputs = signature.outputs.iter().map(|s| s.name.clone()).collect();
+            (
+                Arc::new(Declared {
+                    inner: model,
+                    outputs,
+                }),
+                None,
+            )
         }
         other => return Err(bad(format!("model '{name}': engine '{other}'"))),
     };
@@ -446,6 +485,27 @@ impl NativeServer {
     /// Seeds the scheduler's estimate: a batch of `rows` of model `model` took `ns`.
     fn observe(&self, model: u32, rows: u32, ns: u64) {
         self.running.app().handle.observe(model, rows, ns);
+    }
+
+    /// Warm-up of a native model: one batch of `rows` zeros on `device`; its
+    /// nanoseconds, or None when the model is warmed by its Python replicas.
+    fn warm(
+        &self,
+        py: Python<'_>,
+        model: usize,
+        device: usize,
+        rows: u32,
+    ) -> PyResult<Option<u64>> {
+        let running = Arc::clone(&self.running);
+        detached(py, move || {
+            running
+                .warm(model, device, rows)
+                .map(|t| t.map(|d| d.as_nanos() as u64))
+                .map_err(|message| CoreError {
+                    code: "warmup_failed",
+                    message,
+                })
+        })
     }
 
     /// Rows of model `model` (its index) queued, as the driver last published.

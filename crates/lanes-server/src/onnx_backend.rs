@@ -106,6 +106,44 @@ impl OnnxModel {
 }
 
 impl ModelRunner for OnnxModel {
+    /// Zeros of every input (a dynamic dimension 1, the first `rows` when
+    /// the model batches), run on the first session of `device`.
+    fn warm(&self, device: usize, rows: u32) -> Result<Option<std::time::Duration>, String> {
+        let mut session = self.session(device)?;
+        let mut shapes = Vec::new();
+        let mut datas = Vec::new();
+        for spec in session.inputs() {
+            let shape: Vec<usize> = spec
+                .dims
+                .iter()
+                .enumerate()
+                .map(|(i, d)| match d {
+                    _ if i == 0 && self.batching => rows as usize,
+                    Dim::Fixed(n) => *n,
+                    _ => 1,
+                })
+                .collect();
+            let len = shape.iter().product::<usize>() * spec.datatype.size();
+            datas.push(vec![0u8; len]);
+            shapes.push(shape);
+        }
+        let specs: Vec<lanes_onnx::TensorSpec> = session.inputs().to_vec();
+        let inputs: Vec<InputTensor<'_>> = specs
+            .iter()
+            .zip(&shapes)
+            .zip(&datas)
+            .map(|((spec, shape), data)| InputTensor {
+                name: &spec.name,
+                datatype: spec.datatype,
+                shape,
+                data,
+            })
+            .collect();
+        let t0 = std::time::Instant::now();
+        session.run(&inputs).map_err(|e| e.to_string())?;
+        Ok(Some(t0.elapsed()))
+    }
+
     fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {
         let inputs: Vec<InferRequest> = inputs.into_iter().map(|a| a.request).collect();
         let model = self;

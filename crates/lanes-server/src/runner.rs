@@ -93,6 +93,13 @@ pub trait Hooks: Send + Sync + 'static {
 pub trait ModelRunner: Send + Sync + 'static {
     /// One output per input, in order, or why the model failed.
     fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String>;
+
+    /// Warm-up: runs one batch of `rows` rows of zeros on `device` and
+    /// returns its time; None for a runner that is warmed elsewhere (a
+    /// Python model: by its replicas) or cannot make zeros.
+    fn warm(&self, _device: usize, _rows: u32) -> Result<Option<Duration>, String> {
+        Ok(None)
+    }
 }
 
 /// A model's modelled run time on a simulated device.

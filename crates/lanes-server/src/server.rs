@@ -195,6 +195,8 @@ pub fn build(spec: ServerSpec, phase: Phase) -> Result<Arc<App<Runners>>, ServeS
 /// A server running on its own runtime.
 pub struct Running {
     runtime: std::sync::Mutex<Option<Runtime>>,
+    /// Every model's runner, for warm-up.
+    runners: Vec<Arc<dyn ModelRunner>>,
     app: Arc<App<Runners>>,
     /// Closes the listeners (the drain).
     close: watch::Sender<bool>,
@@ -246,6 +248,7 @@ impl Running {
             .build()
             .map_err(ServeStartError::Runtime)?;
         let (close, closed) = watch::channel(false);
+        let runners = spec.models.iter().map(|m| Arc::clone(&m.runner)).collect();
         let started = runtime.block_on(async {
             let rest = bind(&listen.host, listen.port, "port").await?;
             let grpc = match listen.grpc_port {
@@ -288,6 +291,7 @@ impl Running {
         let (app, (port, grpc_port, metrics_port)) = started?;
         Ok(Self {
             runtime: std::sync::Mutex::new(Some(runtime)),
+            runners,
             app,
             close,
             port,
@@ -299,6 +303,15 @@ impl Running {
     /// The app both front ends serve.
     pub fn app(&self) -> &Arc<App<Runners>> {
         &self.app
+    }
+
+    /// Warms model `model` on `device` with a batch of `rows` zeros (see
+    /// [`ModelRunner::warm`]); its time, or None when the runner is warmed elsewhere.
+    pub fn warm(&self, model: usize, device: usize, rows: u32) -> Result<Option<Duration>, String> {
+        match self.runners.get(model) {
+            Some(runner) => runner.warm(device, rows),
+            None => Err(format!("no model {model}")),
+        }
     }
 
     /// Sets the phase (`warming`, `ready`).

@@ -38,6 +38,7 @@ intra-op thread count.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import signal
@@ -46,6 +47,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from lanes.errors import LanesError
@@ -77,6 +79,33 @@ def load_models(config: ServeConfig) -> list[Model]:
 
 def _overrides(model: Model, name: str) -> bool:
     return getattr(type(model), name) is not getattr(Model, name)
+
+
+def _native_onnx(model: Model, devices: Sequence[Device]) -> bool:
+    """Whether ``model`` runs natively (lanes-onnx, no Python per batch): the ``onnx`` adapter's
+    model as it is (no subclass), on CPU or simulated devices, with no ``BYTES`` tensor."""
+    from lanes.models.adapters.onnx import OnnxModel
+
+    return (
+        type(model) is OnnxModel
+        and all(d.kind in ("cpu", "sim") for d in devices)
+        and all(t.datatype != "BYTES" for t in [*model.inputs, *model.outputs])
+    )
+
+
+def _find_onnxruntime_library() -> None:
+    """Point ``ORT_DYLIB_PATH`` at the ``onnxruntime`` wheel's library unless it is set (the
+    native ONNX runner loads it; see docs/onnx.md)."""
+    if os.environ.get("ORT_DYLIB_PATH"):
+        return
+    spec = importlib.util.find_spec("onnxruntime")
+    for folder in (spec.submodule_search_locations or []) if spec is not None else []:
+        found = sorted((Path(folder) / "capi").glob("libonnxruntime.so*")) + sorted(
+            (Path(folder) / "capi").glob("libonnxruntime*.dylib")
+        )
+        if found:
+            os.environ["ORT_DYLIB_PATH"] = str(found[-1])
+            return
 
 
 class Server:
@@ -117,6 +146,10 @@ class Server:
                     f"but the devices are {kinds}",
                 )
             self.placement.append(eligible)
+        self.native_models = [
+            _native_onnx(m, [self.devices[i] for i in where])
+            for m, where in zip(self.models, self.placement, strict=True)
+        ]
         # Filled by load(); the native runners read them at each batch.
         self.replicas: list[list[Model | None]] = [[None] * len(self.devices) for _ in models]
         self.native: Any = None
@@ -138,10 +171,24 @@ class Server:
     def _spec(self) -> dict[str, Any]:
         """The native server's config (see lanes-py's serve.rs)."""
         models = []
-        for model, devices, replicas in zip(
-            self.models, self.placement, self.replicas, strict=True
+        for model, devices, replicas, native in zip(
+            self.models, self.placement, self.replicas, self.native_models, strict=True
         ):
             b = model.batching
+            engine: dict[str, Any] = (
+                {
+                    "engine": "onnx",
+                    "path": str(model.file),  # type: ignore[attr-defined]
+                    "threads": [1 if d.kind == "sim" else max(1, d.threads) for d in self.devices],
+                }
+                if native
+                else {
+                    "engine": "python",
+                    "model": model,
+                    "replicas": replicas,
+                    "hooks": (_overrides(model, "preprocess"), _overrides(model, "postprocess")),
+                }
+            )
             models.append(
                 {
                     "name": model.name,
@@ -158,10 +205,7 @@ class Server:
                     "timeout_ms": model.timeout_ms,
                     "devices": devices,
                     "cost": (model.cost.fixed_ms, model.cost.per_item_ms),
-                    "engine": "python",
-                    "model": model,
-                    "replicas": replicas,
-                    "hooks": (_overrides(model, "preprocess"), _overrides(model, "postprocess")),
+                    **engine,
                 }
             )
         c = self.config
@@ -191,6 +235,8 @@ class Server:
         """Open the sockets (phase ``loading``: live, not ready)."""
         from lanes import _core
 
+        if any(self.native_models):
+            _find_onnxruntime_library()
         self.native = _core.NativeServer(self._spec())
         self.port = self.native.port
         self.metrics_port = self.native.metrics_port
@@ -239,9 +285,11 @@ class Server:
 
     def load(self) -> None:
         """Place a replica of every model on every eligible device (blocking)."""
-        for model, devices, replicas in zip(
-            self.models, self.placement, self.replicas, strict=True
+        for model, devices, replicas, native in zip(
+            self.models, self.placement, self.replicas, self.native_models, strict=True
         ):
+            if native:  # loaded by the native runner when the server was built
+                continue
             for i in devices:
                 replicas[i] = model.replica(self.devices[i])
 
@@ -252,7 +300,12 @@ class Server:
             self.native.set_phase(WARMING)
             t0 = time.perf_counter()
             self.warmed = warm_up(
-                self.models, self.replicas, self.devices, self.config.warmup_batches
+                self.models,
+                self.replicas,
+                self.devices,
+                self.config.warmup_batches,
+                native={i for i, n in enumerate(self.native_models) if n},
+                warm=self.native.warm,
             )
             self.warmup_seconds = time.perf_counter() - t0
             index = {m.name: i for i, m in enumerate(self.models)}

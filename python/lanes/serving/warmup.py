@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -80,19 +80,55 @@ def _run(
     return Warmed(name, device_name, batches * len(sizes), time.perf_counter() - started, last)
 
 
+def _run_native(
+    warm: Callable[[int, int, int], int | None],
+    model: int,
+    device: int,
+    name: str,
+    device_name: str,
+    sizes: Sequence[int],
+    batches: int,
+) -> Warmed | None:
+    """Warm a native model on one device (None: it has no replica there)."""
+    last: dict[int, int] = {}
+    started = time.perf_counter()
+    for size in sizes:
+        for _ in range(batches):
+            try:
+                ns = warm(model, device, size)
+            except LanesError as err:
+                if err.message.startswith("no replica on device"):
+                    return None
+                raise LanesError(
+                    WARMUP_FAILED,
+                    f"model '{name}' failed warm-up on {device_name} (batch of {size}): "
+                    f"{err.message}",
+                ) from err
+            if ns is None:
+                return None
+            last[size] = ns
+    return Warmed(name, device_name, batches * len(sizes), time.perf_counter() - started, last)
+
+
 def warm_up(
     models: Sequence[Model],
     replicas: Sequence[Sequence[Model | None]],
     devices: Sequence[Device],
     batches: int,
+    native: Collection[int] = (),
+    warm: Callable[[int, int, int], int | None] | None = None,
 ) -> list[Warmed]:
     """Warm every model on every device (see the module docstring); returns what ran.
 
-    ``replicas[m][d]`` is model ``m``'s replica on device ``d`` (None: none there)."""
+    ``replicas[m][d]`` is model ``m``'s replica on device ``d`` (None: none there). The models
+    in ``native`` run in the native data plane, with no replica: ``warm(m, d, rows)`` runs one
+    batch of zeros there and returns its nanoseconds."""
     if batches <= 0:
         return []
     samples: dict[int, Any] = {}
     for m, model in enumerate(models):
+        if m in native:
+            continue
         try:
             samples[m] = model.sample()
         except LanesError as err:
@@ -110,11 +146,16 @@ def warm_up(
         dev = devices[index]
         done: list[Warmed] = []
         for m, model in enumerate(models):
-            replica = replicas[m][index]
-            if replica is None or m not in samples:
-                continue
             sizes = batch_sizes(model.batching.max_batch_size)
-            w = _run(replica, model.name, dev.name, samples[m], sizes, batches)
+            replica = replicas[m][index]
+            if m in native and warm is not None:
+                w = _run_native(warm, m, index, model.name, dev.name, sizes, batches)
+                if w is None:
+                    continue
+            elif replica is None or m not in samples:
+                continue
+            else:
+                w = _run(replica, model.name, dev.name, samples[m], sizes, batches)
             log.info(
                 "warmed up %s on %s: %d batches (sizes %s) in %.1f ms",
                 model.name,
