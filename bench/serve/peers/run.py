@@ -39,6 +39,7 @@ import datetime as dt
 import json
 import os
 import platform
+import re
 import shlex
 import signal
 import socket
@@ -63,7 +64,7 @@ PEERS_VENV = HERE / ".venv"
 PEERS_PY = PEERS_VENV / "bin" / "python"
 OHA = HERE / ".cargo" / "bin" / "oha"
 PEER_PACKAGES = ["litserve", "ray[serve]", "numpy", "py-spy"]
-SERVERS = ("lanes", "native", "litserve", "ray")
+SERVERS = ("lanes", "lanes-py", "native", "litserve", "ray")
 PEERS = ("litserve", "ray")  # the servers that need the peers' venv
 WORKERS = 2  # the machine's cores: peer workers / replicas
 THREADS = 1  # intra-op threads per ONNX Runtime session
@@ -71,9 +72,10 @@ SLO_MS = 50.0
 OVERHEAD_RATE = 100.0
 START_RATE = 50.0
 REFINE_STEPS = 3
-PORTS = {"lanes": 8300, "native": 8400, "litserve": 8100, "ray": 8200}
-# The Rust data plane (crates/lanes-server, issue 14) as an example binary: not yet behind
-# `lanes serve`; measured beside it on the same models.
+PORTS = {"lanes": 8300, "lanes-py": 8500, "native": 8400, "litserve": 8100, "ray": 8200}
+# `lanes-py`: `lanes serve` with the same graph inside a `python`-adapter model (ONNX Runtime
+# from Python in `predict`), the way a LitServe or Ray Serve user writes one.
+# The Rust data plane alone (crates/lanes-server) as an example binary, measured beside them.
 NATIVE_BIN = (
     Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release/examples/serve_onnx"
 )
@@ -200,6 +202,43 @@ def repository(out: Path, model: str) -> Path:
     return repo
 
 
+PY_MODEL = """\
+import onnxruntime as ort
+from pathlib import Path
+
+GRAPH = Path(__file__).with_name("model.onnx")
+
+
+def load(device):
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = max(1, device.threads)
+    options.inter_op_num_threads = 1
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    session = ort.InferenceSession(str(GRAPH), options, providers=["CPUExecutionProvider"])
+    names = [o.name for o in session.get_outputs()]
+
+    def predict(batch):
+        return dict(zip(names, session.run(names, dict(batch))))
+
+    return predict
+"""
+
+
+def python_repository(out: Path, model: str) -> Path:
+    """``repository(out, model)`` with the graph behind the ``python`` adapter (``model.py``
+    running ONNX Runtime in ``predict``): ``out/repos-py/MODEL/MODEL``."""
+    source = repository(out, model) / model
+    repo = out / "repos-py" / model
+    (repo / model).mkdir(parents=True, exist_ok=True)
+    (repo / model / "model.onnx").write_bytes((source / "model.onnx").read_bytes())
+    (repo / model / "model.py").write_text(PY_MODEL)
+    toml = (source / "model.toml").read_text()
+    toml = re.sub(r'(?m)^adapter = .*$', 'adapter = "python"', toml)
+    toml = re.sub(r'(?m)^file = .*$', 'file = "model.py"', toml)
+    (repo / model / "model.toml").write_text(toml)
+    return repo
+
+
 def body_file(out: Path, model: str) -> Path:
     """The KServe v2 JSON request every server receives for ``model`` (one FP32 item)."""
     info = models.MODELS[model]
@@ -228,12 +267,13 @@ def server_command(server: str, repo: Path, model: str) -> list[str]:
             str(THREADS),
             f"{model}={repo / model / 'model.onnx'}:{models.MAX_BATCH_SIZE}",
         ]
-    if server == "lanes":
+    if server in ("lanes", "lanes-py"):
+        models_dir = python_repository(repo.parent.parent, model) if server == "lanes-py" else repo
         return [
             str(LANES_VENV / "bin" / "lanes"),
             "serve",
             "--models",
-            str(repo),
+            str(models_dir),
             "--devices",
             "cpu",
             "--cpu-threads",
