@@ -80,14 +80,14 @@ def test_check_names_the_bad_value(config, message):
     assert "\n" not in err.value.message
 
 
-def test_serve_options_pass_through_and_spread_metrics_ports(tmp_path):
+def test_serve_options_pass_through_and_spread_metrics_and_grpc_ports(tmp_path):
     config = FleetConfig(models=tmp_path, serve_args=("--policy", "fifo"))
     assert check(config) is config
     assert serve_options(config) == [
-        "--models", str(tmp_path), "--metrics-port", "0", "--policy", "fifo",
+        "--models", str(tmp_path), "--metrics-port", "0", "--grpc-port", "0", "--policy", "fifo",
     ]  # fmt: skip
-    own = FleetConfig(serve_args=("--metrics-port", "off"))
-    assert serve_options(own) == ["--metrics-port", "off"]
+    own = FleetConfig(serve_args=("--metrics-port", "off", "--grpc-port", "9001"))
+    assert serve_options(own) == ["--metrics-port", "off", "--grpc-port", "9001"]
 
 
 def test_without_ray_lanes_fleet_says_how_to_install_it_and_nothing_imports_ray():

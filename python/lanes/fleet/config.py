@@ -135,6 +135,9 @@ def serve_options(config: FleetConfig) -> list[str]:
     """A member's ``lanes serve`` options besides the ``--host``, ``--port`` and ``--devices``
     each member sets for itself."""
     args = [] if config.models is None else ["--models", str(config.models.resolve())]
-    if not any(a.split("=", 1)[0] == "--metrics-port" for a in config.serve_args):
+    given = {a.split("=", 1)[0] for a in config.serve_args}
+    if "--metrics-port" not in given:
         args += ["--metrics-port", "0"]  # members on one host must not all want 8002
+    if "--grpc-port" not in given:
+        args += ["--grpc-port", "0"]  # nor 8001 beside 8000, another member's port
     return [*args, *config.serve_args]
