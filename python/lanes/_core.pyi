@@ -278,8 +278,9 @@ class NativeServer:
     lifecycle (:mod:`lanes.serving.server`). ``config`` keys: ``host``, ``port``, ``grpc_port``,
     ``metrics_port`` (None: off), ``io_threads``, ``workers``, ``policy``, ``devices``
     (``[(name, simulated)]``), ``models`` (dicts: ``name``, ``version``, ``platform``,
-    ``inputs``/``outputs`` as ``[(name, datatype, shape)]``, ``batching`` as ``(max_batch_size,
-    batch_timeout_micros, num_batch_threads, max_enqueued_batches)``, ``timeout_ms``,
+    ``inputs``/``outputs`` as ``[(name, datatype, shape)]``, ``input_forms`` (lists of such),
+    ``batching`` as ``(max_batch_size, batch_timeout_micros, num_batch_threads,
+    max_enqueued_batches)``, ``timeout_ms``,
     ``devices`` (indexes), ``cost`` as ``(fixed_ms, per_item_ms)``, ``engine`` (``python``: with
     ``model``, ``replicas`` — a list filled while loading — and ``hooks`` as ``(preprocess,
     postprocess)``; ``onnx``: with ``path`` and per-device ``threads``)), ``bridge`` (the module

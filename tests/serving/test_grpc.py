@@ -58,7 +58,8 @@ def test_tritonclient_grpc_sync_infers_with_id_and_metadata(served: Handle) -> N
         assert c.is_server_live() and c.is_server_ready() and c.is_model_ready("double")
         meta = c.get_model_metadata("double")
         assert meta.name == "double" and meta.platform == "python"
-        assert [(t.name, t.datatype, list(t.shape)) for t in meta.inputs] == [("x", "FP32", [-1, 2])]
+        inputs = [(t.name, t.datatype, list(t.shape)) for t in meta.inputs]
+        assert inputs == [("x", "FP32", [-1, 2])]
         result = c.infer("double", request(3), request_id="r-7")
         assert result.get_response().id == "r-7"
         np.testing.assert_array_equal(

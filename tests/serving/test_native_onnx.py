@@ -6,6 +6,7 @@ copies in one process: the wheel's Python module and its ``libonnxruntime``)."""
 from __future__ import annotations
 
 import json
+import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -74,3 +75,27 @@ def test_an_onnx_repository_model_runs_natively_beside_a_python_model(
         assert post(f"{h.url}/v2/models/double/infer", double)["outputs"][0]["data"] == [2, 4]
         stats = get(f"{h.url}/v2/models/affine/stats")["model_stats"][0]
         assert stats["execution_count"] == 1  # warm-up is not counted as serving
+
+
+def test_the_zoo_takes_raw_arrays_beside_encoded_images() -> None:
+    """The zoo's models declare encoded images (BYTES) and accept raw UINT8/FP32 arrays as other
+    input forms: the native edge checks a request against each form before refusing it."""
+    import tritonclient.http as http
+
+    from lanes.models.zoo import zoo_models
+
+    char_cnn = [m for m in zoo_models() if m.name == "char_cnn"]
+    config = ServeConfig(port=0, metrics_port=None, grpc_port="off", devices="cpu:1")
+    with start_in_thread(config, char_cnn) as h:
+        client = http.InferenceServerClient(h.url.removeprefix("http://"))
+        x = http.InferInput("image", [2, 32, 32], "UINT8")
+        x.set_data_from_numpy(np.zeros((2, 32, 32), np.uint8))
+        assert client.infer("char_cnn", [x]).as_numpy("label").shape == (2,)
+        bad = {"inputs": [{"name": "image", "shape": [2], "datatype": "INT8", "data": [1, 2]}]}
+        request = urllib.request.Request(
+            f"{h.url}/v2/models/char_cnn/infer", data=json.dumps(bad).encode()
+        )
+        with pytest.raises(urllib.error.HTTPError) as err:
+            urllib.request.urlopen(request, timeout=10)
+        assert err.value.code == 400
+        assert "datatype INT8, expected BYTES" in json.loads(err.value.read())["error"]

@@ -321,9 +321,11 @@ fn served_model(
     };
     let (fixed_ms, per_item_ms): (f64, f64) = get(m, "cost")?;
     let engine: String = get(m, "engine")?;
+    let forms: Vec<Vec<(String, String, Vec<i64>)>> = get(m, "input_forms")?;
     let mut signature = Signature {
         inputs: specs(get(m, "inputs")?)?,
         outputs: specs(get(m, "outputs")?)?,
+        forms: forms.into_iter().map(specs).collect::<Result<_, _>>()?,
     };
     let (runner, hooks): (Arc<dyn ModelRunner>, Option<Arc<dyn Hooks>>) = match engine.as_str() {
         "python" => {

@@ -263,6 +263,50 @@ impl Cut {
     }
 }
 
+/// Requests a front end is handling (from its head read to its answer built):
+/// what the drain waits for.
+#[derive(Debug, Default)]
+pub struct InFlight {
+    count: AtomicUsize,
+    idle: tokio::sync::Notify,
+}
+
+/// One request in flight; dropping it ends it.
+#[derive(Debug)]
+pub struct InFlightGuard<'a>(&'a InFlight);
+
+impl InFlight {
+    /// A request starts.
+    pub fn enter(&self) -> InFlightGuard<'_> {
+        self.count.fetch_add(1, Ordering::AcqRel);
+        InFlightGuard(self)
+    }
+
+    /// Requests in flight now.
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::Acquire)
+    }
+
+    /// Resolves once no request is in flight.
+    pub async fn quiet(&self) {
+        loop {
+            let idle = self.idle.notified();
+            if self.count() == 0 {
+                return;
+            }
+            idle.await;
+        }
+    }
+}
+
+impl Drop for InFlightGuard<'_> {
+    fn drop(&mut self) {
+        if self.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.idle.notify_waiters();
+        }
+    }
+}
+
 /// Counts an empty pre-processing when dropped (see [`App::infer`]).
 struct IdentityInput<'a>(Option<&'a crate::observe::ModelObs>);
 
@@ -294,6 +338,8 @@ pub struct App<B: Backend> {
     pub hook_slots: Arc<Semaphore>,
     /// Request log records (the access log and 500s).
     pub access: crate::access::AccessLog,
+    /// Requests being handled (the drain waits for none).
+    pub in_flight: InFlight,
 }
 
 impl<B: Backend> std::fmt::Debug for App<B> {

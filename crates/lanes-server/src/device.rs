@@ -9,10 +9,11 @@
 //!
 //! An executor runs the batch through the [`Backend`], catching a panic as a
 //! model failure, adds the batch to its model's statistics
-//! ([`crate::observe`]), answers every request of the batch itself (no hop
-//! through the driver), and then tells the driver the batch is done with its
+//! ([`crate::observe`]), and hands the batch's answers to the driver with its
 //! measured run time and whether the model failed (a failure is not learnt
-//! as a cost, but shows in the timeline).
+//! as a cost, but shows in the timeline); the driver records the job in the
+//! device accounts and the timeline, then answers, so a client that reads
+//! them after its answer sees its batch.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -141,32 +142,44 @@ fn executor<B: Backend>(
             Err(_) => observer.batch_failed(&info, queued, run),
         }
         let failed = outputs.is_err();
-        match outputs {
-            Ok(outputs) => {
-                for ((reply, queued), output) in answers.into_iter().zip(outputs) {
-                    let _ = reply.send(Ok(Reply {
+        let answers: Vec<_> = match outputs {
+            Ok(outputs) => answers
+                .into_iter()
+                .zip(outputs)
+                .map(|((reply, queued), output)| {
+                    let answer = Ok(Reply {
                         output,
                         queued,
                         run,
                         batch_rows: info.rows,
-                    }));
-                }
-            }
+                    });
+                    (reply, answer)
+                })
+                .collect(),
             Err(message) => {
                 let error = ServerError::ModelFailed {
                     model: model_name.to_string(),
                     message,
                 };
-                for (reply, _) in answers {
-                    let _ = reply.send(Err(error.clone()));
-                }
+                answers
+                    .into_iter()
+                    .map(|(reply, _)| (reply, Err(error.clone())))
+                    .collect()
             }
-        }
-        let _ = done.send(Command::Finished {
+        };
+        // The driver answers once the job is in the device accounts and the timeline.
+        let finished = Command::Finished {
             job: info.job,
             run,
             failed,
-        });
+            answers,
+        };
+        if let Err(mpsc::error::SendError(Command::Finished { answers, .. })) = done.send(finished)
+        {
+            for (reply, answer) in answers {
+                let _ = reply.send(answer);
+            }
+        }
     }
 }
 

@@ -73,7 +73,10 @@ pub struct Reply<O> {
     pub batch_rows: u32,
 }
 
-type Answer<O> = Result<Reply<O>, ServerError>;
+pub(crate) type Answer<O> = Result<Reply<O>, ServerError>;
+
+/// A request's answer and where it goes.
+pub(crate) type Answered<O> = (oneshot::Sender<Answer<O>>, Answer<O>);
 
 /// Messages to the driver task.
 pub(crate) enum Command<B: Backend> {
@@ -92,6 +95,10 @@ pub(crate) enum Command<B: Backend> {
         /// The batch's measured run time (also when the model failed).
         run: Nanos,
         failed: bool,
+        /// The batch's answers, sent once the job is in the device accounts
+        /// and the timeline (a client that reads them after its answer sees
+        /// its batch).
+        answers: Vec<Answered<B::Output>>,
     },
     Drain {
         done: oneshot::Sender<()>,
@@ -367,11 +374,19 @@ impl<B: Backend> Task<B> {
                     self.probe.withdrawn(model);
                 }
             }
-            Command::Finished { job, run, failed } => {
+            Command::Finished {
+                job,
+                run,
+                failed,
+                answers,
+            } => {
                 self.running -= 1;
                 let measured = (!failed).then_some(run);
                 self.state.complete(now, job, measured, &mut self.actions);
                 self.probe.finished(now, job, run, failed, &self.state);
+                for (reply, answer) in answers {
+                    let _ = reply.send(answer);
+                }
             }
             Command::Drain { done } => {
                 self.probe.draining();

@@ -152,6 +152,7 @@ where
         &self,
         request: Request<ModelInferRequest>,
     ) -> Result<Response<ModelInferResponse>, Status> {
+        let _in_flight = self.app.in_flight.enter();
         let arrival = self.app.handle.clock().now();
         let edge_deadline = request
             .metadata()

@@ -87,6 +87,7 @@ impl OnnxModel {
         Some(Signature {
             inputs: specs(session.inputs()),
             outputs: specs(session.outputs()),
+            forms: Vec::new(),
         })
     }
 

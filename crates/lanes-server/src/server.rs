@@ -10,8 +10,9 @@
 //!   caller loads and warms, and sets the phase.
 //! - [`Running::drain`] (**rule**): the phase turns `draining` and the
 //!   listeners close (new connections are refused; a request on an open
-//!   keep-alive connection answers 503); admitted requests get up to the
-//!   timeout to finish, then whatever is left answers 503 with the cut
+//!   keep-alive connection answers 503); requests in flight (from their
+//!   head read to their answer built, [`crate::app::InFlight`]) get up to
+//!   the timeout to finish, then whatever is left answers 503 with the cut
 //!   message at once (a batch still running is not waited for).
 //!   [`Running::stop`] then closes connections and the runtime.
 
@@ -35,6 +36,10 @@ use crate::runner::{Hooks, ModelRunner, Runners, SimCost};
 /// After a cut (the drain's timeout, a stop): how long the requests cut get
 /// to be answered before connections close. Running batches are not waited for.
 pub const CUT_GRACE: Duration = Duration::from_millis(200);
+
+/// After the last answer is built: the time its connection gets to write it
+/// before the runtime stops.
+pub const WRITE_GRACE: Duration = Duration::from_millis(20);
 
 /// One model to serve.
 #[derive(Clone)]
@@ -181,6 +186,7 @@ pub fn build(spec: ServerSpec, phase: Phase) -> Result<Arc<App<Runners>>, ServeS
         hooks,
         hook_slots: Arc::new(tokio::sync::Semaphore::new(spec.hook_workers.max(1))),
         access: crate::access::AccessLog::new(spec.access_log),
+        in_flight: crate::app::InFlight::default(),
         models: spec.models.into_iter().map(|m| m.entry).collect(),
         devices: spec.devices,
         policy: spec.policy,
@@ -329,16 +335,17 @@ impl Running {
         self.app.phase.set(Phase::Draining);
         self.close.send_replace(true);
         let handle = self.runtime_handle()?;
-        let drained = self.app.handle.drain();
+        let app = &self.app;
         handle.block_on(async {
-            tokio::pin!(drained);
-            if tokio::time::timeout(timeout, &mut drained).await.is_ok() {
+            let quiet = tokio::time::timeout(timeout, app.in_flight.quiet()).await;
+            if quiet.is_ok() {
+                let _ = tokio::time::timeout(CUT_GRACE, app.handle.drain()).await;
                 return None;
             }
-            self.app.cut.cut(cut_message);
+            app.cut.cut(cut_message);
             // The waiting handlers answer at once; a running batch is not waited for.
-            tokio::time::sleep(CUT_GRACE).await;
-            Some(self.app.cut.answered())
+            let _ = tokio::time::timeout(CUT_GRACE, app.in_flight.quiet()).await;
+            Some(app.cut.answered())
         })
     }
 
@@ -358,9 +365,12 @@ impl Running {
             .take();
         if let Some(runtime) = taken {
             self.app.cut.cut("not ready: stopped".to_owned());
-            let drained = self.app.handle.drain();
+            let app = &self.app;
             runtime.block_on(async {
-                let _ = tokio::time::timeout(CUT_GRACE, drained).await;
+                let _ = tokio::time::timeout(CUT_GRACE, app.in_flight.quiet()).await;
+                let _ = tokio::time::timeout(CUT_GRACE, app.handle.drain()).await;
+                // Answers built are written by their connections' tasks: a moment for that.
+                tokio::time::sleep(WRITE_GRACE).await;
             });
             runtime.shutdown_timeout(CUT_GRACE);
         }

@@ -5,9 +5,11 @@
 //! **Rule.** The request passes both checks (every declared input present and
 //! no other, datatypes equal, shapes matching with `-1` as any size, one batch
 //! size across inputs when the model batches, only declared outputs named);
-//! its rows are then the first input's batch dimension when the model
-//! batches, else 1. A bad request is a 400 before it queues, never a failed
-//! batch.
+//! a request that fails the declared inputs passes if it matches one of the
+//! model's other input forms (e.g. raw arrays beside encoded images), and is
+//! refused with the declared inputs' error otherwise. Its rows are then the
+//! first input's batch dimension when the model batches, else 1. A bad
+//! request is a 400 before it queues, never a failed batch.
 
 use lanes_kserve::{check_inputs, check_outputs, InferRequest, KserveError};
 use serde_json::{json, Value};
@@ -25,15 +27,24 @@ pub fn metadata(spec: &Spec) -> Value {
 pub struct Signature {
     pub inputs: Vec<Spec>,
     pub outputs: Vec<Spec>,
+    /// Other accepted forms of the inputs.
+    pub forms: Vec<Vec<Spec>>,
 }
 
 impl Signature {
     /// Checks `request` against the declaration (the module's rule) and
     /// returns its rows.
     pub fn check(&self, request: &InferRequest, batching: bool) -> Result<u32, KserveError> {
-        check_inputs(request, &self.inputs, batching)?;
+        let inputs = match check_inputs(request, &self.inputs, batching) {
+            Ok(()) => &self.inputs,
+            Err(declared) => self
+                .forms
+                .iter()
+                .find(|form| check_inputs(request, form, batching).is_ok())
+                .ok_or(declared)?,
+        };
         check_outputs(request, &self.outputs)?;
-        let rows = match (batching, self.inputs.first()) {
+        let rows = match (batching, inputs.first()) {
             (true, Some(spec)) => request
                 .input(&spec.name)
                 .and_then(|t| t.shape().first().copied())
@@ -63,6 +74,7 @@ mod tests {
                 spec("k", Datatype::Int64, &[-1]),
             ],
             outputs: vec![spec("y", Datatype::Fp32, &[-1, 2])],
+            forms: vec![vec![spec("img", Datatype::Uint8, &[-1, 3])]],
         }
     }
 
@@ -117,6 +129,17 @@ mod tests {
                 format!(r#"{{"inputs":[{X1},{K1}],"outputs":[{{"name":"q"}}]}}"#),
                 true,
                 Err("unknown output 'q'; the model's outputs are: y"),
+            ),
+            // The other input form, its rows; a request matching no form gets the declared error.
+            (
+                r#"{"inputs":[{"name":"img","shape":[2,3],"datatype":"UINT8","data":[1,2,3,4,5,6]}]}"#.into(),
+                true,
+                Ok(2),
+            ),
+            (
+                r#"{"inputs":[{"name":"img","shape":[2,3],"datatype":"INT8","data":[1,2,3,4,5,6]}]}"#.into(),
+                true,
+                Err("unknown input 'img'; the model's inputs are: x, k"),
             ),
         ];
         for (body, batching, expected) in table {

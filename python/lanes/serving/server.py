@@ -196,6 +196,10 @@ class Server:
                     "platform": model.platform,
                     "inputs": [(t.name, t.datatype, list(t.shape)) for t in model.inputs],
                     "outputs": [(t.name, t.datatype, list(t.shape)) for t in model.outputs],
+                    "input_forms": [
+                        [(t.name, t.datatype, list(t.shape)) for t in form]
+                        for form in model.input_forms
+                    ],
                     "batching": (
                         b.max_batch_size,
                         b.batch_timeout_micros,

@@ -112,6 +112,7 @@ pub async fn route<B>(app: Arc<App<B>>, request: Request<Incoming>) -> Result<Re
 where
     B: Backend<Input = Admitted, Output = Produced>,
 {
+    let _in_flight = app.in_flight.enter();
     let t0 = std::time::Instant::now();
     let method = request.method().to_string();
     let path = request.uri().path().to_owned();
