@@ -701,6 +701,15 @@ def test_huge_deadlines_are_accepted(api: Api) -> None:
     assert_serves(api.handle)
 
 
+def test_the_timeout_parameter_wins_over_the_header(serve: Callable[..., Handle]) -> None:
+    # As the deadline rule says: the header is read only for a request without the parameter,
+    # so a bad header beside a good parameter is not an error.
+    h = serve(probe("double", max_batch_size=4))
+    reply = infer(h, "double", headers={"lanes-timeout-ms": "soon"}, timeout=5_000_000)
+    assert reply.status == 200, reply.body
+    assert infer(h, "double", headers={"lanes-timeout-ms": "soon"}).status == 400
+
+
 def test_not_ready_is_503(serve: Callable[..., Handle]) -> None:
     h = serve(probe("double", max_batch_size=4))
     h.server.native.set_phase("loading")

@@ -264,14 +264,25 @@ fn json_bytes(body: Vec<u8>) -> Reply {
 }
 
 /// `GET /v2/trace?seconds=N`, built on a blocking thread (the ring may be large).
-async fn trace<B: Backend>(app: &App<B>, query: Option<&str>) -> Reply {
-    let seconds = query
-        .unwrap_or("")
+/// The first value of `key` in a query string (form encoding: `+` is a space,
+/// `%XX` a byte; a key without `=` has the empty value).
+fn query_value(query: &str, key: &str) -> Option<String> {
+    let decode = |text: &str| {
+        percent_encoding::percent_decode_str(&text.replace('+', " "))
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    query
         .split('&')
-        .filter_map(|kv| kv.split_once('='))
-        .find(|(k, _)| *k == "seconds")
-        .map(|(_, v)| v);
-    let seconds = match parse_seconds(seconds) {
+        .filter(|kv| !kv.is_empty())
+        .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
+        .find(|(k, _)| decode(k) == key)
+        .map(|(_, v)| decode(v))
+}
+
+async fn trace<B: Backend>(app: &App<B>, query: Option<&str>) -> Reply {
+    let seconds = query_value(query.unwrap_or(""), "seconds");
+    let seconds = match parse_seconds(seconds.as_deref()) {
         Ok(s) => s,
         Err(e) => return error(e.http_status(), &e.to_string()),
     };
@@ -374,7 +385,6 @@ where
     let (parts, body) = request.into_parts();
     let header_length =
         parse_header_length(parts.headers.get(HEADER_LENGTH).map(|v| v.as_bytes()))?;
-    let edge_deadline = header_deadline(&parts.headers)?;
     let max = app.codec.max_body_bytes;
     let within = app.limits.body_read_timeout;
     let Ok(body) = tokio::time::timeout(within, Limited::new(body, max).collect()).await else {
@@ -403,6 +413,11 @@ where
         version: version.map(str::to_owned),
     };
     let decoded = decode_request(model, body, header_length, &app.codec)?;
+    // The header is the deadline only for a request without a `timeout` parameter.
+    let edge_deadline = match decoded.timeout_us {
+        Some(_) => None,
+        None => header_deadline(&parts.headers)?,
+    };
     let (response, choice) = app.infer(ix, decoded, edge_deadline, arrival).await?;
     let encoded = encode_response(&response, &choice)?;
     let body = match encoded.chunks.len() {
@@ -419,4 +434,24 @@ where
             .insert(HEADER_LENGTH, header::HeaderValue::from(h));
     }
     Ok(r)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::query_value;
+
+    #[test]
+    fn query_values_are_form_decoded() {
+        let table = [
+            ("seconds=2.5", Some("2.5")),
+            ("a=1&seconds=%31%30&seconds=3", Some("10")),
+            ("seconds", Some("")),
+            ("seconds=1+2", Some("1 2")),
+            ("second=1&&", None),
+            ("", None),
+        ];
+        for (query, want) in table {
+            assert_eq!(query_value(query, "seconds").as_deref(), want, "{query}");
+        }
+    }
 }
