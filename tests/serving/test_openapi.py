@@ -76,6 +76,7 @@ def test_the_document_is_valid_openapi() -> None:
 
 
 def test_every_route_is_documented_and_every_documented_operation_is_routed() -> None:
+    """The asyncio data plane's router (``--arbiter``), against the document."""
     @web.middleware
     async def passthrough(request: web.Request, handler: Any) -> web.StreamResponse:
         response: web.StreamResponse = await handler(request)
@@ -134,6 +135,29 @@ def test_the_server_serves_the_document(live: Handle) -> None:
         assert response.status == 200
         assert response.headers["Content-Type"].startswith("application/json")
         assert response.read() == openapi_document()
+
+
+def test_the_native_server_routes_every_documented_operation(live: Handle) -> None:
+    """Every documented operation reaches a handler of ``lanes serve`` (no ``no route`` 404, no
+    405), and an undocumented path is the ``no route`` 404."""
+    for path, item in document()["paths"].items():
+        url = live.url + path.replace("{model}", "affine").replace("{version}", "1")
+        for method in item:
+            if method == "parameters":
+                continue
+            data = b'{"inputs": []}' if method == "post" else None
+            request = urllib.request.Request(url, data=data, method=method.upper())
+            try:
+                with urllib.request.urlopen(request, timeout=10) as response:
+                    status, body = response.status, response.read()
+            except urllib.error.HTTPError as err:
+                status, body = err.code, err.read()
+            assert status != 405, (method, path, body)
+            assert not (status == 404 and b"no route" in body), (method, path, body)
+    with pytest.raises(urllib.error.HTTPError) as raised:
+        urllib.request.urlopen(f"{live.url}/v2/models/affine/explain", timeout=10)
+    assert raised.value.code == 404
+    assert json.loads(raised.value.read())["error"] == "no route /v2/models/affine/explain"
 
 
 def test_a_wrong_method_is_405_with_allow(live: Handle) -> None:
