@@ -77,6 +77,7 @@ def test_the_document_is_valid_openapi() -> None:
 
 def test_every_route_is_documented_and_every_documented_operation_is_routed() -> None:
     """The asyncio data plane's router (``--arbiter``), against the document."""
+
     @web.middleware
     async def passthrough(request: web.Request, handler: Any) -> web.StreamResponse:
         response: web.StreamResponse = await handler(request)
