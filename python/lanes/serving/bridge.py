@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from lanes.errors import BAD_INPUT, LanesError
 from lanes.models.base import DATATYPES, Arrays, Model, datatype_of
+from lanes.serving.codec import element_bytes
 
 Wire = list[tuple[str, str, list[int], Any]]
 """Tensors as they cross: ``(name, datatype, shape, data)``."""
@@ -41,16 +42,6 @@ def arrays(wire: Wire) -> Arrays:
     return out
 
 
-def _element_bytes(value: Any) -> bytes:
-    """A BYTES element: bytes as they are, str as UTF-8, anything else as ``str(value)``."""
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, bytearray):
-        return bytes(value)
-    text = value if isinstance(value, str) else str(value)
-    return text.encode("utf-8", "replace")
-
-
 def wire(outputs: Mapping[str, npt.NDArray[Any]]) -> Wire:
     """Output arrays as wire tensors; an array with no KServe datatype raises ``LanesError``."""
     out: Wire = []
@@ -62,7 +53,7 @@ def wire(outputs: Mapping[str, npt.NDArray[Any]]) -> Wire:
             raise LanesError(err.code, f"output '{name}': {err.message}") from None
         shape = list(array.shape)
         if datatype == "BYTES":
-            out.append((name, datatype, shape, [_element_bytes(v) for v in array.reshape(-1)]))
+            out.append((name, datatype, shape, [element_bytes(v) for v in array.reshape(-1)]))
         else:
             little = array.astype(array.dtype.newbyteorder("<"), copy=False)
             out.append((name, datatype, shape, np.ascontiguousarray(little).tobytes()))

@@ -688,7 +688,7 @@ def _as_list(value: Any) -> Any:
     raise TypeError(f"{type(value).__name__} is not JSON serialisable")
 
 
-def _element_bytes(value: Any) -> bytes:
+def element_bytes(value: Any) -> bytes:
     """A BYTES output element as bytes: bytes as they are, str as UTF-8 (unencodable surrogates
     replaced), anything else as the UTF-8 of ``str(value)`` (as tritonclient does)."""
     if isinstance(value, bytes):
@@ -707,7 +707,7 @@ def _binary_output(array: npt.NDArray[Any], datatype: str) -> bytes | memoryview
         return np.ascontiguousarray(array).data.cast("B")
     parts: list[bytes] = []
     for value in array.ravel().tolist():
-        element = _element_bytes(value)
+        element = element_bytes(value)
         parts.append(_LENGTH.pack(len(element)))
         parts.append(element)
     return b"".join(parts)
@@ -722,5 +722,5 @@ def _json_output(array: npt.NDArray[Any], datatype: str) -> list[Any] | npt.NDAr
         return np.ascontiguousarray(array.reshape(-1))
     values: list[Any] = array.ravel().tolist()
     return [
-        v if isinstance(v, str) else _element_bytes(v).decode("utf-8", "replace") for v in values
+        v if isinstance(v, str) else element_bytes(v).decode("utf-8", "replace") for v in values
     ]
