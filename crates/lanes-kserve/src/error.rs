@@ -69,6 +69,7 @@ impl KserveError {
                 ServeError::UnknownModel { .. } => Code::NotFound,
                 ServeError::BadRows { .. } => Code::InvalidArgument,
                 ServeError::BadModel { .. } => Code::Internal,
+                ServeError::Refused { .. } => Code::Unavailable,
             },
         }
     }

@@ -22,6 +22,7 @@ use bytes::Bytes;
 use lanes_kserve::{CodecConfig, Datatype, InferRequest, OutputTensor, Tensor, TensorData};
 use lanes_onnx::SessionConfig;
 use lanes_server::app::{DeviceEntry, Limits, ModelEntry, Phase};
+use lanes_server::arbiter::{ArbiterConfig, Fallback};
 use lanes_server::onnx_backend::OnnxModel;
 use lanes_server::runner::{Admitted, HookError, Hooks, Item, ModelRunner, Produced, SimCost};
 use lanes_server::server::{Listen, Running, ServedModel, ServerSpec};
@@ -433,8 +434,18 @@ fn start(py: Python<'_>, config: &Bound<'_, PyDict>) -> Result<Running, CoreErro
         .iter()
         .map(|m| served_model(m, &bridge, &device_names))
         .collect::<Result<Vec<_>, _>>()?;
+    let arbiter: Option<(String, String, String)> = get(config, "arbiter")?;
+    let arbiter = match arbiter {
+        Some((path, fallback, service)) => Some(ArbiterConfig::new(
+            path,
+            &service,
+            fallback.parse::<Fallback>().map_err(bad)?,
+        )),
+        None => None,
+    };
     let spec = ServerSpec {
         policy: get(config, "policy")?,
+        arbiter,
         devices: devices
             .into_iter()
             .map(|(name, simulated)| DeviceEntry { name, simulated })

@@ -12,6 +12,12 @@
 //! Inputs wait in the task's table beside the state (which holds only ids and
 //! rows) until their batch starts.
 //!
+//! **Grants** come from the policy engine in the state, or (`--arbiter`) from
+//! the host's `lanes arbiter` daemon through the [`crate::arbiter`] link: the
+//! state's asks go out on it, its grants and refusals come back as events
+//! beside the commands, and a finished batch is released after the asks its
+//! completion produced.
+//!
 //! **Drain.** [`Handle::drain`] stops admission (new requests get
 //! [`ServerError::ShuttingDown`], 503), lets every queued and running request
 //! finish or expire, then stops the executors and the task.
@@ -28,6 +34,7 @@ use rustc_hash::FxHashMap;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 
+use crate::arbiter::{self, ArbiterConfig, Link};
 use crate::backend::{Backend, BatchInfo};
 use crate::clock::Clock;
 use crate::device::{Executors, Item, Work};
@@ -38,8 +45,10 @@ use crate::probe::Probe;
 /// What the driver serves, checked at start.
 #[derive(Debug, Clone)]
 pub struct DriverConfig {
-    /// Where device grants come from (`External` is not driven here).
+    /// Where device grants come from (`External`: from `arbiter`).
     pub grants: Grants,
+    /// The `lanes arbiter` daemon granting devices (exactly under `Grants::External`).
+    pub arbiter: Option<ArbiterConfig>,
     /// Devices, ids `0..devices`.
     pub devices: usize,
     /// The run-time estimator's settings.
@@ -162,6 +171,17 @@ impl<B: Backend> Handle<B> {
             state.add_model(model.clone())?;
         }
         let clock = Clock::start();
+        let link = match (&config.grants, &config.arbiter) {
+            (Grants::External, Some(a)) => {
+                let names = match observe.devices.len() == config.devices {
+                    true => observe.devices.clone(),
+                    false => (0..config.devices).map(|d| format!("device:{d}")).collect(),
+                };
+                Some(Link::start(a.clone(), names, clock))
+            }
+            (Grants::External, None) | (_, Some(_)) => return Err(StartError::ExternalGrants),
+            _ => None,
+        };
         let probe = Probe::start(&config, observe, &state, clock);
         let observer = Arc::clone(probe.observer());
         let (tx, rx) = mpsc::unbounded_channel();
@@ -178,6 +198,8 @@ impl<B: Backend> Handle<B> {
             draining: Vec::new(),
             actions: Vec::new(),
             probe,
+            link,
+            releases: Vec::new(),
         };
         let join = tokio::spawn(task.run());
         let handle = Self {
@@ -284,9 +306,9 @@ impl<B: Backend> Drop for Pending<B> {
 /// Executor threads per device (see [`crate::device`]).
 fn device_slots(config: &DriverConfig) -> Result<Vec<u32>, StartError> {
     match config.grants {
-        Grants::External => Err(StartError::ExternalGrants),
         Grants::Engine(policy) => Ok(vec![engine_slots(&policy); config.devices]),
-        Grants::Independent => Ok((0..config.devices)
+        // Each model runs up to its own limit; the grant source decides overlap.
+        Grants::Independent | Grants::External => Ok((0..config.devices)
             .map(|d| {
                 config
                     .models
@@ -301,6 +323,13 @@ fn device_slots(config: &DriverConfig) -> Result<Vec<u32>, StartError> {
 
 fn engine_slots(policy: &Policy) -> u32 {
     policy.slots(1) + policy.fast_slots()
+}
+
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// A request waiting in the task's table for its batch.
@@ -326,6 +355,10 @@ struct Task<B: Backend> {
     actions: Vec<Action>,
     /// Statistics, device accounts and the timeline: the hook calls below.
     probe: Probe,
+    /// The arbiter (`Grants::External`).
+    link: Option<Link>,
+    /// Finished batches to release at the arbiter, after the next asks.
+    releases: Vec<(JobId, Nanos)>,
 }
 
 impl<B: Backend> Task<B> {
@@ -334,16 +367,24 @@ impl<B: Backend> Task<B> {
             if !self.draining.is_empty() && self.waiting.is_empty() && self.running == 0 {
                 break;
             }
-            let command = match self.state.next_wake() {
-                Some(t) => tokio::select! {
-                    command = self.rx.recv() => command,
-                    () = tokio::time::sleep_until(self.clock.instant(t)) => {
-                        self.state.poll(self.clock.now(), &mut self.actions);
-                        self.apply();
-                        continue;
-                    }
-                },
-                None => self.rx.recv().await,
+            let wake = self.state.next_wake().map(|t| self.clock.instant(t));
+            let events = async {
+                match self.link.as_mut() {
+                    Some(link) => link.rx.recv().await,
+                    None => std::future::pending().await,
+                }
+            };
+            let command = tokio::select! {
+                command = self.rx.recv() => command,
+                Some(event) = events => {
+                    self.event(event);
+                    continue;
+                }
+                () = sleep_until(wake) => {
+                    self.state.poll(self.clock.now(), &mut self.actions);
+                    self.apply();
+                    continue;
+                }
             };
             // The task holds no sender, but executors do: None means every
             // handle and executor is gone.
@@ -383,6 +424,9 @@ impl<B: Backend> Task<B> {
                 self.running -= 1;
                 let measured = (!failed).then_some(run);
                 self.state.complete(now, job, measured, &mut self.actions);
+                if self.link.is_some() {
+                    self.releases.push((job, measured.unwrap_or(0)));
+                }
                 self.probe.finished(now, job, run, failed, &self.state);
                 for (reply, answer) in answers {
                     let _ = reply.send(answer);
@@ -395,6 +439,30 @@ impl<B: Backend> Task<B> {
             Command::Observe { model, rows, run } => self.state.observe(model, rows, run),
         }
         self.apply();
+    }
+
+    /// A grant or refusal from the arbiter.
+    fn event(&mut self, event: arbiter::Event) {
+        let now = self.clock.now();
+        match event {
+            arbiter::Event::Granted { job, device } => {
+                if !self.state.grant(now, job, device, &mut self.actions) {
+                    // The ask was withdrawn meanwhile: give the device back.
+                    self.releases.push((job, 0));
+                }
+            }
+            arbiter::Event::Refused { job, refusal } => {
+                self.state.refuse(now, job, refusal, &mut self.actions);
+            }
+        }
+        self.apply();
+    }
+
+    /// Sends a request to the arbiter (nothing without one).
+    fn tell(&self, request: arbiter::Request) {
+        if let Some(link) = &self.link {
+            let _ = link.tx.send(request);
+        }
     }
 
     fn submit(
@@ -482,9 +550,29 @@ impl<B: Backend> Task<B> {
                         let _ = w.reply.send(Err(ServerError::Serve(*error)));
                     }
                 }
-                // Only under Grants::External, which start() refuses.
-                Action::Ask { .. } | Action::Withdraw { .. } | Action::Release { .. } => {}
+                Action::Ask {
+                    job,
+                    model,
+                    rows,
+                    cost,
+                    deadline,
+                    devices,
+                } => self.tell(arbiter::Request::Ask {
+                    job,
+                    ask: arbiter::Ask {
+                        model: Arc::clone(&self.models[model as usize]),
+                        rows,
+                        cost,
+                        deadline,
+                        devices,
+                    },
+                }),
+                Action::Withdraw { job } => self.tell(arbiter::Request::Withdraw { job }),
+                Action::Release { job, .. } => self.tell(arbiter::Request::Release { job, run: 0 }),
             }
+        }
+        for (job, run) in std::mem::take(&mut self.releases) {
+            self.tell(arbiter::Request::Release { job, run });
         }
         self.probe.decision_point(now, &self.state);
     }

@@ -82,6 +82,17 @@ pub(crate) fn lab_observed(
     held: bool,
     observe: ObserveConfig,
 ) -> Lab {
+    lab_with(grants, None, models, held, observe)
+}
+
+/// [`lab_observed`] with grants from an arbiter.
+pub(crate) fn lab_with(
+    grants: Grants,
+    arbiter: Option<crate::arbiter::ArbiterConfig>,
+    models: Vec<ModelConfig>,
+    held: bool,
+    observe: ObserveConfig,
+) -> Lab {
     let (started_tx, started) = flume::unbounded();
     let (release, release_rx) = flume::unbounded();
     let log = Arc::default();
@@ -92,6 +103,7 @@ pub(crate) fn lab_observed(
     };
     let config = DriverConfig {
         grants,
+        arbiter,
         devices: 1,
         cost: CostConfig::default(),
         models,
@@ -306,6 +318,7 @@ async fn start_refuses_what_it_cannot_drive() {
         };
         let config = DriverConfig {
             grants,
+            arbiter: None,
             devices: 1,
             cost: CostConfig::default(),
             models,

@@ -63,8 +63,9 @@ pub enum StartError {
     /// The executor threads could not be started.
     #[error("starting the device executor threads: {0}")]
     Threads(#[from] std::io::Error),
-    /// `Grants::External` (grants from `lanes arbiter`) is not driven here.
-    #[error("grants from an external arbiter are not supported by this driver")]
+    /// `Grants::External` without an arbiter to take grants from, or an
+    /// arbiter with another grant source.
+    #[error("grants come from an arbiter exactly when one is configured (DriverConfig.arbiter)")]
     ExternalGrants,
     /// The folder of the `--trace` file does not exist.
     #[error("trace = '{path}': folder '{folder}' does not exist (see --trace)")]
@@ -78,7 +79,7 @@ impl StartError {
             Self::Policy(_) => "bad_policy",
             Self::Model(e) => e.code(),
             Self::Threads(_) => "threads_failed",
-            Self::ExternalGrants => "external_grants_unsupported",
+            Self::ExternalGrants => "bad_argument",
             Self::TraceFolder { .. } => "bad_argument",
         }
     }

@@ -8,6 +8,8 @@
 //! - [`device`]: every device's executor threads — as many as jobs the device
 //!   may run at once — which run batches through the [`Backend`] and answer
 //!   the batch's clients directly, then report the measured run time.
+//! - [`arbiter`]: device grants from the host's `lanes arbiter` daemon
+//!   (`--arbiter`), with the fail-open / fail-closed fallback.
 //! - [`access`]: request log records (access log, 500s) on a bounded channel.
 //! - [`app`]: what both front ends serve (models, readiness) and the one
 //!   inference path; [`app::Failure`] maps every refusal to HTTP and gRPC.
@@ -37,6 +39,7 @@
 
 pub mod access;
 pub mod app;
+pub mod arbiter;
 pub mod backend;
 pub mod clock;
 pub mod device;
@@ -63,5 +66,7 @@ pub use error::ServerError;
 pub use observe::{ObserveConfig, Observer, RequestRecord};
 pub use stats::Outcome;
 
+#[cfg(test)]
+mod arbiter_driver_tests;
 #[cfg(test)]
 mod driver_tests;

@@ -99,6 +99,7 @@ pub fn build(config: &NativeConfig) -> Result<Arc<App<Runners>>, NativeError> {
     }
     let spec = ServerSpec {
         policy: config.policy.clone(),
+        arbiter: None,
         devices: device_names
             .into_iter()
             .map(|name| DeviceEntry {

@@ -339,6 +339,7 @@ async fn idle_while_waiting_is_the_time_a_standing_job_had_a_free_device() {
     // the device is free — the one way to see the rule count.
     let config = DriverConfig {
         grants: Grants::External,
+        arbiter: None,
         devices: 1,
         cost: CostConfig::default(),
         models: vec![model("m", 1, 1.0)],

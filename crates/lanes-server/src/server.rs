@@ -3,7 +3,8 @@
 //! drives (`loading` → `warming` → `ready` → `draining` → `stopped`).
 //!
 //! - [`build`] assembles the [`App`] from one [`ServerSpec`]: the driver
-//!   (grants from the policy engine or per model), every model's
+//!   (grants from the policy engine, per model, or the host's `lanes
+//!   arbiter`), every model's
 //!   [`ModelRunner`], the devices (real or simulated).
 //! - [`Running::start`] binds the listeners first (live at once, not ready:
 //!   503 naming the phase), then builds the app inside its runtime; the
@@ -28,6 +29,7 @@ use tokio::runtime::Runtime;
 use tokio::sync::watch;
 
 use crate::app::{App, Cut, DeviceEntry, Limits, ModelEntry, Phase, PhaseCell};
+use crate::arbiter::ArbiterConfig;
 use crate::driver::{DriverConfig, Handle};
 use crate::error::StartError;
 use crate::observe::ObserveConfig;
@@ -70,6 +72,8 @@ impl std::fmt::Debug for ServedModel {
 pub struct ServerSpec {
     /// `independent`, or a policy of the engine (`fifo`, `sjf`, `limit:K`, …).
     pub policy: String,
+    /// Grants from this `lanes arbiter` daemon instead (`policy` is then only shown).
+    pub arbiter: Option<ArbiterConfig>,
     pub devices: Vec<DeviceEntry>,
     pub models: Vec<ServedModel>,
     pub codec: CodecConfig,
@@ -144,7 +148,10 @@ pub fn grants(policy: &str) -> Result<Grants, ServeStartError> {
 
 /// Starts the driver (on the current runtime) and returns the app, in phase `phase`.
 pub fn build(spec: ServerSpec, phase: Phase) -> Result<Arc<App<Runners>>, ServeStartError> {
-    let grants = grants(&spec.policy)?;
+    let grants = match spec.arbiter {
+        Some(_) => Grants::External,
+        None => grants(&spec.policy)?,
+    };
     let configs = spec
         .models
         .iter()
@@ -160,6 +167,7 @@ pub fn build(spec: ServerSpec, phase: Phase) -> Result<Arc<App<Runners>>, ServeS
         .collect();
     let driver = DriverConfig {
         grants,
+        arbiter: spec.arbiter.clone(),
         devices: spec.devices.len(),
         cost: CostConfig::default(),
         models: configs,

@@ -29,6 +29,9 @@ pub enum ServeError {
     /// (`queued` false) or dropped from the queue (`queued` true).
     #[error("model '{model}': predicted to miss its deadline (edf); {}", if *.queued { "dropped" } else { "not queued" })]
     DeadlineUnreachable { model: String, queued: bool },
+    /// (`External`) the grant source refused the request's batch.
+    #[error("model '{model}': {reason}")]
+    Refused { model: String, reason: String },
     /// A model the state cannot serve (no device holds it, or too many models).
     #[error("model '{model}': {reason}")]
     BadModel { model: String, reason: String },
@@ -51,6 +54,7 @@ impl ServeError {
             Self::QueueFull { .. } => "queue_full",
             Self::DeadlineExceeded { .. } => "deadline_exceeded",
             Self::DeadlineUnreachable { .. } => "deadline_unreachable",
+            Self::Refused { .. } => "grant_refused",
             Self::BadModel { .. } => "bad_model",
             Self::UnknownModel { .. } => "model_not_found",
             Self::BadRows { .. } => "bad_request",
@@ -63,6 +67,7 @@ impl ServeError {
             Self::QueueFull { .. } => 429,
             Self::DeadlineExceeded { .. } | Self::DeadlineUnreachable { .. } => 504,
             Self::UnknownModel { .. } => 404,
+            Self::Refused { .. } => 503,
             Self::BadRows { .. } => 400,
             Self::BadModel { .. } => 500,
         }

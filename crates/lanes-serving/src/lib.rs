@@ -21,4 +21,4 @@ pub mod state;
 
 pub use error::ServeError;
 pub use queue::{Batching, ModelQueue, Queued, RequestId};
-pub use state::{Action, Batch, Grants, ModelConfig, ModelIx, ServingState};
+pub use state::{Action, Batch, Grants, ModelConfig, ModelIx, Refusal, ServingState};

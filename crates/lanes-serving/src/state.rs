@@ -20,7 +20,15 @@
 //!   engine with `num_batch_threads` slots on every device, so models overlap;
 //! - `External`: another party (the `lanes arbiter` daemon) grants devices:
 //!   the state emits [`Action::Ask`] / [`Action::Withdraw`] for the standing
-//!   job and the driver calls [`ServingState::grant`].
+//!   job and the driver calls [`ServingState::grant`] or, when the daemon
+//!   refuses, [`ServingState::refuse`]. A standing ask is not re-costed as
+//!   its queue grows (withdrawing it would lose its place at the daemon; the
+//!   batch is cut when the grant comes anyway).
+//!
+//! **A refusal consumes work** so that ask → refuse cannot loop:
+//! [`Refusal::Deadline`] fails the requests that can no longer make their
+//! deadline (at least the earliest one, 504); [`Refusal::Refused`] fails one
+//! batch of the queue (503 with the daemon's reason).
 //!
 //! **Late formation.** When a job is granted a device, the batch is cut from
 //! the queue at that moment ([`Action::Start`]); requests found expired are
@@ -54,6 +62,15 @@ pub enum Grants {
     Engine(Policy),
     Independent,
     External,
+}
+
+/// (`External`) why the grant source will never grant a job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refusal {
+    /// Its deadline passed, or cannot be met, at the grant source.
+    Deadline,
+    /// Any other reason (overload, shutting down, unreachable), in words.
+    Refused(String),
 }
 
 /// A model as the state serves it.
@@ -98,6 +115,8 @@ pub enum Action {
         model: ModelIx,
         rows: u32,
         cost: Nanos,
+        /// The earliest deadline queued (the ask is worthless after it).
+        deadline: Option<Nanos>,
         devices: DeviceSet,
     },
     /// (`External`) the ask for `job` is void.
@@ -433,6 +452,64 @@ impl ServingState {
         true
     }
 
+    /// (`External`) `job` will never be granted: consume work (module docs)
+    /// and ask again for what is left. False when `job` is not standing.
+    pub fn refuse(
+        &mut self,
+        now: Nanos,
+        job: JobId,
+        refusal: Refusal,
+        out: &mut Vec<Action>,
+    ) -> bool {
+        let Some(model) = self.waiting(job) else {
+            return false;
+        };
+        let s = &mut self.models[model as usize];
+        s.job = None;
+        let mut gone = std::mem::take(&mut self.scratch);
+        let error = match refusal {
+            Refusal::Deadline => {
+                let cost = self.costs.estimate(model, s.queue.next_batch_rows().max(1));
+                s.queue.drop_unreachable(now, cost, &mut gone);
+                if gone.is_empty() {
+                    if let Some(d) = s.queue.earliest_deadline() {
+                        s.queue.drop_unreachable(d, 1, &mut gone);
+                    }
+                }
+                ServeError::DeadlineUnreachable {
+                    model: s.name.clone(),
+                    queued: true,
+                }
+            }
+            Refusal::Refused(reason) => {
+                let mut expired = Vec::new();
+                s.queue.take(now, &mut gone, &mut expired);
+                for request in expired {
+                    out.push(Action::Fail {
+                        model,
+                        request: request.id,
+                        error: Box::new(ServeError::expired(&s.name, request.arrival, now)),
+                    });
+                }
+                ServeError::Refused {
+                    model: s.name.clone(),
+                    reason,
+                }
+            }
+        };
+        for request in gone.drain(..) {
+            out.push(Action::Fail {
+                model,
+                request: request.id,
+                error: Box::new(error.clone()),
+            });
+        }
+        self.scratch = gone;
+        self.mark(model);
+        self.pump(now, out);
+        true
+    }
+
     /// Hands a finished batch's request vector back for reuse (optional: a
     /// driver that keeps it loses nothing but an allocation per batch).
     pub fn recycle(&mut self, mut requests: Vec<Queued>) {
@@ -555,7 +632,7 @@ impl ServingState {
             _ => None,
         };
         if let (Some(rows), Some(job)) = (want, s.job) {
-            if rows == job.rows {
+            if rows == job.rows || self.grants == Grants::External {
                 return;
             }
         }
@@ -575,6 +652,7 @@ impl ServingState {
                 model,
                 rows,
                 cost,
+                deadline: s.queue.earliest_deadline(),
                 devices: s.devices,
             }),
             grants => {

@@ -264,21 +264,23 @@ fn edf_drops_queued_requests_that_became_unreachable() {
 #[test]
 fn external_grants_ask_withdraw_grant_and_release() {
     let mut s = state(Grants::External, 2, &[(batching(4, 0, 1), 1.0)]);
-    let a = send(&mut s, 0, 0, req(1, 0, None));
-    let Some(Action::Ask { job, rows: 1, .. }) = a.first().cloned() else {
+    let a = send(&mut s, 0, 0, req(1, 0, Some(50 * MS)));
+    let Some(Action::Ask {
+        job,
+        rows: 1,
+        deadline: Some(d),
+        ..
+    }) = a.first().cloned()
+    else {
         panic!("{a:?}");
     };
-    // A second request re-costs the ask: the old one is withdrawn.
+    assert_eq!(d, 50 * MS);
+    // A second request keeps the standing ask (its place at the daemon).
     let b = send(&mut s, 1, 0, req(2, 1, None));
-    assert!(
-        matches!(b[0], Action::Withdraw { job: j } if j == job),
-        "{b:?}"
-    );
-    let Action::Ask { job, rows: 2, .. } = b[1] else {
-        panic!("{b:?}");
-    };
+    assert!(b.is_empty(), "{b:?}");
     let mut out = Vec::new();
     assert!(!s.grant(2, job + 100, 0, &mut out), "an unknown job");
+    // Late formation: the grant cuts both.
     assert!(s.grant(2, job, 1, &mut out));
     assert_eq!(starts(&out), [(0, 1, vec![1, 2])]);
     // A grant that finds its requests gone is given back.
@@ -291,6 +293,47 @@ fn external_grants_ask_withdraw_grant_and_release() {
     assert!(s.withdraw(4, 0, 3, &mut out));
     assert!(
         matches!(out[..], [Action::Withdraw { job: j }] if j == job),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn a_refusal_consumes_work_and_asks_again_for_the_rest() {
+    let mut s = state(Grants::External, 1, &[(batching(2, 0, 1), 1.0)]);
+    let a = send(&mut s, 0, 0, req(1, 0, None));
+    let Some(Action::Ask { job, .. }) = a.first().cloned() else {
+        panic!("{a:?}");
+    };
+    for id in 2..=4 {
+        assert!(send(&mut s, 0, 0, req(id, 0, None)).is_empty());
+    }
+    // Refused for a reason other than a deadline: one batch (2 rows) fails 503.
+    let mut out = Vec::new();
+    assert!(s.refuse(1, job, Refusal::Refused("overload".into()), &mut out));
+    assert_eq!(
+        fails(&out),
+        [(1, "grant_refused", 503), (2, "grant_refused", 503)]
+    );
+    let Some(Action::Ask { job, .. }) = out.last().cloned() else {
+        panic!("{out:?}");
+    };
+    assert!(
+        !s.refuse(1, job + 1, Refusal::Deadline, &mut out),
+        "not standing"
+    );
+    // A deadline refusal with nothing predicted late still fails the earliest.
+    out.clear();
+    let mut s = state(Grants::External, 1, &[(batching(4, 0, 1), 1.0)]);
+    let a = send(&mut s, 0, 0, req(1, 0, Some(90 * MS)));
+    let Some(Action::Ask { job, .. }) = a.first().cloned() else {
+        panic!("{a:?}");
+    };
+    send(&mut s, 0, 0, req(2, 0, Some(80 * MS)));
+    send(&mut s, 0, 0, req(3, 0, None));
+    assert!(s.refuse(MS, job, Refusal::Deadline, &mut out));
+    assert_eq!(fails(&out), [(2, "deadline_unreachable", 504)]);
+    assert!(
+        matches!(out.last(), Some(Action::Ask { rows: 2, .. })),
         "{out:?}"
     );
 }

@@ -22,9 +22,10 @@ device's executor thread through PyO3 (:mod:`lanes.serving.bridge`); its ``prepr
   (130 for SIGINT, 143 for SIGTERM).
 - **stopped**: connections closed, threads released.
 
-``--arbiter`` (device grants from a ``lanes arbiter`` daemon) is not in the native data plane
-yet: with it, :func:`serve` and :func:`start_in_thread` run the asyncio data plane of
-:mod:`lanes.serving.aio_server`.
+With ``--arbiter unix:PATH`` the device grants come from the host's ``lanes arbiter`` daemon
+instead of the local policy (the native driver's link: ACQUIRE per model's next batch, RELEASE
+with the measured run time, ``--arbiter-fallback`` while the daemon is down; docs/arbiter.md).
+Warm-up runs before the server is ready and does not ask the daemon.
 
 :func:`serve` runs until SIGINT/SIGTERM (the CLI), with logs set up by
 :mod:`lanes.serving.logs`; :func:`start_in_thread` starts a server and returns a handle (tests,
@@ -221,6 +222,7 @@ class Server:
             "io_threads": IO_THREADS,
             "workers": c.workers,
             "policy": c.policy,
+            "arbiter": None if c.arbiter is None else self._arbiter(c.arbiter),
             "devices": [(d.name, d.simulated) for d in self.devices],
             "models": models,
             "bridge": bridge,
@@ -229,6 +231,14 @@ class Server:
             "version": self.version,
             "access_log": c.access_log,
         }
+
+    def _arbiter(self, address: str) -> tuple[str, str, str]:
+        """The native link's (socket path, fallback, service name) for ``--arbiter``."""
+        return (
+            address.removeprefix("unix:"),
+            self.config.arbiter_fallback,
+            f"lanes-serve:{os.getpid()}",
+        )
 
     def queued_rows(self, model: str) -> int:
         """Rows of ``model`` waiting in its queue (as the driver last published them)."""
@@ -384,12 +394,6 @@ def serve(config: ServeConfig, models: Sequence[Model] | None = None, announce: 
         log.info("%s: draining (a second signal exits at once)", sig.name)
         stop.set()
 
-    if config.arbiter is not None:  # grants from a daemon: the asyncio data plane, for now
-        from lanes.serving import aio_server
-
-        logs.close()
-        aio_server.serve(config, models, announce)
-        return
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     server: Server | None = None
     try:
@@ -474,10 +478,6 @@ def start_in_thread(
     With ``wait_ready=False`` it returns as soon as the sockets listen (phase ``loading``);
     :meth:`Handle.wait_ready` then waits for ready and raises a failed start-up.
     """
-    if config.arbiter is not None:  # grants from a daemon: the asyncio data plane, for now
-        from lanes.serving import aio_server
-
-        return aio_server.start_in_thread(config, models, wait_ready)  # type: ignore[return-value]
     server = Server(config, load_models(config) if models is None else models)
     server.listen()
     handle = Handle(server, threading.Thread())

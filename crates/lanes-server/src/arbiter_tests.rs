@@ -1,0 +1,335 @@
+//! The link's decisions ([`Book`]) as tables: no socket, no clock.
+
+use super::*;
+
+const MS: Nanos = 1_000_000;
+
+fn names() -> Vec<String> {
+    vec!["sim:0".into(), "sim:1".into()]
+}
+
+fn ask(devices: &[usize], deadline: Option<Nanos>) -> Ask {
+    Ask {
+        model: Arc::from("m"),
+        rows: 2,
+        cost: 3 * MS,
+        deadline,
+        devices: devices.iter().copied().collect(),
+    }
+}
+
+fn request(book: &mut Book, now: Nanos, r: Request) -> Vec<Effect> {
+    let mut out = Vec::new();
+    book.request(now, r, &mut out);
+    out
+}
+
+fn granted(job: JobId, device: DeviceId) -> Effect {
+    Effect::Deliver(Event::Granted { job, device })
+}
+
+fn up(book: &mut Book, conn: u64, daemon: &[&str]) -> Vec<Effect> {
+    let daemon: Vec<String> = daemon.iter().map(|s| (*s).to_owned()).collect();
+    let mut out = Vec::new();
+    book.up(0, conn, &daemon, &mut out);
+    out
+}
+
+#[test]
+fn an_ask_becomes_an_acquire_on_the_daemons_device_numbers() {
+    let mut book = Book::new(Fallback::FailClosed, "s".into(), names());
+    assert!(up(&mut book, 1, &["cuda:0", "sim:1", "sim:0"]).is_empty());
+    let out = request(
+        &mut book,
+        10 * MS,
+        Request::Ask {
+            job: 7,
+            ask: ask(&[0, 1], Some(25 * MS)),
+        },
+    );
+    assert_eq!(
+        out,
+        [Effect::Send(Message::Acquire(Acquire {
+            id: 7,
+            model: "m".into(),
+            batch: 2,
+            cost_ns: 3 * MS,
+            timeout_ns: 15 * MS,
+            devices: vec![2, 1],
+        }))]
+    );
+    // GRANT of the daemon's device 1 is this server's sim:1.
+    let mut out = Vec::new();
+    book.message(
+        11 * MS,
+        Message::Grant {
+            id: 7,
+            device: 1,
+            wait_ns: 0,
+        },
+        &mut out,
+    );
+    assert_eq!(out, [granted(7, 1)]);
+    // The finished batch is released with its run time.
+    let out = request(
+        &mut book,
+        0,
+        Request::Release {
+            job: 7,
+            run: 4 * MS,
+        },
+    );
+    assert_eq!(
+        out,
+        [Effect::Send(Message::Release {
+            id: 7,
+            run_ns: 4 * MS
+        })]
+    );
+}
+
+#[test]
+fn an_ask_no_device_of_the_daemon_can_take_is_refused() {
+    let mut book = Book::new(Fallback::FailOpen, "s".into(), names());
+    up(&mut book, 1, &["cuda:0"]);
+    let out = request(
+        &mut book,
+        0,
+        Request::Ask {
+            job: 1,
+            ask: ask(&[0], None),
+        },
+    );
+    let [Effect::Deliver(Event::Refused {
+        job: 1,
+        refusal: Refusal::Refused(why),
+    })] = &out[..]
+    else {
+        panic!("{out:?}");
+    };
+    assert!(why.contains("sim:0"), "{why}");
+}
+
+#[test]
+fn a_withdrawn_ask_is_cancelled_and_a_crossing_grant_released() {
+    let mut book = Book::new(Fallback::FailOpen, "s".into(), names());
+    up(&mut book, 1, &["sim:0", "sim:1"]);
+    request(
+        &mut book,
+        0,
+        Request::Ask {
+            job: 3,
+            ask: ask(&[0], None),
+        },
+    );
+    let out = request(&mut book, 0, Request::Withdraw { job: 3 });
+    assert_eq!(out, [Effect::Send(Message::Cancel { id: 3 })]);
+    let mut out = Vec::new();
+    book.message(
+        0,
+        Message::Grant {
+            id: 3,
+            device: 0,
+            wait_ns: 0,
+        },
+        &mut out,
+    );
+    assert_eq!(out, [Effect::Send(Message::Release { id: 3, run_ns: 0 })]);
+    // The REJECT (cancelled) that follows a CANCEL is nothing to the driver.
+    let mut out = Vec::new();
+    book.message(
+        0,
+        Message::Reject {
+            id: 3,
+            reason: RejectReason::Cancelled,
+            message: String::new(),
+        },
+        &mut out,
+    );
+    assert!(out.is_empty());
+}
+
+#[test]
+fn rejects_map_to_refusals() {
+    let mut book = Book::new(Fallback::FailClosed, "s".into(), names());
+    up(&mut book, 1, &["sim:0", "sim:1"]);
+    for (job, reason, want_deadline) in [
+        (1, RejectReason::Deadline, true),
+        (2, RejectReason::Overload, false),
+        (3, RejectReason::ShuttingDown, false),
+    ] {
+        request(
+            &mut book,
+            0,
+            Request::Ask {
+                job,
+                ask: ask(&[0], None),
+            },
+        );
+        let mut out = Vec::new();
+        book.message(
+            0,
+            Message::Reject {
+                id: job,
+                reason,
+                message: "queue full".into(),
+            },
+            &mut out,
+        );
+        let [Effect::Deliver(Event::Refused { job: j, refusal })] = &out[..] else {
+            panic!("{out:?}");
+        };
+        assert_eq!(*j, job);
+        match refusal {
+            Refusal::Deadline => assert!(want_deadline),
+            Refusal::Refused(why) => {
+                assert!(!want_deadline);
+                assert!(
+                    why.contains(reason.as_str()) && why.contains("queue full"),
+                    "{why}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn fail_open_runs_alone_at_one_batch_per_device_while_the_daemon_is_down() {
+    let mut book = Book::new(Fallback::FailOpen, "s".into(), names());
+    let ask_on = |job, devices: &[usize]| Request::Ask {
+        job,
+        ask: ask(devices, None),
+    };
+    assert_eq!(request(&mut book, 0, ask_on(1, &[0, 1])), [granted(1, 0)]);
+    assert_eq!(request(&mut book, 0, ask_on(2, &[0])), []);
+    assert_eq!(request(&mut book, 0, ask_on(3, &[0, 1])), [granted(3, 1)]);
+    assert_eq!(request(&mut book, 0, ask_on(4, &[1])), []);
+    // sim:1 frees: job 4 (the only waiter that may use it) takes it.
+    assert_eq!(
+        request(&mut book, 0, Request::Release { job: 3, run: MS }),
+        [granted(4, 1)]
+    );
+    // sim:0 frees: the oldest waiter, job 2.
+    assert_eq!(
+        request(&mut book, 0, Request::Release { job: 1, run: MS }),
+        [granted(2, 0)]
+    );
+    assert_eq!(
+        request(&mut book, 0, Request::Release { job: 2, run: MS }),
+        []
+    );
+    assert_eq!(request(&mut book, 0, ask_on(5, &[0])), [granted(5, 0)]);
+}
+
+#[test]
+fn fail_closed_waits_for_the_daemon_until_the_deadline() {
+    let mut book = Book::new(Fallback::FailClosed, "/run/a.sock".into(), names());
+    for (job, deadline) in [(1, Some(5 * MS)), (2, None), (3, Some(9 * MS))] {
+        let out = request(
+            &mut book,
+            0,
+            Request::Ask {
+                job,
+                ask: ask(&[0], deadline),
+            },
+        );
+        assert!(out.is_empty(), "{out:?}");
+    }
+    assert_eq!(book.next_wake(), Some(5 * MS));
+    let mut out = Vec::new();
+    book.expire(5 * MS, &mut out);
+    let [Effect::Deliver(Event::Refused {
+        job: 1,
+        refusal: Refusal::Refused(why),
+    })] = &out[..]
+    else {
+        panic!("{out:?}");
+    };
+    assert!(
+        why.contains("/run/a.sock") && why.contains("fail_closed"),
+        "{why}"
+    );
+    // The daemon comes back: the rest go to it, oldest first.
+    let out = up(&mut book, 1, &["sim:0"]);
+    let ids: Vec<u64> = out
+        .iter()
+        .map(|e| match e {
+            Effect::Send(Message::Acquire(a)) => a.id,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(ids, [2, 3]);
+    assert_eq!(book.next_wake(), None);
+}
+
+#[test]
+fn a_lost_connection_sends_asks_round_again_and_forgets_grants() {
+    let mut book = Book::new(Fallback::FailOpen, "s".into(), names());
+    up(&mut book, 1, &["sim:0", "sim:1"]);
+    for job in [1, 2] {
+        request(
+            &mut book,
+            0,
+            Request::Ask {
+                job,
+                ask: ask(&[1], None),
+            },
+        );
+    }
+    let mut out = Vec::new();
+    book.message(
+        0,
+        Message::Grant {
+            id: 1,
+            device: 1,
+            wait_ns: 0,
+        },
+        &mut out,
+    );
+    assert_eq!(out, [granted(1, 1)]);
+    // Down: job 2 falls back to the local sim:1 (job 1's grant is the
+    // daemon's, forgotten: it does not hold the local device).
+    let mut out = Vec::new();
+    book.down(0, &mut out);
+    assert_eq!(out, [granted(2, 1)]);
+    // Job 1's release goes nowhere; job 2's frees the local device.
+    assert!(request(&mut book, 0, Request::Release { job: 1, run: MS }).is_empty());
+    assert!(request(&mut book, 0, Request::Release { job: 2, run: MS }).is_empty());
+    // Back up on a new connection: asks go to the daemon again.
+    up(&mut book, 2, &["sim:0", "sim:1"]);
+    let out = request(
+        &mut book,
+        0,
+        Request::Ask {
+            job: 9,
+            ask: ask(&[1], None),
+        },
+    );
+    assert!(matches!(&out[..], [Effect::Send(Message::Acquire(a))] if a.id == 9));
+}
+
+#[test]
+fn shutting_down_under_fail_open_falls_back() {
+    let mut book = Book::new(Fallback::FailOpen, "s".into(), names());
+    up(&mut book, 1, &["sim:0", "sim:1"]);
+    request(
+        &mut book,
+        0,
+        Request::Ask {
+            job: 4,
+            ask: ask(&[0], None),
+        },
+    );
+    let mut out = Vec::new();
+    book.message(
+        0,
+        Message::Reject {
+            id: 4,
+            reason: RejectReason::ShuttingDown,
+            message: "stopping".into(),
+        },
+        &mut out,
+    );
+    assert_eq!(out, [granted(4, 0)]);
+    assert!(!book.connected());
+}
