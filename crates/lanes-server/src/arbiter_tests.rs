@@ -28,6 +28,28 @@ fn granted(job: JobId, device: DeviceId) -> Effect {
     Effect::Deliver(Event::Granted { job, device })
 }
 
+fn message(book: &mut Book, m: Message) -> Vec<Effect> {
+    let mut out = Vec::new();
+    book.message(0, m, &mut out);
+    out
+}
+
+fn grant(id: JobId, device: u16) -> Message {
+    Message::Grant {
+        id,
+        device,
+        wait_ns: 0,
+    }
+}
+
+fn reject(id: JobId, reason: RejectReason, message: &str) -> Message {
+    Message::Reject {
+        id,
+        reason,
+        message: message.into(),
+    }
+}
+
 fn up(book: &mut Book, conn: u64, daemon: &[&str]) -> Vec<Effect> {
     let daemon: Vec<String> = daemon.iter().map(|s| (*s).to_owned()).collect();
     let mut out = Vec::new();
@@ -59,16 +81,7 @@ fn an_ask_becomes_an_acquire_on_the_daemons_device_numbers() {
         }))]
     );
     // GRANT of the daemon's device 1 is this server's sim:1.
-    let mut out = Vec::new();
-    book.message(
-        11 * MS,
-        Message::Grant {
-            id: 7,
-            device: 1,
-            wait_ns: 0,
-        },
-        &mut out,
-    );
+    let out = message(&mut book, grant(7, 1));
     assert_eq!(out, [granted(7, 1)]);
     // The finished batch is released with its run time.
     let out = request(
@@ -124,28 +137,10 @@ fn a_withdrawn_ask_is_cancelled_and_a_crossing_grant_released() {
     );
     let out = request(&mut book, 0, Request::Withdraw { job: 3 });
     assert_eq!(out, [Effect::Send(Message::Cancel { id: 3 })]);
-    let mut out = Vec::new();
-    book.message(
-        0,
-        Message::Grant {
-            id: 3,
-            device: 0,
-            wait_ns: 0,
-        },
-        &mut out,
-    );
+    let out = message(&mut book, grant(3, 0));
     assert_eq!(out, [Effect::Send(Message::Release { id: 3, run_ns: 0 })]);
     // The REJECT (cancelled) that follows a CANCEL is nothing to the driver.
-    let mut out = Vec::new();
-    book.message(
-        0,
-        Message::Reject {
-            id: 3,
-            reason: RejectReason::Cancelled,
-            message: String::new(),
-        },
-        &mut out,
-    );
+    let out = message(&mut book, reject(3, RejectReason::Cancelled, ""));
     assert!(out.is_empty());
 }
 
@@ -166,16 +161,7 @@ fn rejects_map_to_refusals() {
                 ask: ask(&[0], None),
             },
         );
-        let mut out = Vec::new();
-        book.message(
-            0,
-            Message::Reject {
-                id: job,
-                reason,
-                message: "queue full".into(),
-            },
-            &mut out,
-        );
+        let out = message(&mut book, reject(job, reason, "queue full"));
         let [Effect::Deliver(Event::Refused { job: j, refusal })] = &out[..] else {
             panic!("{out:?}");
         };
@@ -276,16 +262,7 @@ fn a_lost_connection_sends_asks_round_again_and_forgets_grants() {
             },
         );
     }
-    let mut out = Vec::new();
-    book.message(
-        0,
-        Message::Grant {
-            id: 1,
-            device: 1,
-            wait_ns: 0,
-        },
-        &mut out,
-    );
+    let out = message(&mut book, grant(1, 1));
     assert_eq!(out, [granted(1, 1)]);
     // Down: job 2 falls back to the local sim:1 (job 1's grant is the
     // daemon's, forgotten: it does not hold the local device).
@@ -320,16 +297,7 @@ fn shutting_down_under_fail_open_falls_back() {
             ask: ask(&[0], None),
         },
     );
-    let mut out = Vec::new();
-    book.message(
-        0,
-        Message::Reject {
-            id: 4,
-            reason: RejectReason::ShuttingDown,
-            message: "stopping".into(),
-        },
-        &mut out,
-    );
+    let out = message(&mut book, reject(4, RejectReason::ShuttingDown, "stopping"));
     assert_eq!(out, [granted(4, 0)]);
     assert!(!book.connected());
 }

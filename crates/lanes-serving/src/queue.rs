@@ -240,6 +240,20 @@ impl ModelQueue {
         total
     }
 
+    /// Moves the requests that cannot meet their deadline even if started
+    /// now into `gone` (see [`ModelQueue::drop_unreachable`]); when none is
+    /// found, the one with the earliest deadline, so that a caller told the
+    /// work is unreachable always makes progress.
+    pub fn drop_late(&mut self, now: Nanos, cost: Nanos, gone: &mut Vec<Queued>) {
+        let before = gone.len();
+        self.drop_unreachable(now, cost, gone);
+        if gone.len() == before {
+            if let Some(d) = self.earliest_deadline() {
+                self.drop_unreachable(d, 1, gone);
+            }
+        }
+    }
+
     /// (`edf`) moves the requests that cannot meet their deadline even if
     /// started now, with a run of `cost`, into `gone`.
     pub fn drop_unreachable(&mut self, now: Nanos, cost: Nanos, gone: &mut Vec<Queued>) {

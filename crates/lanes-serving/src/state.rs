@@ -470,12 +470,7 @@ impl ServingState {
         let error = match refusal {
             Refusal::Deadline => {
                 let cost = self.costs.estimate(model, s.queue.next_batch_rows().max(1));
-                s.queue.drop_unreachable(now, cost, &mut gone);
-                if gone.is_empty() {
-                    if let Some(d) = s.queue.earliest_deadline() {
-                        s.queue.drop_unreachable(d, 1, &mut gone);
-                    }
-                }
+                s.queue.drop_late(now, cost, &mut gone);
                 ServeError::DeadlineUnreachable {
                     model: s.name.clone(),
                     queued: true,
@@ -738,14 +733,9 @@ impl ServingState {
         let s = &mut self.models[model as usize];
         s.job = None;
         let mut gone = std::mem::take(&mut self.scratch);
-        s.queue.drop_unreachable(now, job.cost, &mut gone);
-        if gone.is_empty() {
-            // The engine's rule and the queue's agree (now + cost > deadline);
-            // this guards the loop should they ever not: drop the earliest.
-            if let Some(d) = s.queue.earliest_deadline() {
-                s.queue.drop_unreachable(d, 1, &mut gone);
-            }
-        }
+        // The engine's rule and the queue's agree (now + cost > deadline);
+        // drop_late guards the loop should they ever not.
+        s.queue.drop_late(now, job.cost, &mut gone);
         for request in gone.drain(..) {
             out.push(Action::Fail {
                 model,
