@@ -5,9 +5,9 @@
 - :mod:`~lanes.serving.bridge` — Python models called by the native data plane;
 - :mod:`~lanes.serving.warmup` — warm-up before ready;
 - :mod:`~lanes.serving.devices` — CPU, CUDA and simulated devices;
-- with ``--arbiter`` only, until the native data plane takes grants from a daemon:
-  :mod:`~lanes.serving.aio_server` (aiohttp), :mod:`~lanes.serving.app` (routes),
-  :mod:`~lanes.serving.codec`, :mod:`~lanes.serving.batcher`, :mod:`~lanes.serving.dispatcher`.
+- :mod:`~lanes.serving.logs` — the log setup of ``lanes serve``;
+- :mod:`~lanes.serving.openapi` — the REST API's OpenAPI document;
+- :mod:`~lanes.serving.codec` — the KServe v2 REST codec in Python (the client's side).
 """
 
 from lanes.serving.config import ServeConfig

@@ -1,4 +1,4 @@
-"""Devices of ``lanes serve``: parsing ``--devices``, executors, and simulated GPUs.
+"""Devices of ``lanes serve``: parsing ``--devices`` and resolving ``auto``.
 
 Spec grammar (``--devices``), comma-separated, one kind per spec:
 
@@ -23,25 +23,20 @@ Spec grammar (``--devices``), comma-separated, one kind per spec:
 
   Whatever ``auto`` became is said in one log line at start (:attr:`Resolved.note`).
 
-Each device owns a thread pool (:class:`DeviceRunner`) with as many threads as jobs it may run at
-once, so device work never runs on the event loop and never on the CPU pool of pre/post work.
+Each device's executor threads (as many as jobs it may run at once) and the processor sharing
+of simulated devices live in the native data plane (lanes-server's ``device`` and ``runner``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import shutil
 import subprocess
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TypeVar
 
 from lanes.errors import LanesError
 from lanes.models.base import Device
-
-T = TypeVar("T")
 
 BAD_DEVICES = "bad_devices"
 """A ``--devices`` value that is malformed or names devices this host does not have."""
@@ -205,101 +200,3 @@ def _parse(text: str, threads: int | None, cuda_available: Callable[[], int]) ->
             )
         return [Device("cuda", i, 1) for i in indices]
     raise LanesError(BAD_DEVICES, f"--devices '{text}': unknown kind '{kind}'; allowed: {ALLOWED}")
-
-
-class SimClock:
-    """Processor sharing on one simulated GPU: k held batches each progress at 1/k speed.
-
-    :meth:`hold` returns once ``work_ns`` of solo work has been done for the caller. The rule:
-    whenever a batch starts or ends, every remaining work is reduced by the time elapsed divided
-    by the number of batches that shared it, and the next completion is rescheduled.
-    """
-
-    def __init__(self) -> None:
-        self._jobs: dict[int, list[float]] = {}  # id → [remaining_ns]
-        self._waiters: dict[int, asyncio.Future[None]] = {}
-        self._last = 0
-        self._next_id = 0
-        self._timer: asyncio.TimerHandle | None = None
-
-    def _advance(self, now: int) -> None:
-        k = len(self._jobs)
-        if k:
-            done = (now - self._last) / k
-            for rem in self._jobs.values():
-                rem[0] -= done
-        self._last = now
-
-    def _reschedule(self, loop: asyncio.AbstractEventLoop) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        finished = [j for j, rem in self._jobs.items() if rem[0] <= 0]
-        for j in finished:
-            del self._jobs[j]
-            fut = self._waiters.pop(j)
-            if not fut.done():
-                fut.set_result(None)
-        if self._jobs:
-            k = len(self._jobs)
-            soonest = min(rem[0] for rem in self._jobs.values())
-            delay_s = soonest * k / 1e9
-            self._timer = loop.call_later(delay_s, self._tick, loop)
-
-    def _tick(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._advance(_now_ns())
-        # Float rounding: treat work within 1 µs of done as done.
-        for rem in self._jobs.values():
-            if rem[0] < 1_000:
-                rem[0] = 0
-        self._reschedule(loop)
-
-    @property
-    def holding(self) -> int:
-        """Batches on the device now."""
-        return len(self._jobs)
-
-    async def hold(self, work_ns: float) -> None:
-        loop = asyncio.get_running_loop()
-        self._advance(_now_ns())
-        job = self._next_id
-        self._next_id += 1
-        self._jobs[job] = [max(0.0, work_ns)]
-        fut: asyncio.Future[None] = loop.create_future()
-        self._waiters[job] = fut
-        self._reschedule(loop)
-        try:
-            await asyncio.shield(fut)
-        finally:
-            if job in self._jobs:  # cancelled: leave the device
-                self._advance(_now_ns())
-                del self._jobs[job]
-                self._waiters.pop(job, None)
-                self._reschedule(loop)
-
-
-def _now_ns() -> int:
-    import time
-
-    return time.monotonic_ns()
-
-
-@dataclass
-class DeviceRunner:
-    """One device and the threads that run its jobs (``slots`` at once)."""
-
-    device: Device
-    slots: int
-
-    def __post_init__(self) -> None:
-        self.pool = ThreadPoolExecutor(
-            max_workers=max(1, self.slots), thread_name_prefix=f"lanes-{self.device.name}"
-        )
-        self.sim = SimClock() if self.device.simulated else None
-
-    async def run(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` on one of this device's threads."""
-        return await asyncio.get_running_loop().run_in_executor(self.pool, fn)
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)

@@ -51,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from lanes.errors import LanesError
+from lanes.errors import BAD_ARGUMENT, LanesError
 from lanes.models.base import MODEL_INVALID, Device, Model
 from lanes.serving import bridge
 from lanes.serving.config import ServeConfig
@@ -125,8 +125,6 @@ class Server:
         if not self.models:
             raise LanesError(MODEL_INVALID, "no models to serve")
         if config.trace is not None:
-            from lanes.serving.timeline import check_trace_path
-
             check_trace_path(config.trace)
         resolved = resolve_devices(
             config.devices,
@@ -433,6 +431,15 @@ def serve(config: ServeConfig, models: Sequence[Model] | None = None, announce: 
         for s, handler in previous.items():
             signal.signal(s, handler)
         logs.close()
+
+
+def check_trace_path(path: Path) -> None:
+    """Refuse a ``--trace`` file whose folder does not exist (checked at start, not at exit)."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise LanesError(
+            BAD_ARGUMENT, f"trace = '{path}': folder '{folder}' does not exist (see --trace)"
+        )
 
 
 @dataclass
