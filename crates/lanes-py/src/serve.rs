@@ -27,6 +27,7 @@ use lanes_server::onnx_backend::OnnxModel;
 use lanes_server::runner::{Admitted, HookError, Hooks, Item, ModelRunner, Produced, SimCost};
 use lanes_server::server::{Listen, Running, ServedModel, ServerSpec};
 use lanes_server::signature::{Signature, Spec};
+use lanes_server::zoo::{zoo, Task};
 use lanes_server::BatchInfo;
 use lanes_serving::Batching;
 use pyo3::prelude::*;
@@ -300,6 +301,32 @@ fn specs(list: Vec<(String, String, Vec<i64>)>) -> Result<Vec<Spec>, CoreError> 
         .collect()
 }
 
+/// A model's native ONNX sessions: `num_batch_threads` on each of its
+/// devices, with that device's intra-op threads.
+fn onnx_model(
+    m: &Bound<'_, PyDict>,
+    name: &str,
+    devices: &[usize],
+    device_count: usize,
+    num_batch_threads: u32,
+) -> Result<OnnxModel, CoreError> {
+    let path: PathBuf = get(m, "path")?;
+    let threads: Vec<usize> = get(m, "threads")?;
+    let batching: bool = get(m, "batches")?;
+    let configs: Vec<Option<SessionConfig>> = (0..device_count)
+        .map(|d| {
+            devices.contains(&d).then(|| SessionConfig {
+                intra_op_threads: threads.get(d).copied().unwrap_or(1),
+                ..SessionConfig::default()
+            })
+        })
+        .collect();
+    OnnxModel::load(name, &path, &configs, num_batch_threads, batching).map_err(|e| CoreError {
+        code: e.code(),
+        message: format!("model '{name}': {e}"),
+    })
+}
+
 /// One model from its config dict (see `lanes.serving.server`).
 fn served_model(
     m: &Bound<'_, PyDict>,
@@ -348,27 +375,7 @@ fn served_model(
             (Arc::new(runner), hooks)
         }
         "onnx" => {
-            let path: PathBuf = get(m, "path")?;
-            let threads: Vec<usize> = get(m, "threads")?;
-            let configs: Vec<Option<SessionConfig>> = (0..device_names.len())
-                .map(|d| {
-                    devices.contains(&d).then(|| SessionConfig {
-                        intra_op_threads: threads.get(d).copied().unwrap_or(1),
-                        ..SessionConfig::default()
-                    })
-                })
-                .collect();
-            let model = OnnxModel::load(
-                &name,
-                &path,
-                &configs,
-                num_batch_threads,
-                max_batch_size > 0,
-            )
-            .map_err(|e| CoreError {
-                code: e.code(),
-                message: format!("model '{name}': {e}"),
-            })?;
+            let model = onnx_model(m, &name, &devices, device_names.len(), num_batch_threads)?;
             if signature.inputs.is_empty() {
                 if let Some(s) = model.signature() {
                     signature = s;
@@ -382,6 +389,14 @@ fn served_model(
                 }),
                 None,
             )
+        }
+        "zoo" => {
+            let model = onnx_model(m, &name, &devices, device_names.len(), num_batch_threads)?;
+            let task: String = get(m, "task")?;
+            let task = Task::parse(&task)
+                .ok_or_else(|| bad(format!("model '{name}': zoo task '{task}'")))?;
+            let (runner, hooks) = zoo(model, &name, task, get(m, "labels")?);
+            (runner, Some(hooks))
         }
         other => return Err(bad(format!("model '{name}': engine '{other}'"))),
     };

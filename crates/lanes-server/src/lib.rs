@@ -25,6 +25,8 @@
 //! - [`runner`]: one [`runner::ModelRunner`] per model behind the one backend
 //!   (engines mixed in a server; simulated devices hold for the modelled time).
 //! - [`onnx_backend`]: ONNX models run natively (lanes-onnx), no Python.
+//! - [`zoo`]: the demo zoo's image pre- and post-processing around its ONNX
+//!   graph, natively.
 //! - [`server`]: a whole server on its own runtime (listeners, lifecycle,
 //!   drain) from one [`server::ServerSpec`] — what `lanes serve` runs.
 //! - [`native`]: a server assembled from ONNX files (tests and benchmarks).
@@ -58,6 +60,7 @@ pub mod server;
 pub mod signature;
 pub mod stats;
 pub mod timeline;
+pub mod zoo;
 
 pub use backend::{Backend, BatchInfo};
 pub use clock::Clock;

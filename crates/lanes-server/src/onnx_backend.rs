@@ -147,10 +147,8 @@ impl ModelRunner for OnnxModel {
 
     fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {
         let inputs: Vec<InferRequest> = inputs.into_iter().map(|a| a.request).collect();
-        let model = self;
-        let mut session = model.session(batch.device)?;
+        let order = self.input_names(batch.device)?;
         // Owned shapes for the borrowed views, in the session's input order.
-        let order: Vec<String> = session.inputs().iter().map(|s| s.name.clone()).collect();
         let shapes: Vec<Vec<Vec<usize>>> = inputs
             .iter()
             .map(|r| {
@@ -165,14 +163,8 @@ impl ModelRunner for OnnxModel {
             .zip(&shapes)
             .map(|(r, shapes)| view(r, &order, shapes))
             .collect::<Result<_, _>>()?;
-        let results = if model.batching {
-            let requests: Vec<&[InputTensor<'_>]> = views.iter().map(Vec::as_slice).collect();
-            session.run_batch(&requests)
-        } else {
-            views.iter().map(|v| session.run(v)).collect()
-        }
-        .map_err(|e| e.to_string())?;
-        let names: Vec<String> = session.outputs().iter().map(|s| s.name.clone()).collect();
+        let requests: Vec<&[InputTensor<'_>]> = views.iter().map(Vec::as_slice).collect();
+        let (names, results) = self.run_inputs(batch.device, &requests)?;
         results
             .into_iter()
             .map(|outputs| {
@@ -184,6 +176,34 @@ impl ModelRunner for OnnxModel {
                     .map(Produced::Tensors)
             })
             .collect()
+    }
+}
+
+impl OnnxModel {
+    /// The session's input names on `device`, in its order.
+    pub fn input_names(&self, device: usize) -> Result<Vec<String>, String> {
+        let session = self.session(device)?;
+        Ok(session.inputs().iter().map(|s| s.name.clone()).collect())
+    }
+
+    /// Runs one batch of built inputs (one slice per request, in the
+    /// session's input order) on `device`: one call when the model batches,
+    /// else one per request. The output names, and each request's outputs.
+    #[allow(clippy::type_complexity)]
+    pub fn run_inputs(
+        &self,
+        device: usize,
+        requests: &[&[InputTensor<'_>]],
+    ) -> Result<(Vec<String>, Vec<Vec<lanes_onnx::OutputTensor>>), String> {
+        let mut session = self.session(device)?;
+        let results = if self.batching {
+            session.run_batch(requests)
+        } else {
+            requests.iter().map(|v| session.run(v)).collect()
+        }
+        .map_err(|e| e.to_string())?;
+        let names = session.outputs().iter().map(|s| s.name.clone()).collect();
+        Ok((names, results))
     }
 }
 

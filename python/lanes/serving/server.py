@@ -82,16 +82,24 @@ def _overrides(model: Model, name: str) -> bool:
     return getattr(type(model), name) is not getattr(Model, name)
 
 
-def _native_onnx(model: Model, devices: Sequence[Device]) -> bool:
-    """Whether ``model`` runs natively (lanes-onnx, no Python per batch): the ``onnx`` adapter's
-    model as it is (no subclass), on CPU or simulated devices, with no ``BYTES`` tensor."""
-    from lanes.models.adapters.onnx import OnnxModel
+def _native_engine(model: Model, devices: Sequence[Device]) -> str | None:
+    """How ``model`` runs natively (lanes-onnx, no Python per request), or None (in Python).
 
-    return (
-        type(model) is OnnxModel
-        and all(d.kind in ("cpu", "sim") for d in devices)
-        and all(t.datatype != "BYTES" for t in [*model.inputs, *model.outputs])
-    )
+    On CPU or simulated devices: ``onnx`` for the ``onnx`` adapter's model as it is (no
+    subclass) with no ``BYTES`` tensor; ``zoo`` for a demo zoo model on ONNX Runtime as it is
+    (its image pre- and post-processing in Rust too: lanes-server's ``zoo``)."""
+    from lanes.models.adapters.onnx import OnnxModel
+    from lanes.models.zoo import OnnxZooModel
+
+    if not all(d.kind in ("cpu", "sim") for d in devices):
+        return None
+    if type(model) is OnnxZooModel:
+        return "zoo"
+    if type(model) is OnnxModel and all(
+        t.datatype != "BYTES" for t in [*model.inputs, *model.outputs]
+    ):
+        return "onnx"
+    return None
 
 
 def _find_onnxruntime_library() -> None:
@@ -146,7 +154,7 @@ class Server:
                 )
             self.placement.append(eligible)
         self.native_models = [
-            _native_onnx(m, [self.devices[i] for i in where])
+            _native_engine(m, [self.devices[i] for i in where])
             for m, where in zip(self.models, self.placement, strict=True)
         ]
         # Filled by load(); the native runners read them at each batch.
@@ -174,20 +182,21 @@ class Server:
             self.models, self.placement, self.replicas, self.native_models, strict=True
         ):
             b = model.batching
-            engine: dict[str, Any] = (
-                {
-                    "engine": "onnx",
-                    "path": str(model.file),  # type: ignore[attr-defined]
+            engine: dict[str, Any] = {
+                "engine": "python",
+                "model": model,
+                "replicas": replicas,
+                "hooks": (_overrides(model, "preprocess"), _overrides(model, "postprocess")),
+            }
+            if native is not None:
+                engine = {
+                    "engine": native,
+                    "path": str(getattr(model, "file" if native == "onnx" else "path")),
                     "threads": [1 if d.kind == "sim" else max(1, d.threads) for d in self.devices],
+                    "batches": b.max_batch_size > 0,
+                    "task": getattr(model, "task", ""),
+                    "labels": list(getattr(model, "labels", ())),
                 }
-                if native
-                else {
-                    "engine": "python",
-                    "model": model,
-                    "replicas": replicas,
-                    "hooks": (_overrides(model, "preprocess"), _overrides(model, "postprocess")),
-                }
-            )
             models.append(
                 {
                     "name": model.name,
