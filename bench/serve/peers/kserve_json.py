@@ -8,7 +8,7 @@ response shape:
     response  {"model_name": M, "outputs": [{"name": "y", "shape": [...], "datatype": "FP32",
                                              "data": [...]}]}
 
-Only the FP32 datatype and one input are supported: the benchmark needs nothing else, and a
+Only one FP32 input (and FP32 or INT64 outputs) is supported: the benchmark needs nothing else, and a
 request that differs is refused with a message naming what was received and what is allowed.
 """
 
@@ -44,7 +44,11 @@ def decode(body: dict[str, Any], input_name: str) -> FloatArray:
     return array.reshape(shape)
 
 
-def encode(model_name: str, output_name: str, array: FloatArray) -> dict[str, Any]:
+DATATYPES = {"float32": "FP32", "int64": "INT64"}
+"""The output datatypes the race's models produce (``char_cnn_top1``'s class is INT64)."""
+
+
+def encode(model_name: str, output_name: str, array: npt.NDArray[Any]) -> dict[str, Any]:
     """The KServe v2 JSON response holding ``array`` as output ``output_name``."""
     return {
         "model_name": model_name,
@@ -52,7 +56,7 @@ def encode(model_name: str, output_name: str, array: FloatArray) -> dict[str, An
             {
                 "name": output_name,
                 "shape": list(array.shape),
-                "datatype": "FP32",
+                "datatype": DATATYPES[str(array.dtype)],
                 "data": array.ravel().tolist(),
             }
         ],

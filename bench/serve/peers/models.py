@@ -1,10 +1,13 @@
 """The model repository of the serving race, and the bare model's own latency.
 
-Two models, one folder each (``model.onnx`` + lanes' ``model.toml``), served by all three
-servers from the same files:
+Three models, one folder each (``model.onnx`` + lanes' ``model.toml``), served by every
+server from the same files:
 
 - ``char_cnn`` — the demo zoo's raw CNN (``lanes zoo export``: ``x`` FP32 ``[n, 1, 32, 32]``
-  → ``logits`` FP32 ``[n, 3755]``), the real workload.
+  → ``logits`` FP32 ``[n, 3755]``), the real workload with a large output (3,755 floats of
+  JSON per request).
+- ``char_cnn_top1`` — the same graph ending in ``ArgMax``: ``class`` INT64 ``[n]``, the small
+  output a user of a classifier receives (a label, not its logits).
 - ``identity`` — one ONNX ``Identity`` node, ``x`` FP32 ``[n, 16]`` → ``y``, built here with
   the ``onnx`` package: the model costs nothing, so its latency is pure serving overhead.
 
@@ -17,6 +20,7 @@ thread count each server gives one worker: the floor that "added latency" is mea
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from dataclasses import dataclass
@@ -43,6 +47,7 @@ class ModelInfo:
 
 MODELS = {
     "char_cnn": ModelInfo("char_cnn", "x", "logits", (1, 32, 32)),
+    "char_cnn_top1": ModelInfo("char_cnn_top1", "x", "class", (1, 32, 32)),
     "identity": ModelInfo("identity", "x", "y", (IDENTITY_WIDTH,)),
 }
 
@@ -78,11 +83,35 @@ def write_identity(folder: Path) -> Path:
     return folder
 
 
+def write_top1(char_cnn: Path, folder: Path) -> Path:
+    """``char_cnn_top1`` from ``char_cnn``'s folder: its graph with ``ArgMax`` (axis 1) on the
+    logits as the one output ``class``, and its ``model.toml`` saying so."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    folder.mkdir(parents=True, exist_ok=True)
+    model = onnx.load(str(char_cnn / "model.onnx"))
+    graph = model.graph
+    graph.node.append(helper.make_node("ArgMax", ["logits"], ["class"], axis=1, keepdims=0))
+    del graph.output[:]
+    graph.output.append(helper.make_tensor_value_info("class", TensorProto.INT64, ["n"]))
+    onnx.checker.check_model(model)
+    onnx.save(model, str(folder / "model.onnx"))
+    toml = (char_cnn / "model.toml").read_text()
+    toml = re.sub(r'(?m)^name = .*$', 'name = "char_cnn_top1"', toml, count=1)
+    head, _, _ = toml.partition("[[outputs]]")
+    toml = head + '[[outputs]]\nname = "class"\ndatatype = "INT64"\nshape = [-1]\n'
+    (folder / "model.toml").write_text(toml)
+    return folder
+
+
 def write_repository(directory: Path) -> Path:
-    """The benchmark's model repository: ``char_cnn`` from the zoo, ``identity`` built here."""
+    """The benchmark's model repository: ``char_cnn`` from the zoo, ``char_cnn_top1`` and
+    ``identity`` built here."""
     from lanes.models import zoo
 
     zoo.export(directory, ["char_cnn"])
+    write_top1(directory / "char_cnn", directory / "char_cnn_top1")
     write_identity(directory / "identity")
     return directory
 

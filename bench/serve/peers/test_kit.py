@@ -101,3 +101,24 @@ def test_kserve_json_round_trip_and_refusals() -> None:
     with pytest.raises(kserve_json.BadRequest, match="15 values for shape"):
         short = {**body["inputs"][0], "data": body["inputs"][0]["data"][:15]}
         kserve_json.decode({"inputs": [short]}, "x")
+
+
+def test_the_small_output_model_answers_the_arg_max_of_the_logits(tmp_path: Path) -> None:
+    import onnxruntime as ort
+
+    from lanes.models import zoo
+
+    zoo.export(tmp_path, ["char_cnn"])
+    folder = models.write_top1(tmp_path / "char_cnn", tmp_path / "char_cnn_top1")
+    toml = (folder / "model.toml").read_text()
+    assert 'name = "char_cnn_top1"' in toml and 'name = "x"' in toml
+    assert 'name = "class"\ndatatype = "INT64"' in toml and "logits" not in toml
+    x = models.sample(models.MODELS["char_cnn"], rows=4)
+    full = ort.InferenceSession(str(tmp_path / "char_cnn" / "model.onnx"))
+    top1 = ort.InferenceSession(str(folder / "model.onnx"))
+    (logits,) = full.run(None, {"x": x})
+    (cls,) = top1.run(None, {"x": x})
+    assert cls.dtype == np.int64
+    np.testing.assert_array_equal(cls, logits.argmax(axis=1))
+    out = kserve_json.encode("char_cnn_top1", "class", cls)
+    assert out["outputs"][0]["datatype"] == "INT64"
