@@ -56,7 +56,7 @@ def test_an_onnx_repository_model_runs_natively_beside_a_python_model(
     ]
     config = ServeConfig(port=0, metrics_port=None, grpc_port="off", devices=devices)
     with start_in_thread(config, models) as h:
-        assert h.server.native_models == [True, False]
+        assert h.server.native_models == ["onnx", None]
         assert h.server.replicas[0] == [None] * len(h.server.devices)  # no Python replica
         warmed = {(w.model, w.device) for w in h.server.warmed}
         assert {(m.name, d.name) for m in models for d in h.server.devices} <= warmed

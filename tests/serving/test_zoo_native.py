@@ -24,9 +24,11 @@ from lanes.models.zoo import ZOO_NAMES, ZooModel, zoo_models
 from lanes.serving import Handle, ServeConfig, start_in_thread
 
 CPU = Device("cpu", 0, 1)
-SCORE_TOLERANCE = 1e-4
-"""Largest difference of a class probability (measured: 1e-6 for JPEG, 1e-8 for PNG; the two
-resamplers and JPEG decoders differ in the last bits of float32)."""
+SCORE_TOLERANCE = {"PNG": 1e-5, "RGBA": 1e-5, "JPEG": 2e-3, "raw": 1e-5}
+"""Largest difference of a class probability, per input form. Lossless images decode to the same
+gray levels, so only float32 rounding in the resamplers differs (measured: 1e-8). JPEG decoders
+(Pillow's libjpeg, the image crate's zune-jpeg) may differ by a gray level here and there
+(measured: up to 1.3e-4 on ``misc_cls``)."""
 
 
 @pytest.fixture(scope="module")
@@ -74,13 +76,13 @@ def python_zoo(model: ZooModel, data: np.ndarray) -> dict[str, np.ndarray]:
     return replica.postprocess(replica.predict(replica.preprocess({"image": data})))
 
 
-def same(native: dict[str, np.ndarray], python: dict[str, Any], task: str) -> None:
+def same(native: dict[str, np.ndarray], python: dict[str, Any], task: str, form: str) -> None:
     if task == "line":
         assert [bytes(t) for t in native["text"]] == [t.encode() for t in python["text"]]
         return
     assert native["class"].tolist() == python["class"].tolist()
     assert [bytes(b) for b in native["label"]] == [str(s).encode() for s in python["label"]]
-    np.testing.assert_allclose(native["score"], python["score"], atol=SCORE_TOLERANCE)
+    np.testing.assert_allclose(native["score"], python["score"], atol=SCORE_TOLERANCE[form])
 
 
 @pytest.mark.parametrize("name", ZOO_NAMES)
@@ -91,7 +93,7 @@ def test_encoded_images_answer_as_the_python_zoo(
     model = next(m for m in zoo if m.name == name)
     pngs = images(model.task, 6)
     data = np.array([png if fmt == "PNG" else reencode(png, fmt) for png in pngs], dtype=object)
-    same(infer(live.url, name, data, "BYTES"), python_zoo(model, data), model.task)
+    same(infer(live.url, name, data, "BYTES"), python_zoo(model, data), model.task, fmt)
 
 
 @pytest.mark.parametrize("name", ["char_cnn", "line_rnn_en"])
@@ -105,9 +107,9 @@ def test_raw_gray_levels_answer_as_the_python_zoo(
         for p in images(model.task, 4)
     ]
     raw = np.stack(gray).astype(np.uint8)
-    same(infer(live.url, name, raw, "UINT8"), python_zoo(model, raw), model.task)
+    same(infer(live.url, name, raw, "UINT8"), python_zoo(model, raw), model.task, "raw")
     floats = (raw.astype(np.float32) / 255)[:, None]
-    same(infer(live.url, name, floats, "FP32"), python_zoo(model, floats), model.task)
+    same(infer(live.url, name, floats, "FP32"), python_zoo(model, floats), model.task, "raw")
 
 
 def test_a_bad_image_is_refused_with_400_and_the_server_keeps_serving(
