@@ -5,6 +5,7 @@ serving that a burst of errors does not slow.
   extra fields; a text line carries the extras as ``key=value``.
 - A stalled writer (a real pipe nobody reads) never blocks the logging thread: records past the
   queue are dropped and counted, and every record is either written or counted.
+- A client that goes away before its answer is logged with status 499.
 - Under load: ``lanes serve --access-log --log-format json`` (stderr to a file) serves healthy
   requests at 100/s alone (A), beside a burst of healthy requests (C, the control) and beside a
   burst of erroring requests (E: each a 500, a warning and an access line), interleaved A C E
@@ -21,15 +22,21 @@ import logging
 import os
 import re
 import signal
+import socket
 import statistics
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import aiohttp
+import numpy as np
 import pytest
 
+from lanes.models import Cost, Model, TensorSpec
+from lanes.serving import ServeConfig, start_in_thread
 from lanes.serving.logs import JsonFormatter, Logs, TextFormatter
 from serve_process import ServeProcess, model_toml, running, write_model
 
@@ -207,3 +214,47 @@ def test_an_error_burst_does_not_raise_the_p99_of_healthy_requests(server: Serve
     sent = REPEATS * 3 * int(HEALTHY_RATE * WINDOW_S) + len(statuses[HEALTHY])
     assert len(ok) == sent or dropped > 0  # every line written, or the drop counted
     print(f"median p99 A {a:.1f} C {c:.1f} E {e:.1f} ms (bound {bound:.1f})")
+
+
+# -- a client that goes away ------------------------------------------------------------------
+
+
+class Slow(Model):
+    def predict(self, batch: Any) -> dict[str, np.ndarray]:
+        return {"y": np.asarray(batch["x"])}
+
+
+def test_a_client_that_goes_away_is_logged_with_499(caplog: pytest.LogCaptureFixture) -> None:
+    """The request reaches the server, the client closes its socket while the batch runs (a
+    simulated GPU holds it 300 ms): the access line says 499, and the server answers others."""
+    slow = Slow(
+        name="slow",
+        inputs=[TensorSpec("x", "FP32", (-1, 2))],
+        outputs=[TensorSpec("y", "FP32", (-1, 2))],
+        cost=Cost(fixed_ms=300),
+    )
+    config = ServeConfig(
+        port=0, metrics_port=None, devices="sim:1", access_log=True, warmup_batches=0
+    )
+    caplog.set_level(logging.INFO, logger="lanes.access")
+    with start_in_thread(config, [slow]) as h:
+        head = (
+            f"POST /v2/models/slow/infer HTTP/1.1\r\nHost: x\r\n"
+            f"Content-Length: {len(HEALTHY)}\r\n\r\n"
+        ).encode()
+        with socket.create_connection(("127.0.0.1", h.server.port)) as s:
+            s.sendall(head + HEALTHY)
+            time.sleep(0.05)  # received and queued; the batch holds the device
+        with urllib.request.urlopen(
+            urllib.request.Request(f"{h.url}/v2/models/slow/infer", data=HEALTHY), timeout=10
+        ) as r:
+            assert r.status == 200
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not any(
+            getattr(rec, "status", None) == 499 for rec in caplog.records
+        ):
+            time.sleep(0.05)
+    lines = [(rec.getMessage(), getattr(rec, "status", None)) for rec in caplog.records]
+    gone = [m for m, status in lines if status == 499]
+    assert gone == ["POST /v2/models/slow/infer 499"], lines
+    assert ("POST /v2/models/slow/infer 200", 200) in lines

@@ -337,7 +337,7 @@ pub struct App<B: Backend> {
     /// Bounds the hooks running at once (`--workers`).
     pub hook_slots: Arc<Semaphore>,
     /// Request log records (the access log and 500s).
-    pub access: crate::access::AccessLog,
+    pub access: Arc<crate::access::AccessLog>,
     /// Requests being handled (the drain waits for none).
     pub in_flight: InFlight,
 }

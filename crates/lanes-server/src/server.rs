@@ -193,7 +193,7 @@ pub fn build(spec: ServerSpec, phase: Phase) -> Result<Arc<App<Runners>>, ServeS
         handle,
         hooks,
         hook_slots: Arc::new(tokio::sync::Semaphore::new(spec.hook_workers.max(1))),
-        access: crate::access::AccessLog::new(spec.access_log),
+        access: Arc::new(crate::access::AccessLog::new(spec.access_log)),
         in_flight: crate::app::InFlight::default(),
         models: spec.models.into_iter().map(|m| m.entry).collect(),
         devices: spec.devices,

@@ -108,37 +108,72 @@ fn parse(path: &str) -> Option<Target<'_>> {
 }
 
 /// Answers one request, and hands its log record over ([`crate::access`]).
+/// A request whose client went away before its answer (hyper drops this
+/// future) is logged with status 499, as nginx does.
 pub async fn route<B>(app: Arc<App<B>>, request: Request<Incoming>) -> Result<Reply, Infallible>
 where
     B: Backend<Input = Admitted, Output = Produced>,
 {
     let _in_flight = app.in_flight.enter();
-    let t0 = std::time::Instant::now();
-    let method = request.method().to_string();
-    let path = request.uri().path().to_owned();
+    let mut line = AccessLine {
+        access: Arc::clone(&app.access),
+        method: request.method().to_string(),
+        path: request.uri().path().to_owned(),
+        t0: std::time::Instant::now(),
+        answered: false,
+    };
     let reply = answer(Arc::clone(&app), request).await?;
     let status = reply.status().as_u16();
-    if app.access.wants(status) {
-        let model = match parse(&path) {
+    let error = if status == 500 {
+        reply_error(&reply)
+    } else {
+        String::new()
+    };
+    line.send(status, error);
+    Ok(reply)
+}
+
+/// A request's access-log line, sent once: with its status when answered,
+/// or with 499 when dropped unanswered (the client went away).
+struct AccessLine {
+    access: Arc<crate::access::AccessLog>,
+    method: String,
+    path: String,
+    t0: std::time::Instant,
+    answered: bool,
+}
+
+impl AccessLine {
+    fn send(&mut self, status: u16, error: String) {
+        self.answered = true;
+        if !self.access.wants(status) {
+            return;
+        }
+        let model = match parse(&self.path) {
             Some(Target::Model { name, .. }) => Some(name.to_owned()),
             _ => None,
         };
-        let error = if status == 500 {
-            reply_error(&reply)
-        } else {
-            String::new()
-        };
-        app.access.send(crate::access::LogRecord {
-            method,
-            path,
+        self.access.send(crate::access::LogRecord {
+            method: std::mem::take(&mut self.method),
+            path: std::mem::take(&mut self.path),
             status,
-            duration_ms: t0.elapsed().as_secs_f64() * 1e3,
+            duration_ms: self.t0.elapsed().as_secs_f64() * 1e3,
             model,
             error,
         });
     }
-    Ok(reply)
 }
+
+impl Drop for AccessLine {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.send(CLIENT_GONE, String::new());
+        }
+    }
+}
+
+/// The status logged for a request whose client went away (nginx's 499).
+pub const CLIENT_GONE: u16 = 499;
 
 /// The message of an error reply (empty for any other).
 fn reply_error(reply: &Reply) -> String {
