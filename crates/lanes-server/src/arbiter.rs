@@ -44,7 +44,7 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
-use crate::clock::Clock;
+use crate::clock::{sleep_until, Clock};
 
 /// What a server does while the daemon is down (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -512,13 +512,6 @@ async fn run(
             conn = None; // the daemon said it is shutting down
             retry_at = tokio::time::Instant::now() + pause;
         }
-    }
-}
-
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
 

@@ -18,6 +18,14 @@ fn ask(devices: &[usize], deadline: Option<Nanos>) -> Ask {
     }
 }
 
+/// An ask of `job` for `devices`, no deadline.
+fn ask_on(job: JobId, devices: &[usize]) -> Request {
+    Request::Ask {
+        job,
+        ask: ask(devices, None),
+    }
+}
+
 fn request(book: &mut Book, now: Nanos, r: Request) -> Vec<Effect> {
     let mut out = Vec::new();
     book.request(now, r, &mut out);
@@ -105,14 +113,7 @@ fn an_ask_becomes_an_acquire_on_the_daemons_device_numbers() {
 fn an_ask_no_device_of_the_daemon_can_take_is_refused() {
     let mut book = Book::new(Fallback::FailOpen, "s".into(), names());
     up(&mut book, 1, &["cuda:0"]);
-    let out = request(
-        &mut book,
-        0,
-        Request::Ask {
-            job: 1,
-            ask: ask(&[0], None),
-        },
-    );
+    let out = request(&mut book, 0, ask_on(1, &[0]));
     let [Effect::Deliver(Event::Refused {
         job: 1,
         refusal: Refusal::Refused(why),
@@ -127,14 +128,7 @@ fn an_ask_no_device_of_the_daemon_can_take_is_refused() {
 fn a_withdrawn_ask_is_cancelled_and_a_crossing_grant_released() {
     let mut book = Book::new(Fallback::FailOpen, "s".into(), names());
     up(&mut book, 1, &["sim:0", "sim:1"]);
-    request(
-        &mut book,
-        0,
-        Request::Ask {
-            job: 3,
-            ask: ask(&[0], None),
-        },
-    );
+    request(&mut book, 0, ask_on(3, &[0]));
     let out = request(&mut book, 0, Request::Withdraw { job: 3 });
     assert_eq!(out, [Effect::Send(Message::Cancel { id: 3 })]);
     let out = message(&mut book, grant(3, 0));
@@ -153,14 +147,7 @@ fn rejects_map_to_refusals() {
         (2, RejectReason::Overload, false),
         (3, RejectReason::ShuttingDown, false),
     ] {
-        request(
-            &mut book,
-            0,
-            Request::Ask {
-                job,
-                ask: ask(&[0], None),
-            },
-        );
+        request(&mut book, 0, ask_on(job, &[0]));
         let out = message(&mut book, reject(job, reason, "queue full"));
         let [Effect::Deliver(Event::Refused { job: j, refusal })] = &out[..] else {
             panic!("{out:?}");
@@ -182,10 +169,6 @@ fn rejects_map_to_refusals() {
 #[test]
 fn fail_open_runs_alone_at_one_batch_per_device_while_the_daemon_is_down() {
     let mut book = Book::new(Fallback::FailOpen, "s".into(), names());
-    let ask_on = |job, devices: &[usize]| Request::Ask {
-        job,
-        ask: ask(devices, None),
-    };
     assert_eq!(request(&mut book, 0, ask_on(1, &[0, 1])), [granted(1, 0)]);
     assert_eq!(request(&mut book, 0, ask_on(2, &[0])), []);
     assert_eq!(request(&mut book, 0, ask_on(3, &[0, 1])), [granted(3, 1)]);
@@ -253,14 +236,7 @@ fn a_lost_connection_sends_asks_round_again_and_forgets_grants() {
     let mut book = Book::new(Fallback::FailOpen, "s".into(), names());
     up(&mut book, 1, &["sim:0", "sim:1"]);
     for job in [1, 2] {
-        request(
-            &mut book,
-            0,
-            Request::Ask {
-                job,
-                ask: ask(&[1], None),
-            },
-        );
+        request(&mut book, 0, ask_on(job, &[1]));
     }
     let out = message(&mut book, grant(1, 1));
     assert_eq!(out, [granted(1, 1)]);
@@ -274,14 +250,7 @@ fn a_lost_connection_sends_asks_round_again_and_forgets_grants() {
     assert!(request(&mut book, 0, Request::Release { job: 2, run: MS }).is_empty());
     // Back up on a new connection: asks go to the daemon again.
     up(&mut book, 2, &["sim:0", "sim:1"]);
-    let out = request(
-        &mut book,
-        0,
-        Request::Ask {
-            job: 9,
-            ask: ask(&[1], None),
-        },
-    );
+    let out = request(&mut book, 0, ask_on(9, &[1]));
     assert!(matches!(&out[..], [Effect::Send(Message::Acquire(a))] if a.id == 9));
 }
 
@@ -289,14 +258,7 @@ fn a_lost_connection_sends_asks_round_again_and_forgets_grants() {
 fn shutting_down_under_fail_open_falls_back() {
     let mut book = Book::new(Fallback::FailOpen, "s".into(), names());
     up(&mut book, 1, &["sim:0", "sim:1"]);
-    request(
-        &mut book,
-        0,
-        Request::Ask {
-            job: 4,
-            ask: ask(&[0], None),
-        },
-    );
+    request(&mut book, 0, ask_on(4, &[0]));
     let out = message(&mut book, reject(4, RejectReason::ShuttingDown, "stopping"));
     assert_eq!(out, [granted(4, 0)]);
     assert!(!book.connected());

@@ -31,3 +31,12 @@ impl Clock {
         self.epoch + Duration::from_nanos(t)
     }
 }
+
+/// Sleeps until `at`; forever when there is no `at` (a `select!` arm for an
+/// optional wake-up).
+pub(crate) async fn sleep_until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

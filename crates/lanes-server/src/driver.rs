@@ -36,7 +36,7 @@ use tokio::task::JoinHandle;
 
 use crate::arbiter::{self, ArbiterConfig, Link};
 use crate::backend::{Backend, BatchInfo};
-use crate::clock::Clock;
+use crate::clock::{sleep_until, Clock};
 use crate::device::{Executors, Item, Work};
 use crate::error::{ServerError, StartError};
 use crate::observe::{ObserveConfig, Observer};
@@ -323,13 +323,6 @@ fn device_slots(config: &DriverConfig) -> Result<Vec<u32>, StartError> {
 
 fn engine_slots(policy: &Policy) -> u32 {
     policy.slots(1) + policy.fast_slots()
-}
-
-async fn sleep_until(at: Option<tokio::time::Instant>) {
-    match at {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
-    }
 }
 
 /// A request waiting in the task's table for its batch.

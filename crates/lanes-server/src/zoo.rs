@@ -281,14 +281,20 @@ pub fn wire_images(tensor: &Tensor) -> Result<Vec<Gray>, String> {
         .collect())
 }
 
-/// The arg-max (first on ties) and its softmax probability.
-pub fn softmax_argmax(row: &[f32]) -> (usize, f32) {
+/// The index of the largest value, the first on ties.
+fn argmax(row: &[f32]) -> usize {
     let mut best = 0;
     for (i, &v) in row.iter().enumerate() {
         if v > row[best] {
             best = i;
         }
     }
+    best
+}
+
+/// The arg-max (first on ties) and its softmax probability.
+pub fn softmax_argmax(row: &[f32]) -> (usize, f32) {
+    let best = argmax(row);
     let top = row[best];
     let sum: f32 = row.iter().map(|&v| (v - top).exp()).sum();
     (best, 1.0 / sum)
@@ -300,16 +306,7 @@ pub fn ctc_greedy(logits: &[f32], classes: usize, symbols: &[Bytes]) -> Vec<u8> 
     let mut out = Vec::new();
     let mut last = usize::MAX;
     for step in logits.chunks_exact(classes) {
-        let (best, _) = step
-            .iter()
-            .enumerate()
-            .fold((0, f32::NEG_INFINITY), |(b, bv), (i, &v)| {
-                if v > bv {
-                    (i, v)
-                } else {
-                    (b, bv)
-                }
-            });
+        let best = argmax(step);
         if best != 0 && best != last {
             out.extend_from_slice(symbols.get(best).map_or(&b""[..], |s| &s[..]));
         }

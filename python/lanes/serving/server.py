@@ -194,9 +194,10 @@ class Server:
                     "path": str(getattr(model, "file" if native == "onnx" else "path")),
                     "threads": [1 if d.kind == "sim" else max(1, d.threads) for d in self.devices],
                     "batches": b.max_batch_size > 0,
-                    "task": getattr(model, "task", ""),
-                    "labels": list(getattr(model, "labels", ())),
                 }
+            if native == "zoo":
+                engine["task"] = model.task  # type: ignore[attr-defined]
+                engine["labels"] = list(model.labels)  # type: ignore[attr-defined]
             models.append(
                 {
                     "name": model.name,
