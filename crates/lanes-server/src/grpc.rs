@@ -10,6 +10,11 @@
 //! dropped by tonic, and with it the request's reply: a still-queued request
 //! leaves its queue. Messages over the codec's `max_body_bytes` are refused by
 //! tonic with `OUT_OF_RANGE` ("decoded message length too large").
+//!
+//! Connections are bounded as REST's are ([`crate::accept`]): at most
+//! `max_connections` open, the HTTP/2 preface within `header_read_timeout`,
+//! and a keep-alive ping every `header_read_timeout` that a peer must answer
+//! within 20 s (tonic's default), or its connection is closed.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -25,8 +30,10 @@ use lanes_kserve::proto::{
     ServerReadyRequest, ServerReadyResponse,
 };
 use tokio::net::TcpListener;
+use tokio_stream::wrappers::ReceiverStream;
 use tonic::{Request, Response, Status};
 
+use crate::accept::{Acceptor, Connection};
 use crate::app::{App, Failure};
 use crate::backend::Backend;
 use crate::runner::{Admitted, Produced};
@@ -182,13 +189,30 @@ where
     B: Backend<Input = Admitted, Output = Produced>,
 {
     let limit = app.codec.max_body_bytes;
+    let limits = app.limits;
     let service = GrpcInferenceServiceServer::new(GrpcFront { app })
         .max_decoding_message_size(limit)
         .max_encoding_message_size(usize::MAX);
-    let incoming = tonic::transport::server::TcpIncoming::from(listener).with_nodelay(Some(true));
+    // The accept loop feeds tonic through a channel; tonic drops the stream
+    // at shutdown, which ends the loop and closes the listener.
+    let (sender, receiver) = tokio::sync::mpsc::channel::<std::io::Result<Connection>>(1);
+    let acceptor = Acceptor::new(listener, limits.max_connections);
+    tokio::spawn(async move {
+        loop {
+            let (stream, slot) = tokio::select! {
+                accepted = acceptor.next() => accepted,
+                () = sender.closed() => return,
+            };
+            let connection = Connection::new(stream, slot, limits.header_read_timeout);
+            if sender.send(Ok(connection)).await.is_err() {
+                return;
+            }
+        }
+    });
     tonic::transport::Server::builder()
+        .http2_keepalive_interval(Some(limits.header_read_timeout))
         .add_service(service)
-        .serve_with_incoming_shutdown(incoming, shutdown)
+        .serve_with_incoming_shutdown(ReceiverStream::new(receiver), shutdown)
         .await
 }
 

@@ -39,6 +39,7 @@
 //!
 //! [`ServingState`]: lanes_serving::ServingState
 
+pub mod accept;
 pub mod access;
 pub mod app;
 pub mod arbiter;

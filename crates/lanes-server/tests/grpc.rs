@@ -15,15 +15,24 @@ use lanes_kserve::proto::{
 use lanes_kserve::CodecConfig;
 use lanes_server::app::Limits;
 use lanes_server::native::build;
-use tokio::net::TcpListener;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, TcpStream};
 use tonic::transport::Channel;
 use tonic::Code;
 
 async fn start() -> GrpcInferenceServiceClient<Channel> {
+    start_with(Limits::default()).await.0
+}
+
+/// A client on its own connection, and the server's address.
+async fn start_with(limits: Limits) -> (GrpcInferenceServiceClient<Channel>, SocketAddr) {
     let codec = CodecConfig {
         max_body_bytes: 1 << 16,
     };
-    let config = affine_config(codec, Limits::default());
+    let config = affine_config(codec, limits);
     let app = build(&config).expect("the server builds (ONNX Runtime: ORT_DYLIB_PATH or .venv)");
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
@@ -37,7 +46,8 @@ async fn start() -> GrpcInferenceServiceClient<Channel> {
         .connect()
         .await
         .unwrap();
-    GrpcInferenceServiceClient::new(channel).max_decoding_message_size(1 << 20)
+    let client = GrpcInferenceServiceClient::new(channel).max_decoding_message_size(1 << 20);
+    (client, address)
 }
 
 fn le(values: &[f32]) -> Bytes {
@@ -169,5 +179,40 @@ async fn refusals_carry_the_rest_messages_and_canonical_codes() {
         matches!(late.code(), Code::DeadlineExceeded | Code::Cancelled),
         "{late:?}"
     );
+    assert!(client.model_infer(infer(&[1.0; 4], "FP32")).await.is_ok());
+}
+
+/// Whether the server has closed `stream` (EOF or reset) within `within`.
+async fn closed_within(stream: &mut TcpStream, within: Duration) -> bool {
+    let mut buf = [0u8; 256];
+    loop {
+        match tokio::time::timeout(within, stream.read(&mut buf)).await {
+            Err(_) => return false,
+            Ok(Ok(0) | Err(_)) => return true,
+            Ok(Ok(_)) => {} // a SETTINGS frame or a GOAWAY: read on
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_connections_are_cut_and_bounded_while_others_are_served() {
+    let limits = Limits {
+        header_read_timeout: Duration::from_millis(300),
+        max_connections: 2,
+        ..Limits::default()
+    };
+    let (mut client, address) = start_with(limits).await; // one slot
+    let mut silent = TcpStream::connect(address).await.unwrap(); // the other
+                                                                 // A new connection waits for a slot: its call is answered once the silent
+                                                                 // connection, which never sent the HTTP/2 preface, has been cut.
+    let channel = Channel::from_shared(format!("http://{address}")).unwrap();
+    let mut late = GrpcInferenceServiceClient::new(channel.connect_lazy());
+    let answered = late.model_infer(infer(&[1.0; 4], "FP32")).await;
+    assert!(answered.is_ok(), "{answered:?}");
+    assert!(
+        closed_within(&mut silent, Duration::from_millis(50)).await,
+        "answered while the silent connection held the last slot"
+    );
+    // The first client was served throughout.
     assert!(client.model_infer(infer(&[1.0; 4], "FP32")).await.is_ok());
 }

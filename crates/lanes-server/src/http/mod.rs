@@ -10,14 +10,13 @@ mod routes;
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
 
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio::sync::Semaphore;
 
+use crate::accept::Acceptor;
 use crate::app::App;
 use crate::backend::Backend;
 
@@ -25,32 +24,20 @@ pub use routes::route;
 
 /// Serves `listener` until `shutdown` resolves; connections already open
 /// finish their current request. The app's [`crate::app::Limits`] bound what
-/// each client holds: a connection slot (waiting in the backlog past
-/// `max_connections`), the time to send headers (closed past it), the head's
-/// size (431) and the time to send a body (408).
+/// each client holds: a connection slot ([`Acceptor`]: waiting in the backlog
+/// past `max_connections`), the time to send headers (closed past it), the
+/// head's size (431) and the time to send a body (408).
 pub async fn serve<B>(listener: TcpListener, app: Arc<App<B>>, shutdown: impl Future<Output = ()>)
 where
     B: Backend<Input = crate::runner::Admitted, Output = crate::runner::Produced>,
 {
-    let slots = Arc::new(Semaphore::new(app.limits.max_connections));
+    let acceptor = Acceptor::new(listener, app.limits.max_connections);
     tokio::pin!(shutdown);
     loop {
-        let slot = tokio::select! {
-            slot = Arc::clone(&slots).acquire_owned() => slot.expect("never closed"),
+        let (stream, slot) = tokio::select! {
+            accepted = acceptor.next() => accepted,
             () = &mut shutdown => return,
         };
-        let (stream, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(accepted) => accepted,
-                Err(_) => {
-                    // EMFILE and the like: the listener stays up and retries shortly.
-                    tokio::time::sleep(Duration::from_millis(10)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => return,
-        };
-        let _ = stream.set_nodelay(true);
         let app = Arc::clone(&app);
         tokio::spawn(async move {
             let limits = app.limits;

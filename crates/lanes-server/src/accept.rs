@@ -1,0 +1,214 @@
+//! The accept loop both front ends share, and what bounds a gRPC connection.
+//!
+//! Each open connection of a listener holds one of its `max_connections`
+//! slots; the slot is taken before `accept`, so past the bound new
+//! connections wait in the kernel's listen backlog until one closes. An
+//! accept error (`EMFILE`: out of file descriptors, and the like) backs off
+//! [`ACCEPT_BACKOFF`] instead of spinning on a listener that stays readable.
+//!
+//! hyper bounds a REST connection's head by `header_read_timeout`; HTTP/2
+//! (tonic) has no such timer, so a gRPC [`Connection`] must send HTTP/2's
+//! connection preface within it, or its reads fail and the server closes it.
+
+use std::future::Future;
+use std::io;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::time::Sleep;
+use tonic::transport::server::{Connected, TcpConnectInfo};
+
+/// How long the loop waits after a failed `accept` before trying again.
+pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// HTTP/2's client connection preface: `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`.
+const PREFACE_BYTES: usize = 24;
+
+/// A listener whose open connections are bounded.
+#[derive(Debug)]
+pub struct Acceptor {
+    listener: TcpListener,
+    slots: Arc<Semaphore>,
+}
+
+impl Acceptor {
+    pub fn new(listener: TcpListener, max_connections: usize) -> Self {
+        Self {
+            listener,
+            slots: Arc::new(Semaphore::new(max_connections)),
+        }
+    }
+
+    /// The next connection (`TCP_NODELAY` set) and its slot, freed when
+    /// dropped. Cancel-safe: a dropped call loses no connection.
+    pub async fn next(&self) -> (TcpStream, OwnedSemaphorePermit) {
+        let slot = Arc::clone(&self.slots)
+            .acquire_owned()
+            .await
+            .expect("never closed");
+        loop {
+            match self.listener.accept().await {
+                Ok((stream, _)) => {
+                    let _ = stream.set_nodelay(true);
+                    return (stream, slot);
+                }
+                Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
+            }
+        }
+    }
+}
+
+/// An accepted gRPC connection: it holds its slot, and until it has sent the
+/// HTTP/2 preface its reads fail with `TimedOut` once the deadline passes.
+#[derive(Debug)]
+pub struct Connection {
+    stream: TcpStream,
+    _slot: OwnedSemaphorePermit,
+    /// The preface's bytes still expected and their deadline; None once sent.
+    preface: Option<(usize, Pin<Box<Sleep>>)>,
+}
+
+impl Connection {
+    pub fn new(stream: TcpStream, slot: OwnedSemaphorePermit, within: Duration) -> Self {
+        let deadline = Box::pin(tokio::time::sleep(within));
+        Self {
+            stream,
+            _slot: slot,
+            preface: Some((PREFACE_BYTES, deadline)),
+        }
+    }
+}
+
+impl AsyncRead for Connection {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let this = self.get_mut();
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut this.stream).poll_read(cx, buf);
+        if let Some((left, deadline)) = &mut this.preface {
+            match polled {
+                Poll::Ready(Ok(())) => {
+                    let got = buf.filled().len() - before;
+                    if got >= *left {
+                        this.preface = None;
+                    } else {
+                        *left -= got;
+                    }
+                }
+                Poll::Pending if deadline.as_mut().poll(cx).is_ready() => {
+                    return Poll::Ready(Err(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "no HTTP/2 preface within the header read timeout",
+                    )));
+                }
+                _ => {}
+            }
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Connection {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write(cx, buf)
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.get_mut().stream).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.stream.is_write_vectored()
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_flush(cx)
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
+    }
+}
+
+impl Connected for Connection {
+    type ConnectInfo = TcpConnectInfo;
+
+    fn connect_info(&self) -> Self::ConnectInfo {
+        self.stream.connect_info()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    async fn listener() -> (TcpListener, std::net::SocketAddr) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let address = listener.local_addr().unwrap();
+        (listener, address)
+    }
+
+    #[tokio::test]
+    async fn past_the_bound_a_connection_waits_for_a_slot() {
+        let (listener, address) = listener().await;
+        let acceptor = Acceptor::new(listener, 1);
+        let _first = TcpStream::connect(address).await.unwrap();
+        let (_stream, slot) = acceptor.next().await;
+        let _second = TcpStream::connect(address).await.unwrap(); // in the backlog
+        let next = acceptor.next();
+        tokio::pin!(next);
+        let waited = tokio::time::timeout(Duration::from_millis(100), next.as_mut()).await;
+        assert!(waited.is_err(), "accepted past the bound");
+        drop(slot);
+        let _second_accepted = next.await; // the slot freed
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_connection_without_the_preface_in_time_fails_its_reads() {
+        let (listener, address) = listener().await;
+        let acceptor = Acceptor::new(listener, 4);
+        let within = Duration::from_secs(30);
+
+        // silent: the read fails at the deadline
+        let _silent = TcpStream::connect(address).await.unwrap();
+        let (stream, slot) = acceptor.next().await;
+        let mut silent = Connection::new(stream, slot, within);
+        let mut buf = [0u8; 64];
+        let err = silent.read(&mut buf).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+
+        // the preface sent: no deadline any more
+        let mut client = TcpStream::connect(address).await.unwrap();
+        let (stream, slot) = acceptor.next().await;
+        let mut greeted = Connection::new(stream, slot, within);
+        client
+            .write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+            .await
+            .unwrap();
+        let mut got = 0;
+        while got < PREFACE_BYTES {
+            got += greeted.read(&mut buf).await.unwrap();
+        }
+        assert!(greeted.preface.is_none());
+        tokio::time::advance(2 * within).await;
+        client.write_all(b"later").await.unwrap();
+        assert_eq!(greeted.read(&mut buf).await.unwrap(), 5);
+    }
+}
