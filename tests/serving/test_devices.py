@@ -13,6 +13,7 @@ import os
 
 import pytest
 
+from lanes.errors import LanesError
 from lanes.models import Model, TensorSpec
 from lanes.serving import ServeConfig
 from lanes.serving import devices as devices_module
@@ -106,3 +107,23 @@ def test_the_server_says_at_start_what_auto_became(
         assert [r.getMessage() for r in caplog.records if r.name == "lanes.serve"] == [note]
     finally:
         server.stop()
+
+
+def test_the_cuda_counter_follows_the_zoo_backend():
+    assert devices_module.cuda_counter("torch") is devices_module.torch_cuda_count
+    assert devices_module.cuda_counter("onnx") is devices_module.cuda_count
+
+
+def test_torch_cuda_is_not_asked_without_an_nvidia_gpu(monkeypatch):
+    monkeypatch.setattr(devices_module, "gpu_count", lambda: 0)
+    assert devices_module.torch_cuda_count() == 0
+
+
+def test_a_missing_gpu_names_the_runtime_that_looked(monkeypatch):
+    monkeypatch.setattr(devices_module, "gpu_count", lambda: 0)
+    with pytest.raises(LanesError) as info:
+        devices_module.parse_devices("cuda:0", cuda_available=devices_module.cuda_counter("torch"))
+    assert info.value.code == "bad_devices"
+    assert "cuda:0 is not present (this host has 0 CUDA device(s) usable by PyTorch)" in (
+        info.value.message
+    )

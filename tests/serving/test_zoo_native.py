@@ -7,6 +7,7 @@ tensors), a client nobody here wrote."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,9 +19,9 @@ import tritonclient.http as httpclient
 from PIL import Image
 from tritonclient.utils import InferenceServerException
 
-from lanes.models.base import Device
+from lanes.models.base import Arrays, Device
 from lanes.models.images import glyph_image, line_image
-from lanes.models.zoo import ZOO_NAMES, ZooModel, zoo_models
+from lanes.models.zoo import ZOO_NAMES, OnnxZooModel, ZooModel, zoo_models
 from lanes.serving import Handle, ServeConfig, start_in_thread
 
 CPU = Device("cpu", 0, 1)
@@ -129,3 +130,62 @@ def test_the_zoo_runs_natively(live: Handle, zoo: list[ZooModel], tmp_path: Path
     """No replica is loaded in Python: the native runner holds the sessions."""
     assert live.server.native_models == ["zoo"] * len(ZOO_NAMES)
     assert all(r is None for replicas in live.server.replicas for r in replicas)
+
+
+class PythonNetwork(OnnxZooModel):
+    """A zoo model whose network runs in Python (as on ``cuda:N`` or the ``torch`` backend) and
+    whose pre- and post-processing are the zoo's own: the server runs them in Rust."""
+
+    def predict(self, batch: Arrays) -> Arrays:
+        return super().predict(batch)
+
+
+class OwnHooks(PythonNetwork):
+    def postprocess(self, output: Arrays) -> Arrays:
+        return super().postprocess(output)
+
+
+def as_class(model: ZooModel, cls: type[ZooModel]) -> ZooModel:
+    keep = {f.name: getattr(model, f.name) for f in dataclasses.fields(model) if f.init}
+    return cls(**keep)
+
+
+@pytest.fixture(scope="module")
+def python_network(zoo: list[ZooModel]) -> Iterator[Handle]:
+    models = [as_class(m, PythonNetwork) for m in zoo]
+    config = ServeConfig(port=0, metrics_port=None, devices="cpu:2", warmup_batches=1)
+    with start_in_thread(config, models) as handle:
+        yield handle
+
+
+@pytest.mark.parametrize("name", ZOO_NAMES)
+def test_a_python_network_gets_the_zoos_rust_hooks_and_the_same_answers(
+    python_network: Handle, live: Handle, zoo: list[ZooModel], name: str
+) -> None:
+    model = next(m for m in zoo if m.name == name)
+    data = np.array(images(model.task, 5), dtype=object)
+    got = infer(python_network.url, name, data, "BYTES")
+    same(got, python_zoo(model, data), model.task, "PNG")
+    native = infer(live.url, name, data, "BYTES")
+    assert got.keys() == native.keys()
+    for key in got:
+        if got[key].dtype == np.float32:
+            np.testing.assert_allclose(got[key], native[key], atol=1e-5)
+        else:
+            assert got[key].tolist() == native[key].tolist()
+
+
+def test_only_a_zoo_model_with_the_zoos_own_hooks_gets_them_in_rust(zoo: list[ZooModel]) -> None:
+    from lanes.serving.server import _zoo_hooks
+
+    cnn = next(m for m in zoo if m.name == "char_cnn")
+    assert _zoo_hooks(as_class(cnn, PythonNetwork)) == ("char", list(cnn.labels))
+    assert _zoo_hooks(as_class(cnn, OwnHooks)) is None
+
+
+def test_a_python_network_loads_replicas_and_refuses_bad_images(python_network: Handle) -> None:
+    assert python_network.server.native_models == [None] * len(ZOO_NAMES)
+    assert all(r is not None for r in python_network.server.replicas[0])
+    with pytest.raises(InferenceServerException) as err:
+        infer(python_network.url, "char_cnn", np.array([b"hello"], dtype=object), "BYTES")
+    assert err.value.status() == "400" and "not a PNG or JPEG image" in str(err.value)

@@ -13,6 +13,12 @@
 //! request reaches Python as `(name, datatype, shape, data)` tuples — `data`
 //! the raw little-endian bytes, or a list of `bytes` for BYTES — and
 //! outputs come back in the same form.
+//!
+//! A demo zoo model that runs its network in Python (on `cuda:N`, or on the
+//! `torch` backend) keeps the zoo's pre- and post-processing in Rust
+//! (`lanes_server::zoo`'s hooks, no GIL): [`PyZooRunner`] takes the GIL once
+//! per batch for `bridge.zoo_logits(replica, x, shape)` on the stacked
+//! float32 input, and splits the logits back per request.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -27,7 +33,7 @@ use lanes_server::onnx_backend::OnnxModel;
 use lanes_server::runner::{Admitted, HookError, Hooks, Item, ModelRunner, Produced, SimCost};
 use lanes_server::server::{Listen, Running, ServedModel, ServerSpec};
 use lanes_server::signature::{Signature, Spec};
-use lanes_server::zoo::{zoo, Task};
+use lanes_server::zoo::{collate, split_logits, zoo, zoo_hooks, Stacked, Task};
 use lanes_server::BatchInfo;
 use lanes_serving::Batching;
 use pyo3::prelude::*;
@@ -79,15 +85,22 @@ fn wire_outputs(outputs: &Bound<'_, PyAny>) -> Result<Vec<OutputTensor>, String>
             let dt = Datatype::from_name(&datatype)
                 .ok_or_else(|| format!("output '{name}': datatype {datatype} unknown"))?;
             let data = if dt == Datatype::Bytes {
-                let items: Vec<Vec<u8>> = data
+                let items: Vec<Bound<'_, PyBytes>> = data
                     .extract()
                     .map_err(|e| format!("output '{name}': {e}"))?;
-                TensorData::Bytes(items.into_iter().map(Bytes::from).collect())
+                TensorData::Bytes(
+                    items
+                        .iter()
+                        .map(|b| Bytes::copy_from_slice(b.as_bytes()))
+                        .collect(),
+                )
             } else {
-                let raw: Vec<u8> = data
-                    .extract()
+                // One copy of each buffer: extracting a Vec<u8> would read
+                // the bytes one Python int at a time.
+                let raw = data
+                    .cast::<PyBytes>()
                     .map_err(|e| format!("output '{name}': {e}"))?;
-                TensorData::Fixed(Bytes::from(raw))
+                TensorData::Fixed(Bytes::copy_from_slice(raw.as_bytes()))
             };
             let tensor =
                 Tensor::new(dt, shape, data).map_err(|e| format!("output '{name}': {e}"))?;
@@ -111,17 +124,26 @@ struct PyRunner {
     postprocess: bool,
 }
 
+/// The replica on `device` of a model's list of replicas by device.
+fn replica_on<'py>(
+    py: Python<'py>,
+    replicas: &Py<PyList>,
+    device: usize,
+) -> Result<Bound<'py, PyAny>, String> {
+    replicas
+        .bind(py)
+        .get_item(device)
+        .ok()
+        .filter(|r| !r.is_none())
+        .ok_or_else(|| format!("no replica on device {device}"))
+}
+
 impl ModelRunner for PyRunner {
     fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {
         Python::attach(|py| {
-            let replica = self
-                .replicas
-                .bind(py)
-                .get_item(batch.device)
-                .ok()
-                .filter(|r| !r.is_none());
-            let Some(replica) = replica else {
-                return Ok(Err(format!("no replica on device {}", batch.device)));
+            let replica = match replica_on(py, &self.replicas, batch.device) {
+                Ok(replica) => replica,
+                Err(e) => return Ok(Err(e)),
             };
             let n = inputs.len();
             let mut items = Vec::with_capacity(n);
@@ -172,6 +194,40 @@ impl ModelRunner for PyRunner {
                     })
                     .collect()
             })
+        })
+    }
+}
+
+/// A zoo model's network in Python, between the zoo's Rust hooks: one
+/// `bridge.zoo_logits` call per batch, under the GIL.
+struct PyZooRunner {
+    replicas: Py<PyList>,
+    bridge: Py<PyAny>,
+}
+
+impl ModelRunner for PyZooRunner {
+    fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {
+        let Stacked { x, shape, rows } = collate(inputs)?;
+        Python::attach(|py| {
+            let replica = replica_on(py, &self.replicas, batch.device)?;
+            let out = self
+                .bridge
+                .bind(py)
+                .call_method1(
+                    "zoo_logits",
+                    (replica, PyBytes::new(py, &x), shape.to_vec()),
+                )
+                .map_err(|e| message(py, &e))?;
+            let (ok, value): (bool, Bound<'_, PyAny>) =
+                out.extract().map_err(|e| format!("bridge: {e}"))?;
+            if !ok {
+                return Err(value.extract::<String>().unwrap_or_default());
+            }
+            let (data, shape): (Bound<'_, PyBytes>, Vec<usize>) =
+                value.extract().map_err(|e| format!("bridge: {e}"))?;
+            // Split while the buffer is borrowed: one copy, not one Python
+            // int per byte (which extracting a Vec<u8> would do).
+            split_logits(data.as_bytes(), &shape, &rows)
         })
     }
 }
@@ -356,6 +412,19 @@ fn served_model(
         forms: forms.into_iter().map(specs).collect::<Result<_, _>>()?,
     };
     let (runner, hooks): (Arc<dyn ModelRunner>, Option<Arc<dyn Hooks>>) = match engine.as_str() {
+        "python" if m.contains("zoo").unwrap_or(false) => {
+            let (task, labels): (String, Vec<String>) = get(m, "zoo")?;
+            let task = Task::parse(&task)
+                .ok_or_else(|| bad(format!("model '{name}': zoo task '{task}'")))?;
+            let runner = PyZooRunner {
+                replicas: get(m, "replicas")?,
+                bridge: Python::attach(|py| bridge.clone_ref(py)),
+            };
+            (
+                Arc::new(runner) as Arc<dyn ModelRunner>,
+                Some(zoo_hooks(&name, task, labels) as Arc<dyn Hooks>),
+            )
+        }
         "python" => {
             let replicas: Py<PyList> = get(m, "replicas")?;
             let (preprocess, postprocess): (bool, bool) = get(m, "hooks")?;

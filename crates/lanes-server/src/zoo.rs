@@ -23,6 +23,13 @@
 //! first on ties) and `score` (`FP32 [n]`, its softmax probability); a
 //! `line` model answers `text` (`BYTES [n]`), CTC best path: the arg-max per
 //! time step, runs collapsed, blanks (class 0) dropped.
+//!
+//! **The network elsewhere.** Where the graph cannot run natively (a zoo
+//! model on `cuda:N` through PyTorch, the `torch` backend), the same hooks
+//! run around a runner in another crate: [`collate`] stacks a batch's
+//! pre-processed requests into one `[N, 1, h, w]` float32 input, and
+//! [`split_logits`] cuts the network's logits back into one item per request
+//! for [`ZooHooks::postprocess`].
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -473,6 +480,82 @@ impl ModelRunner for ZooRunner {
     }
 }
 
+/// A batch's pre-processed requests stacked in their order.
+#[derive(Debug)]
+pub struct Stacked {
+    /// The float32 little-endian bytes of one `[N, 1, h, w]` input.
+    pub x: Vec<u8>,
+    pub shape: [usize; 4],
+    /// Each request's rows, in order (they sum to N).
+    pub rows: Vec<usize>,
+}
+
+/// A batch's pre-processed requests stacked in their order (see [`Stacked`]).
+pub fn collate(inputs: Vec<Admitted>) -> Result<Stacked, String> {
+    let mut data = Vec::new();
+    let mut rows = Vec::with_capacity(inputs.len());
+    let mut shape = [0, 1, 0, 0];
+    for admitted in inputs {
+        let pre = admitted
+            .item
+            .and_then(|i| i.downcast::<Pre>().ok())
+            .ok_or("a request reached the zoo network unprocessed")?;
+        if shape[0] > 0 && pre.shape[2..] != shape[2..] {
+            return Err(format!(
+                "requests of sizes {:?} and {:?} in one batch",
+                &shape[2..],
+                &pre.shape[2..]
+            ));
+        }
+        shape = [shape[0] + pre.shape[0], 1, pre.shape[2], pre.shape[3]];
+        rows.push(pre.shape[0]);
+        data.extend_from_slice(&pre.x);
+    }
+    Ok(Stacked {
+        x: data,
+        shape,
+        rows,
+    })
+}
+
+/// The logits of a batch (float32 bytes of `shape`, rows first) cut into
+/// one item per request of `rows` rows each, for [`ZooHooks::postprocess`].
+pub fn split_logits(data: &[u8], shape: &[usize], rows: &[usize]) -> Result<Vec<Produced>, String> {
+    let total: usize = rows.iter().sum();
+    let per_row = shape.iter().skip(1).product::<usize>() * 4;
+    if shape.first() != Some(&total) || data.len() != total * per_row {
+        return Err(format!(
+            "the network answered logits of shape {shape:?} ({} bytes) for {total} rows",
+            data.len()
+        ));
+    }
+    let data = Bytes::copy_from_slice(data);
+    let mut at = 0;
+    Ok(rows
+        .iter()
+        .map(|&n| {
+            let mut part = shape.to_vec();
+            part[0] = n;
+            let tensor = lanes_onnx::OutputTensor {
+                datatype: lanes_onnx::Datatype::Fp32,
+                shape: part,
+                data: data.slice(at..at + n * per_row),
+            };
+            at += n * per_row;
+            Produced::Item(Box::new(tensor))
+        })
+        .collect())
+}
+
+/// A zoo model's hooks alone, for a runner that is not [`ZooRunner`].
+pub fn zoo_hooks(name: &str, task: Task, labels: Vec<String>) -> Arc<ZooHooks> {
+    Arc::new(ZooHooks {
+        name: name.to_owned(),
+        task,
+        labels: labels.into_iter().map(Bytes::from).collect(),
+    })
+}
+
 /// The hooks and runner of a zoo model.
 pub fn zoo(
     model: OnnxModel,
@@ -480,14 +563,9 @@ pub fn zoo(
     task: Task,
     labels: Vec<String>,
 ) -> (Arc<ZooRunner>, Arc<ZooHooks>) {
-    let labels = labels.into_iter().map(Bytes::from).collect();
     (
         Arc::new(ZooRunner { model, task }),
-        Arc::new(ZooHooks {
-            name: name.to_owned(),
-            task,
-            labels,
-        }),
+        zoo_hooks(name, task, labels),
     )
 }
 

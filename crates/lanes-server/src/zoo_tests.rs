@@ -86,3 +86,93 @@ fn raw_gray_levels_are_read_per_datatype() {
     let floats = Tensor::from_values::<f32>(vec![1, 1, 1, 3], &[f32::NAN, 2.0, -1.0]).unwrap();
     assert_eq!(wire_images(&floats).unwrap()[0].px, [0.0, 1.0, 0.0]);
 }
+
+/// A request of `n` raw gray images `h × w` (UINT8, JSON).
+fn raw_request(n: usize, h: usize, w: usize) -> InferRequest {
+    let data: Vec<String> = (0..n * h * w)
+        .map(|i| ((i * 37) % 256).to_string())
+        .collect();
+    let json = format!(
+        r#"{{"inputs":[{{"name":"image","shape":[{n},{h},{w}],"datatype":"UINT8","data":[{}]}}]}}"#,
+        data.join(",")
+    );
+    lanes_kserve::rest::decode_request(
+        lanes_kserve::ModelRef::default(),
+        Bytes::from(json),
+        None,
+        &lanes_kserve::CodecConfig::default(),
+    )
+    .unwrap()
+}
+
+fn admitted(hooks: &ZooHooks, request: InferRequest) -> Admitted {
+    let item = hooks.preprocess(&request).unwrap();
+    Admitted {
+        request,
+        item: Some(item),
+    }
+}
+
+fn labels(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("L{i}")).collect()
+}
+
+#[test]
+fn collate_stacks_requests_in_order_and_split_gives_each_its_rows() {
+    let hooks = zoo_hooks("cnn", Task::Char, labels(3));
+    let batch = vec![
+        admitted(&hooks, raw_request(2, 20, 10)),
+        admitted(&hooks, raw_request(1, 32, 32)),
+    ];
+    let Stacked { x, shape, rows } = collate(batch).unwrap();
+    assert_eq!(shape, [3, 1, CHAR_SIZE, CHAR_SIZE]);
+    assert_eq!(rows, vec![2, 1]);
+    assert_eq!(x.len(), 3 * CHAR_SIZE * CHAR_SIZE * 4);
+    // Logits whose arg-max is the row's index: rows 0, 1 → the first
+    // request, row 2 → the second.
+    let mut logits = Vec::new();
+    for row in 0..3 {
+        for class in 0..3 {
+            let v: f32 = if class == row { 5.0 } else { 0.0 };
+            logits.extend_from_slice(&v.to_le_bytes());
+        }
+    }
+    let parts = split_logits(&logits, &[3, 3], &rows).unwrap();
+    let classes: Vec<Vec<u8>> = parts
+        .into_iter()
+        .map(|part| {
+            let Produced::Item(item) = part else {
+                panic!("an item for postprocess")
+            };
+            let out = hooks.postprocess(item).unwrap();
+            let label = out.iter().find(|o| o.name == "label").unwrap();
+            match label.tensor.data() {
+                lanes_kserve::TensorData::Bytes(b) => b.iter().flat_map(|x| x.to_vec()).collect(),
+                other => panic!("labels as bytes, got {other:?}"),
+            }
+        })
+        .collect();
+    assert_eq!(classes, vec![b"L0L1".to_vec(), b"L2".to_vec()]);
+}
+
+#[test]
+fn split_refuses_logits_that_do_not_match_the_rows() {
+    let four_floats = [0u8; 16];
+    let err = split_logits(&four_floats, &[2, 2], &[1, 2]).unwrap_err();
+    assert!(
+        err.contains("shape [2, 2]") && err.contains("for 3 rows"),
+        "{err}"
+    );
+    assert!(split_logits(&four_floats[..12], &[2, 2], &[2]).is_err());
+}
+
+#[test]
+fn collate_refuses_an_unprocessed_request() {
+    let request = raw_request(1, 4, 4);
+    let err = collate(vec![Admitted {
+        request,
+        item: None,
+    }])
+    .unwrap_err();
+    assert!(err.contains("unprocessed"), "{err}");
+}

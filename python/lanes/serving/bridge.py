@@ -2,7 +2,9 @@
 
 The Rust server calls these functions with the GIL held: :func:`run_batch` once per batch on the
 device's executor thread, :func:`preprocess` and :func:`postprocess` once per request on the front
-end's bounded pool (only for a model that overrides them). Tensors cross as ``(name, datatype,
+end's bounded pool (only for a model that overrides them); for a demo zoo model whose network runs
+in Python (``cuda:N``, the ``torch`` backend) :func:`zoo_logits` once per batch, its pre- and
+post-processing being in Rust. Tensors cross as ``(name, datatype,
 shape, data)`` tuples: ``data`` is the raw little-endian bytes of the array in C order, or a list of
 ``bytes`` for ``BYTES``.
 
@@ -85,6 +87,19 @@ def run_batch(
         if postprocess:
             return True, list(parts)
         return True, [wire(part) for part in parts]
+    except Exception as err:
+        return False, f"{type(err).__name__}: {err}"
+
+
+def zoo_logits(replica: Model, x: bytes, shape: list[int]) -> tuple[bool, Any]:
+    """A demo zoo model's network on one batch whose pre-processing ran in Rust: ``x`` is the
+    float32 little-endian bytes of the stacked ``[N, 1, h, w]`` input; the answer is
+    ``(True, (logits bytes, logits shape))``, float32 little-endian, rows first."""
+    try:
+        batch = np.frombuffer(x, dtype="<f4").reshape(shape)
+        logits = np.asarray(replica.predict({"x": batch})["logits"])
+        out = np.ascontiguousarray(logits, dtype="<f4")
+        return True, (out.tobytes(), list(out.shape))
     except Exception as err:
         return False, f"{type(err).__name__}: {err}"
 

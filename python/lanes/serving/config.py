@@ -206,9 +206,11 @@ def check(cfg: ServeConfig) -> ServeConfig:
             raise LanesError(
                 err.code, f"policy = {cfg.policy!r}: {err.message} (serve allows {POLICIES})"
             ) from None
-    from lanes.serving.devices import parse_devices
+    from lanes.serving.devices import cuda_counter, parse_devices
 
-    parse_devices(cfg.devices, threads=cfg.cpu_threads)
+    parse_devices(
+        cfg.devices, threads=cfg.cpu_threads, cuda_available=cuda_counter(cfg.zoo_backend)
+    )
     if cfg.models is not None and not cfg.models.is_dir():
         raise LanesError(
             BAD_ARGUMENT, f"models = '{cfg.models}': not a folder (a model repository is a folder)"

@@ -14,7 +14,9 @@ Spec grammar (``--devices``), comma-separated, one kind per spec:
 - ``auto`` — devices that behave like GPUs (design.md §4.1: overlapping work waits, it does not
   go faster). The rule, in :func:`resolve_devices`:
 
-  1. every CUDA device (``cuda:0,...``) when ONNX Runtime's CUDA provider and a GPU are present;
+  1. every CUDA device (``cuda:0,...``) when the models' runtime can use a GPU that is present:
+     ONNX Runtime's CUDA provider (the default), or PyTorch's CUDA for the demo zoo's ``torch``
+     backend (:func:`cuda_counter`);
   2. else, under ``--policy independent`` without an arbiter (the status quo: each model its own
      workers), ``cpu`` — one executor whose runtimes get the cores as intra-op threads, as before;
   3. else ``cpu:N`` with N the cores this process may run on (its CPU affinity; at most 64), one
@@ -54,6 +56,25 @@ def cuda_count() -> int:
     if "CUDAExecutionProvider" not in ort.get_available_providers():
         return 0
     return gpu_count()
+
+
+def torch_cuda_count() -> int:
+    """CUDA devices usable through PyTorch (the demo zoo's ``torch`` backend, for hosts whose
+    onnxruntime has no CUDA provider): 0 without a GPU or without torch. ``nvidia-smi`` is asked
+    first, so a host without NVIDIA's driver never imports torch."""
+    if gpu_count() == 0:
+        return 0
+    try:
+        import torch  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        return 0
+    return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+
+
+def cuda_counter(backend: str) -> Callable[[], int]:
+    """The counter of CUDA devices for the models' runtime: :func:`torch_cuda_count` for the
+    ``torch`` zoo backend, :func:`cuda_count` (ONNX Runtime) otherwise."""
+    return torch_cuda_count if backend == "torch" else cuda_count
 
 
 def gpu_count() -> int:
@@ -188,9 +209,10 @@ def _parse(text: str, threads: int | None, cuda_available: Callable[[], int]) ->
         if len(set(indices)) != len(indices):
             raise LanesError(BAD_DEVICES, f"--devices '{text}': a device is listed twice")
         have = cuda_available()
-        usable = (
-            "usable by ONNX Runtime" if cuda_available is cuda_count else "listed by nvidia-smi -L"
-        )
+        usable = {
+            cuda_count: "usable by ONNX Runtime",
+            torch_cuda_count: "usable by PyTorch",
+        }.get(cuda_available, "listed by nvidia-smi -L")
         missing = [i for i in indices if i >= have]
         if missing:
             raise LanesError(

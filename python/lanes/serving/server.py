@@ -55,7 +55,7 @@ from lanes.errors import BAD_ARGUMENT, LanesError
 from lanes.models.base import MODEL_INVALID, Device, Model
 from lanes.serving import bridge
 from lanes.serving.config import ServeConfig
-from lanes.serving.devices import resolve_devices
+from lanes.serving.devices import cuda_counter, resolve_devices
 from lanes.serving.warmup import Warmed, warm_up
 
 LOADING, WARMING, READY, DRAINING, STOPPED = "loading", "warming", "ready", "draining", "stopped"
@@ -102,6 +102,20 @@ def _native_engine(model: Model, devices: Sequence[Device]) -> str | None:
     return None
 
 
+def _zoo_hooks(model: Model) -> tuple[str, list[str]] | None:
+    """``(task, labels)`` for a demo zoo model whose network runs in Python but whose pre- and
+    post-processing are the zoo's own (not overridden), so they run in Rust (lanes-server's
+    ``zoo`` hooks) and the model pays Python once per batch only; None otherwise."""
+    from lanes.models.zoo import ZooModel
+
+    if not isinstance(model, ZooModel):
+        return None
+    for hook in ("preprocess", "postprocess"):
+        if getattr(type(model), hook) is not getattr(ZooModel, hook):
+            return None
+    return model.task, list(model.labels)
+
+
 def _find_onnxruntime_library() -> None:
     """Point ``ORT_DYLIB_PATH`` at the ``onnxruntime`` wheel's library unless it is set (the
     native ONNX runner loads it; see docs/onnx.md)."""
@@ -138,6 +152,7 @@ class Server:
             config.devices,
             threads=config.cpu_threads,
             independent=config.policy == INDEPENDENT and config.arbiter is None,
+            cuda_available=cuda_counter(config.zoo_backend),
         )
         if resolved.note is not None:
             log.info("%s", resolved.note)
@@ -188,6 +203,9 @@ class Server:
                 "replicas": replicas,
                 "hooks": (_overrides(model, "preprocess"), _overrides(model, "postprocess")),
             }
+            zoo = _zoo_hooks(model) if native is None else None
+            if zoo is not None:
+                engine["zoo"] = zoo
             if native is not None:
                 engine = {
                     "engine": native,

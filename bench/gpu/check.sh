@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# lanes on a GPU host: the checks docs/results/gpu.md records.
+#
+#   bench/gpu/check.sh smoke OUT   the host (GPU, driver, torch, onnxruntime's providers), the
+#                                  CUDA tests (tests/serving/test_cuda.py, the torch zoo's CUDA
+#                                  test, device parsing), and lanes serve on cuda:0 with the
+#                                  zoo's torch backend answering every zoo model, its metrics
+#                                  and its device timeline
+#   bench/gpu/check.sh lab OUT     examples/experiments/gpu.toml (independent, fifo, sjf on
+#                                  cuda:0) with lanes bench run; OUT/gpu-lab.tgz holds the folder
+#
+# lanes must be importable (a wheel from `maturin build --release`, or `make setup`). Every step
+# is bounded by `timeout`, writes its output under OUT, and a failed step does not stop the next.
+set -u
+mode=${1:?usage: check.sh smoke|lab OUT}
+out=${2:?usage: check.sh smoke|lab OUT}
+mkdir -p "$out"
+py=${PYTHON:-python3}
+
+if [ "$mode" = smoke ]; then
+  {
+    date -u; nproc; lscpu | grep 'Model name'
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+    "$py" -V
+    "$py" -c 'import torch, onnxruntime as o, lanes._core as c; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.device_count()); print("onnxruntime", o.__version__, o.get_available_providers()); print("lanes", c.version())'
+  } > "$out/env.txt" 2>&1
+  timeout 240 "$py" -m pytest -q -rs -p no:cacheprovider tests/serving/test_cuda.py \
+    tests/models/test_zoo_torch.py tests/serving/test_devices.py > "$out/pytest.txt" 2>&1
+  echo "pytest rc $?" >> "$out/pytest.txt"
+  timeout 120 "$py" bench/gpu/smoke.py > "$out/smoke.txt" 2>&1
+  echo "smoke rc $?" >> "$out/smoke.txt"
+elif [ "$mode" = lab ]; then
+  lab=$(mktemp -d)/gpu-lab
+  timeout "${LAB_TIMEOUT:-420}" "$py" -m lanes bench run examples/experiments/gpu.toml \
+    --out "$lab" ${LAB_ARGS:-} > "$out/lab.txt" 2>&1
+  echo "lab rc $?" >> "$out/lab.txt"
+  cp "$lab/summary.json" "$out/" 2>/dev/null
+  tar czf "$out/gpu-lab.tgz" -C "$(dirname "$lab")" gpu-lab
+else
+  echo "usage: check.sh smoke|lab OUT" >&2; exit 2
+fi
