@@ -301,3 +301,31 @@ def test_stopping_a_variant_ends_its_worker_processes_too(tmp_path):
         time.sleep(0.05)
     else:
         pytest.fail(f"the server's worker {child} outlived it")
+
+
+def test_a_command_starting_with_python_runs_this_interpreter(tmp_path, monkeypatch):
+    """``python`` in a variant's command is this installation's interpreter, whatever PATH says
+    (as ``lanes`` is this installation's lanes)."""
+    from lanes.lab.experiment import Variant
+    from lanes.lab.runner import server
+
+    script = tmp_path / "which.py"
+    script.write_text(
+        "import http.server, signal, sys\n"
+        f"open({str(tmp_path / 'exe')!r}, 'w').write(sys.executable)\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(200); self.end_headers()\n"
+        "signal.signal(signal.SIGTERM, lambda *a: sys.exit(0))\n"
+        "http.server.HTTPServer(('127.0.0.1', int(sys.argv[1])), H).serve_forever()\n"
+    )
+    monkeypatch.setenv("PATH", str(tmp_path))  # no python on PATH
+    variant = Variant(
+        name="python",
+        command=("python", str(script), "{port}"),
+        metrics_url=None,
+        ready_url="{url}/",
+        ready_timeout_s=30,
+    )
+    with server(variant, tmp_path / "log.txt"):
+        assert (tmp_path / "exe").read_text() == sys.executable

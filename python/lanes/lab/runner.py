@@ -215,6 +215,8 @@ def server(variant: Variant, log: Path) -> Iterator[Server]:
         argv = [fill(a) for a in variant.command]
         if argv[0] == "lanes":  # this installation's lanes, whatever PATH says
             argv = [sys.executable, "-m", "lanes", *argv[1:]]
+        elif argv[0] == "python":  # this installation's interpreter, likewise
+            argv = [sys.executable, *argv[1:]]
         elif shutil.which(argv[0]) is None:
             raise LanesError(BAD_ARGUMENT, f"variant {variant.name}: command {argv[0]!r} not found")
         log.parent.mkdir(parents=True, exist_ok=True)
