@@ -8,8 +8,9 @@ response shape:
     response  {"model_name": M, "outputs": [{"name": "y", "shape": [...], "datatype": "FP32",
                                              "data": [...]}]}
 
-Only one FP32 input (and FP32 or INT64 outputs) is supported: the benchmark needs nothing else, and a
-request that differs is refused with a message naming what was received and what is allowed.
+Only one FP32 input (and FP32 or INT64 outputs) is supported: the benchmark needs nothing else,
+and a request that differs is refused with a message naming what was received and what is
+allowed.
 """
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ def write_top1(char_cnn: Path, folder: Path) -> Path:
     onnx.checker.check_model(model)
     onnx.save(model, str(folder / "model.onnx"))
     toml = (char_cnn / "model.toml").read_text()
-    toml = re.sub(r'(?m)^name = .*$', 'name = "char_cnn_top1"', toml, count=1)
+    toml = re.sub(r"(?m)^name = .*$", 'name = "char_cnn_top1"', toml, count=1)
     head, _, _ = toml.partition("[[outputs]]")
     toml = head + '[[outputs]]\nname = "class"\ndatatype = "INT64"\nshape = [-1]\n'
     (folder / "model.toml").write_text(toml)

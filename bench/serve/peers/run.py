@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""The serving race: lanes against LitServe and Ray Serve on the same ONNX models (issue 5 §4).
+"""The serving race: lanes against LitServe, Ray Serve and MLServer on the same ONNX models
+(issue 5 §4, issue 14).
 
-    .venv/bin/python bench/serve/peers/run.py [all|setup|race|crosscheck|profile]
-        [--quick] [--repeats N] [--servers lanes,litserve,ray] [--models identity,char_cnn]
-        [--out DIR]
+    .venv/bin/python bench/serve/peers/run.py [all|setup|race|crosscheck|profile|cpu|grpc]
+        [--quick] [--repeats N] [--servers lanes,mlserver,litserve,ray]
+        [--models identity,char_cnn_top1,char_cnn] [--out DIR]
 
 - ``setup``: a separate venv (``bench/serve/peers/.venv``) with LitServe, Ray Serve, py-spy,
-  and the same ONNX Runtime version as lanes' venv; ``oha`` from crates.io into
-  ``bench/serve/peers/.cargo``.
+  and the same ONNX Runtime version as lanes' venv; another (``.venv-mlserver``) with MLServer
+  and that ONNX Runtime; ``oha`` from crates.io into ``bench/serve/peers/.cargo``; ``ghz``
+  (a gRPC load client) from the Go module proxy into ``bench/serve/peers/.go``.
 - ``race``: for each repeat, for each model, for each server in turn (A B C A B C): start the
   server alone, measure **overhead** (open loop, 100 req/s Poisson: p50/p99 latency minus the
   bare model's in-process ONNX Runtime p50/p99 at batch 1) and **capacity** (the highest
@@ -16,7 +18,11 @@
   ``lanes bench`` at a constant rate, interleaved.
 - ``profile``: py-spy flame graphs (on-CPU and ``--idle``) of ``lanes serve`` near its
   capacity, as SVG under ``docs/results/serving/``.
-- ``all``: the four in order (about 22 minutes; ``--quick``: a smoke run of about 5).
+- ``grpc``: per server with a KServe v2 gRPC port (lanes, MLServer, the native example) and
+  model, capacity over REST driven by oha and over gRPC driven by ghz, both at fixed rates
+  (``oha -q``, ``ghz --rps``) with the same search as ``race``; the gRPC request carries the
+  input in ``raw_input_contents``, as ``tritonclient.grpc`` sends it.
+- ``all``: the first four in order (about 22 minutes; ``--quick``: a smoke run of about 5).
 
 **Capacity search** (one server, one model): rates step up by x2 from ``START_RATE`` until a
 rate fails (p99 ≥ 50 ms, an error, or an unfinished request); then the bracket [last pass,
@@ -36,6 +42,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as dt
+import functools
 import json
 import os
 import platform
@@ -48,7 +55,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +64,8 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
 sys.path.insert(0, str(HERE))
 
+import protocols  # noqa: E402
+
 import models  # noqa: E402
 
 LANES_VENV = ROOT / ".venv"
@@ -64,7 +73,15 @@ PEERS_VENV = HERE / ".venv"
 PEERS_PY = PEERS_VENV / "bin" / "python"
 OHA = HERE / ".cargo" / "bin" / "oha"
 PEER_PACKAGES = ["litserve", "ray[serve]", "numpy", "py-spy"]
-SERVERS = ("lanes", "lanes-py", "native", "litserve", "ray")
+MLSERVER_VENV = HERE / ".venv-mlserver"
+MLSERVER_PY = MLSERVER_VENV / "bin" / "python"
+# uvloop 0.22 broke MLServer 1.7.1's inference workers ("There is no current event loop",
+# SeldonIO/MLServer#2286, fix not released); MLflow pins uvloop<0.22 for the same reason.
+MLSERVER_PACKAGES = ["mlserver==1.7.1", "uvloop<0.22"]
+GHZ = HERE / ".go" / "bin" / "ghz"
+GHZ_MODULE = "github.com/bojand/ghz/cmd/ghz@latest"
+KSERVE_PROTO = ROOT / "crates" / "lanes-kserve" / "proto" / "grpc_predict_v2.proto"
+SERVERS = ("lanes", "lanes-py", "native", "mlserver", "litserve", "ray")
 PEERS = ("litserve", "ray")  # the servers that need the peers' venv
 WORKERS = 2  # the machine's cores: peer workers / replicas
 THREADS = 1  # intra-op threads per ONNX Runtime session
@@ -72,7 +89,15 @@ SLO_MS = 50.0
 OVERHEAD_RATE = 100.0
 START_RATE = 50.0
 REFINE_STEPS = 3
-PORTS = {"lanes": 8300, "lanes-py": 8500, "native": 8400, "litserve": 8100, "ray": 8200}
+PORTS = {
+    "lanes": 8300,
+    "lanes-py": 8500,
+    "native": 8400,
+    "mlserver": 8600,
+    "litserve": 8100,
+    "ray": 8200,
+}
+GRPC_SERVERS = ("lanes", "native", "mlserver")  # gRPC on PORTS[server] + 1
 # `lanes-py`: `lanes serve` with the same graph inside a `python`-adapter model (ONNX Runtime
 # from Python in `predict`), the way a LitServe or Ray Serve user writes one.
 # The Rust data plane alone (crates/lanes-server) as an example binary, measured beside them.
@@ -84,6 +109,9 @@ CAPACITY_CAP = 64000.0  # req/s: the doubling search stops here
 # loops/base.py collate_requests: get_nowait, and the loop retries at once), which costs its
 # workers CPU while idle on a 2-core host; 1 ms lets the workers block on the queue.
 LITSERVE_BATCH_TIMEOUT_US = 1000
+# MLServer batches only when max_batch_time > 0 (mlserver/batching/hooks.py load_batching):
+# the same 1 ms as LitServe.
+MLSERVER_BATCH_TIMEOUT_US = 1000
 # The servers and the client outrank the other engineers' builds and tests on this shared
 # host (CFS weight about 9x a nice-0 task), equally for all three servers.
 NICE = -10
@@ -129,23 +157,33 @@ def ort_library() -> str:
     return subprocess.run([python, "-c", code], capture_output=True, text=True).stdout.strip()
 
 
-def setup(need_oha: bool, servers: tuple[str, ...] = SERVERS) -> None:
-    """The peers' venv (same ONNX Runtime as lanes), oha and the native server's binary, each
-    only when a chosen server needs it."""
+def peer_venv(python: Path, packages: list[str], marker: str) -> None:
+    """A venv at ``python``'s root holding ``packages`` and lanes' ONNX Runtime version;
+    (re)installed when ONNX Runtime differs or the ``marker`` package is absent."""
+    ort = version_of(LANES_VENV / "bin" / "python", "onnxruntime")
+    if not python.exists():
+        sh([sys.executable, "-m", "venv", str(python.parents[1])])
+    if version_of(python, "onnxruntime") != ort or version_of(python, marker) == "absent":
+        sh([str(python), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
+        sh([str(python), "-m", "pip", "install", "--quiet", *packages, f"onnxruntime=={ort}"])
+
+
+def setup(need_oha: bool, servers: tuple[str, ...] = SERVERS, need_ghz: bool = False) -> None:
+    """The peers' venvs (same ONNX Runtime as lanes), oha, ghz and the native server's binary,
+    each only when a chosen server or step needs it."""
     if "native" in servers:
         example = ["-p", "lanes-server", "--example", "serve_onnx"]
         sh(["cargo", "build", "--release", "--quiet", *example])
     if need_oha and not OHA.exists():
         sh(["cargo", "install", "oha", "--locked", "--root", str(OHA.parents[1])])
-    if not any(s in PEERS for s in servers):
-        return
-    ort = version_of(LANES_VENV / "bin" / "python", "onnxruntime")
-    wanted = [*PEER_PACKAGES, f"onnxruntime=={ort}"]
-    if not PEERS_PY.exists():
-        sh([sys.executable, "-m", "venv", str(PEERS_VENV)])
-    if version_of(PEERS_PY, "onnxruntime") != ort or version_of(PEERS_PY, "ray") == "absent":
-        sh([str(PEERS_PY), "-m", "pip", "install", "--quiet", "--upgrade", "pip"])
-        sh([str(PEERS_PY), "-m", "pip", "install", "--quiet", *wanted])
+    if need_ghz and not GHZ.exists():
+        go = HERE / ".go"
+        env = {**os.environ, "GOBIN": str(go / "bin"), "GOPATH": str(go / "path")}
+        sh(["go", "install", GHZ_MODULE], env={**env, "GOFLAGS": "-modcacherw"})
+    if "mlserver" in servers:
+        peer_venv(MLSERVER_PY, MLSERVER_PACKAGES, "mlserver")
+    if any(s in PEERS for s in servers):
+        peer_venv(PEERS_PY, PEER_PACKAGES, "ray")
 
 
 def versions() -> dict[str, str]:
@@ -162,7 +200,11 @@ def versions() -> dict[str, str]:
         "fastapi (litserve)": version_of(PEERS_PY, "fastapi"),
         "uvicorn (peers)": version_of(PEERS_PY, "uvicorn"),
         "py-spy": version_of(PEERS_PY, "py-spy"),
+        "mlserver": version_of(MLSERVER_PY, "mlserver"),
+        "onnxruntime (mlserver)": version_of(MLSERVER_PY, "onnxruntime"),
+        "uvloop (mlserver)": version_of(MLSERVER_PY, "uvloop"),
         "oha": oha.strip() or "absent",
+        "ghz": str(GHZ) if GHZ.exists() else "absent",
         "python": platform.python_version(),
     }
 
@@ -233,8 +275,8 @@ def python_repository(out: Path, model: str) -> Path:
     (repo / model / "model.onnx").write_bytes((source / "model.onnx").read_bytes())
     (repo / model / "model.py").write_text(PY_MODEL)
     toml = (source / "model.toml").read_text()
-    toml = re.sub(r'(?m)^adapter = .*$', 'adapter = "python"', toml)
-    toml = re.sub(r'(?m)^file = .*$', 'file = "model.py"', toml)
+    toml = re.sub(r"(?m)^adapter = .*$", 'adapter = "python"', toml)
+    toml = re.sub(r"(?m)^file = .*$", 'file = "model.py"', toml)
     (repo / model / "model.toml").write_text(toml)
     return repo
 
@@ -282,12 +324,24 @@ def server_command(server: str, repo: Path, model: str) -> list[str]:
             "off",
             "--port",
             port,
+            "--grpc-port",
+            str(PORTS[server] + 1),
         ]
-    app = HERE / ("litserve_app.py" if server == "litserve" else "ray_app.py")
-    timeout = LITSERVE_BATCH_TIMEOUT_US if server == "litserve" else models.BATCH_TIMEOUT_US
+    work = repo.parents[1]  # the race's --out: repos/MODEL sits in it
+    app, python, timeout, extra = {
+        "litserve": ("litserve_app.py", PEERS_PY, LITSERVE_BATCH_TIMEOUT_US, []),
+        "ray": ("ray_app.py", PEERS_PY, models.BATCH_TIMEOUT_US, []),
+        "mlserver": (
+            "mlserver_app.py",
+            MLSERVER_PY,
+            MLSERVER_BATCH_TIMEOUT_US,
+            ["--grpc-port", str(PORTS[server] + 1), "--work", str(work / "mlserver" / model)],
+        ),
+    }[server]
     return [
-        str(PEERS_PY),
-        str(app),
+        str(python),
+        str(HERE / app),
+        *extra,
         "--model-dir",
         str(repo),
         "--name",
@@ -415,13 +469,14 @@ def passes(result: dict[str, Any]) -> bool:
     return bool(errors == 0 and result["latency_ms"]["p99"] < SLO_MS)
 
 
-def capacity(url: str, body: Path, step_s: float, tmp: Path) -> tuple[float, list[dict[str, Any]]]:
-    """The highest passing Poisson rate: x2 steps from START_RATE, then REFINE_STEPS bisections."""
+def search(run_at: Callable[[float], dict[str, Any]]) -> tuple[float, list[dict[str, Any]]]:
+    """The highest passing rate: x2 steps from START_RATE, then REFINE_STEPS bisections.
+    ``run_at(rate)`` runs one bounded step and returns its result with ``pass`` set and
+    ``latency_ms.p99``; the answer comes with every step's result."""
     runs: list[dict[str, Any]] = []
 
     def trial(rate: float) -> bool:
-        result = bench(url, body, rate, step_s, tmp / "step.json")
-        result["pass"] = passes(result)
+        result = run_at(rate)
         runs.append(result)
         log(
             f"    {rate:8.1f} req/s  p99 {result['latency_ms']['p99']:9.2f} ms  "
@@ -445,47 +500,88 @@ def capacity(url: str, body: Path, step_s: float, tmp: Path) -> tuple[float, lis
     return low, runs
 
 
+def capacity(url: str, body: Path, step_s: float, tmp: Path) -> tuple[float, list[dict[str, Any]]]:
+    """The highest passing Poisson rate of ``lanes bench`` (:func:`search`, :func:`passes`)."""
+
+    def run_at(rate: float) -> dict[str, Any]:
+        result = bench(url, body, rate, step_s, tmp / "step.json")
+        return {**result, "pass": passes(result)}
+
+    return search(run_at)
+
+
+def interleaved(
+    repeats: int, models_: tuple[str, ...], servers: tuple[str, ...]
+) -> Iterator[tuple[int, str, str]]:
+    """(repeat, model, server) in the race's order: per repeat, per model, every server in
+    turn, the order rotated by one each repeat so no server always follows the same one."""
+    for repeat in range(repeats):
+        shift = repeat % len(servers)
+        for model in models_:
+            for server in servers[shift:] + servers[:shift]:
+                yield repeat, model, server
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One server's turn on one model in one repeat, with its request body and log file."""
+
+    repeat: int
+    model: str
+    server: str
+    repo: Path
+    body: Path
+    log_file: Path
+
+
+def turns(settings: Settings, step: str, servers: tuple[str, ...]) -> Iterator[Turn]:
+    """:func:`interleaved` over ``settings``, each turn announced and given its files."""
+    (settings.out / "logs").mkdir(parents=True, exist_ok=True)
+    for repeat, model, server in interleaved(settings.repeats, settings.models, servers):
+        log(f"[{step} {repeat + 1}/{settings.repeats}] {server} · {model}")
+        repo, body = repository(settings.out, model), body_file(settings.out, model)
+        logf = settings.out / "logs" / f"{step}-{server}-{model}-{repeat}.log"
+        yield Turn(repeat, model, server, repo, body, logf)
+
+
 def race(settings: Settings, bare: dict[str, models.Bare]) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
     tmp = settings.out / "runs"
     tmp.mkdir(parents=True, exist_ok=True)
-    for repeat in range(settings.repeats):
-        for model in settings.models:
-            repo, body = repository(settings.out, model), body_file(settings.out, model)
-            order = (
-                settings.servers[repeat % len(settings.servers) :]
-                + settings.servers[: repeat % len(settings.servers)]
-            )  # rotate who goes first, so no server always follows the same one
-            for server in order:
-                log(f"[repeat {repeat + 1}/{settings.repeats}] {server} · {model}")
-                logf = settings.out / "logs" / f"{server}-{model}-{repeat}.log"
-                logf.parent.mkdir(parents=True, exist_ok=True)
-                url = infer_url(server, model)
-                with running(server, repo, model, body, logf):
-                    over = bench(url, body, OVERHEAD_RATE, settings.overhead_s, tmp / "o.json")
-                    cap, steps = capacity(url, body, settings.step_s, tmp)
-                lat = over["latency_ms"]
-                b = bare[model]
-                record = {
-                    "repeat": repeat,
-                    "server": server,
-                    "model": model,
-                    "overhead_run": over,
-                    "p50_ms": lat["p50"],
-                    "p99_ms": lat["p99"],
-                    "added_p50_us": lat["p50"] * 1000 - b.p50_us,
-                    "added_p99_us": lat["p99"] * 1000 - b.p99_us,
-                    "overhead_errors": sum(over["errors"].values()) + over["unfinished"],
-                    "capacity_rps": cap,
-                    "capacity_runs": steps,
-                }
-                log(
-                    f"  added p50 {record['added_p50_us']:.0f} µs, p99 "
-                    f"{record['added_p99_us']:.0f} µs; capacity {cap:.0f} req/s"
-                )
-                records.append(record)
-                (settings.out / "race.json").write_text(json.dumps(records, indent=1) + "\n")
+    for turn in turns(settings, "race", settings.servers):
+        repeat, model, server, body = turn.repeat, turn.model, turn.server, turn.body
+        url = infer_url(server, model)
+        with running(server, turn.repo, model, body, turn.log_file):
+            over = bench(url, body, OVERHEAD_RATE, settings.overhead_s, tmp / "o.json")
+            cap, steps = capacity(url, body, settings.step_s, tmp)
+        lat = over["latency_ms"]
+        b = bare[model]
+        record = {
+            "repeat": repeat,
+            "server": server,
+            "model": model,
+            "overhead_run": over,
+            "p50_ms": lat["p50"],
+            "p99_ms": lat["p99"],
+            "added_p50_us": lat["p50"] * 1000 - b.p50_us,
+            "added_p99_us": lat["p99"] * 1000 - b.p99_us,
+            "overhead_errors": sum(over["errors"].values()) + over["unfinished"],
+            "capacity_rps": cap,
+            "capacity_runs": steps,
+        }
+        log(
+            f"  added p50 {record['added_p50_us']:.0f} µs, p99 "
+            f"{record['added_p99_us']:.0f} µs; capacity {cap:.0f} req/s"
+        )
+        save(records, record, settings.out / "race.json")
     return records
+
+
+def save(records: list[dict[str, Any]], record: dict[str, Any], path: Path) -> None:
+    """Append ``record`` and rewrite ``path`` with every record so far (a run cut short
+    keeps what it measured)."""
+    records.append(record)
+    path.write_text(json.dumps(records, indent=1) + "\n")
 
 
 def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
@@ -508,7 +604,7 @@ def summarise(records: list[dict[str, Any]]) -> dict[str, Any]:
             }
             rows[server]["repeats"] = len(mine)
         ratios = {}
-        for peer in ("litserve", "ray"):
+        for peer in ("mlserver", "litserve", "ray"):
             per: list[float] = []
             below = 0
             for repeat in sorted({r["repeat"] for r in records}):
@@ -568,26 +664,8 @@ def crosscheck(settings: Settings) -> dict[str, Any]:
             lanes = bench(
                 url, body, OVERHEAD_RATE, seconds, settings.out / "runs" / "x.json", "constant"
             )
-            cmd = [
-                str(OHA),
-                "-z",
-                f"{seconds:g}s",
-                "-q",
-                f"{OVERHEAD_RATE:g}",
-                "--latency-correction",
-                "-c",
-                "64",
-                "-m",
-                "POST",
-                "-T",
-                "application/json",
-                "-D",
-                str(body),
-                "--no-tui",
-                "--output-format",
-                "json",
-                url,
-            ]
+            fixed = ("-q", f"{OVERHEAD_RATE:g}", "--latency-correction")
+            cmd = protocols.oha_post(OHA, url, body, seconds, 64, *fixed)
             log("$ " + shlex.join(cmd))
             oha = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
             pct = oha["latencyPercentiles"]
@@ -616,23 +694,7 @@ def process_cpu_s(pid: int) -> float:
 
 
 def closed_loop_oha(url: str, body: Path, seconds: float) -> dict[str, Any]:
-    cmd = [
-        str(OHA),
-        "-z",
-        f"{seconds:g}s",
-        "-c",
-        str(CLOSED_CONNECTIONS),
-        "-m",
-        "POST",
-        "-T",
-        "application/json",
-        "-D",
-        str(body),
-        "--no-tui",
-        "--output-format",
-        "json",
-        url,
-    ]
+    cmd = protocols.oha_post(OHA, url, body, seconds, CLOSED_CONNECTIONS)
     log("$ " + shlex.join(cmd))
     out = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout)
     codes = out.get("statusCodeDistribution", {})
@@ -671,48 +733,125 @@ def cpu(settings: Settings) -> list[dict[str, Any]]:
     (the cross-check by a client nobody here wrote)."""
     records: list[dict[str, Any]] = []
     tmp = settings.out / "runs"
-    (settings.out / "logs").mkdir(parents=True, exist_ok=True)
-    for repeat in range(settings.repeats):
-        for model in settings.models:
-            repo, body = repository(settings.out, model), body_file(settings.out, model)
-            order = (
-                settings.servers[repeat % len(settings.servers) :]
-                + settings.servers[: repeat % len(settings.servers)]
-            )
-            for server in order:
-                log(f"[cpu {repeat + 1}/{settings.repeats}] {server} · {model}")
-                logf = settings.out / "logs" / f"cpu-{server}-{model}-{repeat}.log"
-                url = infer_url(server, model)
-                with running(server, repo, model, body, logf) as pid:
-                    before = process_cpu_s(pid)
-                    run = bench(
-                        url, body, CPU_RATE, settings.overhead_s, tmp / "cpu.json", "constant"
-                    )
-                    used = process_cpu_s(pid) - before
-                    done = run["requests"]
-                    oha = closed_loop_oha(url, body, settings.step_s)
-                    lanes = closed_loop_lanes(url, body, settings.step_s, tmp / "closed.json")
+    for turn in turns(settings, "cpu", settings.servers):
+        repeat, model, server, body = turn.repeat, turn.model, turn.server, turn.body
+        url = infer_url(server, model)
+        with running(server, turn.repo, model, body, turn.log_file) as pid:
+            before = process_cpu_s(pid)
+            run = bench(url, body, CPU_RATE, settings.overhead_s, tmp / "cpu.json", "constant")
+            used = process_cpu_s(pid) - before
+            done = run["requests"]
+            oha = closed_loop_oha(url, body, settings.step_s)
+            lanes = closed_loop_lanes(url, body, settings.step_s, tmp / "closed.json")
+        record = {
+            "server": server,
+            "model": model,
+            "repeat": repeat,
+            "cpu_us_per_request": used * 1e6 / max(done, 1),
+            "requests": done,
+            "p50_ms": run["latency_ms"]["p50"],
+            "p99_ms": run["latency_ms"]["p99"],
+            "host_busy": run["host_busy"],
+            "loadavg_before": run["loadavg_before"],
+            "closed_oha_rps": oha["rps"],
+            "closed_lanes_rps": lanes["rps"],
+            "commands": [run["command"], oha["command"], lanes["command"]],
+        }
+        log(
+            f"  {record['cpu_us_per_request']:.0f} µs CPU/request at {CPU_RATE:g} req/s; "
+            f"closed loop oha {oha['rps']:.0f}, lanes bench {lanes['rps']:.0f} req/s"
+        )
+        save(records, record, settings.out / "cpu.json")
+    return records
+
+
+def grpc_body_file(out: Path, model: str) -> Path:
+    """The gRPC ``ModelInferRequest`` (ghz's JSON form) carrying :func:`body_file`'s input."""
+    info = models.MODELS[model]
+    request = protocols.grpc_request(model, info.input_name, models.sample(info))
+    return protocols.write_json(out / "bodies" / f"{model}.grpc.json", request)
+
+
+def fixed_rate(
+    protocol: str, server: str, model: str, rate: float, seconds: float, out: Path
+) -> dict[str, Any]:
+    """One bounded fixed-rate step: oha over REST or ghz over gRPC, in the common shape of
+    :mod:`protocols`, with its command, the host's busy fraction and ``pass``."""
+    if protocol == "rest":
+        body = body_file(out, model)
+        cmd = protocols.oha_command(OHA, infer_url(server, model), body, rate, seconds)
+    else:
+        target = f"127.0.0.1:{PORTS[server] + 1}"
+        report = out / "runs" / "ghz.json"
+        data = grpc_body_file(out, model)
+        cmd = protocols.ghz_command(GHZ, KSERVE_PROTO, target, data, rate, seconds, report)
+    busy0, total0 = cpu_busy()
+    done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    busy1, total1 = cpu_busy()
+    if protocol == "rest":
+        result = protocols.read_oha(json.loads(done.stdout))
+    else:
+        result = protocols.read_ghz(json.loads(report.read_text()))
+    result.update(
+        rate=rate,
+        command=shlex.join(cmd),
+        host_busy=(busy1 - busy0) / max(total1 - total0, 1.0),
+    )
+    result["pass"] = protocols.passes(result, rate, SLO_MS)
+    return result
+
+
+def grpc(settings: Settings, bare: dict[str, models.Bare]) -> list[dict[str, Any]]:
+    """Per server with a gRPC port and model, interleaved over repeats: capacity over REST
+    (oha) and over gRPC (ghz), in alternating order, each with :func:`search`; the step at
+    ``OVERHEAD_RATE`` (on the x2 ladder) gives the latency at 100 req/s."""
+    records: list[dict[str, Any]] = []
+    servers = tuple(s for s in settings.servers if s in GRPC_SERVERS)
+    for turn in turns(settings, "grpc", servers):
+        repeat, model, server = turn.repeat, turn.model, turn.server
+        with running(server, turn.repo, model, turn.body, turn.log_file):
+            fixed_rate("grpc", server, model, 200, 1, settings.out)  # warm the gRPC path
+            for protocol in ("rest", "grpc") if repeat % 2 == 0 else ("grpc", "rest"):
+                log(f"  {protocol}")
+                step = functools.partial(
+                    fixed_rate, protocol, server, model, seconds=settings.step_s, out=settings.out
+                )
+                cap, steps = search(step)
+                at = next((r for r in steps if r["rate"] == OVERHEAD_RATE), None)
+                lat = at["latency_ms"] if at else {"p50": float("nan"), "p99": float("nan")}
                 record = {
+                    "repeat": repeat,
                     "server": server,
                     "model": model,
-                    "repeat": repeat,
-                    "cpu_us_per_request": used * 1e6 / max(done, 1),
-                    "requests": done,
-                    "p50_ms": run["latency_ms"]["p50"],
-                    "p99_ms": run["latency_ms"]["p99"],
-                    "host_busy": run["host_busy"],
-                    "loadavg_before": run["loadavg_before"],
-                    "closed_oha_rps": oha["rps"],
-                    "closed_lanes_rps": lanes["rps"],
-                    "commands": [run["command"], oha["command"], lanes["command"]],
+                    "protocol": protocol,
+                    "client": "oha" if protocol == "rest" else "ghz",
+                    "capacity_rps": cap,
+                    "p50_ms_at_100": lat["p50"],
+                    "p99_ms_at_100": lat["p99"],
+                    "added_p50_us_at_100": lat["p50"] * 1000 - bare[model].p50_us,
+                    "added_p99_us_at_100": lat["p99"] * 1000 - bare[model].p99_us,
+                    "capacity_runs": steps,
                 }
-                log(
-                    f"  {record['cpu_us_per_request']:.0f} µs CPU/request at {CPU_RATE:g} req/s; "
-                    f"closed loop oha {oha['rps']:.0f}, lanes bench {lanes['rps']:.0f} req/s"
-                )
-                records.append(record)
-                (settings.out / "cpu.json").write_text(json.dumps(records, indent=1) + "\n")
+                log(f"  {protocol}: capacity {cap:.0f} req/s")
+                save(records, record, settings.out / "grpc.json")
     return records
+
+
+def print_protocols(records: list[dict[str, Any]]) -> None:
+    """The ``grpc`` step's table: capacity mean (range) and p50/p99 at 100 req/s (medians)."""
+    print("| model | server | protocol (client) | capacity req/s | p50 / p99 ms at 100 req/s |")
+    print("|---|---|---|---:|---:|")
+    for key in sorted({(r["model"], r["server"], r["protocol"]) for r in records}):
+        model, server, protocol = key
+        mine = [r for r in records if (r["model"], r["server"], r["protocol"]) == key]
+        caps = [r["capacity_rps"] for r in mine]
+        p50 = statistics.median(r["p50_ms_at_100"] for r in mine)
+        p99 = statistics.median(r["p99_ms_at_100"] for r in mine)
+        print(
+            f"| {model} | {server} | {protocol} ({mine[0]['client']}) | "
+            f"{statistics.mean(caps):.0f} ({min(caps):.0f}-{max(caps):.0f}) | "
+            f"{p50:.2f} / {p99:.2f} |"
+        )
 
 
 WAITS = ("EpollSelector.select", "_worker (concurrent/futures/thread.py:81)", "Condition.wait")
@@ -820,7 +959,7 @@ def main() -> None:
         "what",
         nargs="?",
         default="all",
-        choices=["all", "setup", "race", "crosscheck", "profile", "cpu"],
+        choices=["all", "setup", "race", "crosscheck", "profile", "cpu", "grpc"],
     )
     parser.add_argument("--quick", action="store_true", help="smoke run: 1 repeat, short runs")
     parser.add_argument("--repeats", type=int, default=3)
@@ -852,7 +991,11 @@ def main() -> None:
         log(f"! cannot renice to {NICE} (not root): runs compete with other work equally")
     settings.out.mkdir(parents=True, exist_ok=True)
     (settings.out / "runs").mkdir(exist_ok=True)
-    setup(need_oha=args.what in ("all", "setup", "crosscheck", "cpu"), servers=servers)
+    setup(
+        need_oha=args.what in ("all", "setup", "crosscheck", "cpu", "grpc"),
+        servers=servers,
+        need_ghz=args.what in ("setup", "grpc"),
+    )
     if args.what == "setup":
         return
     meta: dict[str, Any] = {
@@ -896,6 +1039,8 @@ def main() -> None:
         (settings.out / "profile.json").write_text(json.dumps(flames, indent=1) + "\n")
     if args.what in ("all", "cpu"):
         cpu(settings)  # writes cpu.json as it goes
+    if args.what == "grpc":
+        print_protocols(grpc(settings, bare))  # writes grpc.json as it goes
     meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta_path.write_text(json.dumps(meta, indent=1) + "\n")
 
