@@ -47,6 +47,7 @@ import json
 import os
 import platform
 import re
+import resource
 import shlex
 import signal
 import socket
@@ -104,7 +105,7 @@ GRPC_SERVERS = ("lanes", "native", "mlserver")  # gRPC on PORTS[server] + 1
 NATIVE_BIN = (
     Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release/examples/serve_onnx"
 )
-CAPACITY_CAP = 64000.0  # req/s: the doubling search stops here
+CAPACITY_CAP = 128000.0  # req/s: the doubling search stops here
 # LitServe's batched loop polls its queue without blocking when batch_timeout is 0 (litserve
 # loops/base.py collate_requests: get_nowait, and the loop retries at once), which costs its
 # workers CPU while idle on a 2-core host; 1 ms lets the workers block on the queue.
@@ -693,6 +694,24 @@ def process_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def group_cpu_s(pgid: int) -> float:
+    """User + system CPU seconds of the live processes in process group ``pgid`` (a server
+    and its workers: MLServer's inference processes, Ray's actors), from /proc."""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        with contextlib.suppress(OSError):
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid:
+                total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu_s() -> float:
+    """CPU seconds of this process's waited-for children (the load clients) so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def closed_loop_oha(url: str, body: Path, seconds: float) -> dict[str, Any]:
     cmd = protocols.oha_post(OHA, url, body, seconds, CLOSED_CONNECTIONS)
     log("$ " + shlex.join(cmd))
@@ -773,10 +792,11 @@ def grpc_body_file(out: Path, model: str) -> Path:
 
 
 def fixed_rate(
-    protocol: str, server: str, model: str, rate: float, seconds: float, out: Path
+    protocol: str, server: str, model: str, rate: float, seconds: float, out: Path, pid: int
 ) -> dict[str, Any]:
     """One bounded fixed-rate step: oha over REST or ghz over gRPC, in the common shape of
-    :mod:`protocols`, with its command, the host's busy fraction and ``pass``."""
+    :mod:`protocols`, with its command, the host's busy fraction, the CPU per request of the
+    server (process group ``pid``) and of the client, and ``pass``."""
     if protocol == "rest":
         body = body_file(out, model)
         cmd = protocols.oha_command(OHA, infer_url(server, model), body, rate, seconds)
@@ -786,7 +806,9 @@ def fixed_rate(
         data = grpc_body_file(out, model)
         cmd = protocols.ghz_command(GHZ, KSERVE_PROTO, target, data, rate, seconds, report)
     busy0, total0 = cpu_busy()
+    server0, client0 = group_cpu_s(pid), children_cpu_s()
     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
+    server1, client1 = group_cpu_s(pid), children_cpu_s()
     busy1, total1 = cpu_busy()
     if protocol == "rest":
         result = protocols.read_oha(json.loads(done.stdout))
@@ -796,6 +818,8 @@ def fixed_rate(
         rate=rate,
         command=shlex.join(cmd),
         host_busy=(busy1 - busy0) / max(total1 - total0, 1.0),
+        server_cpu_us_per_request=(server1 - server0) * 1e6 / max(result["requests"], 1),
+        client_cpu_us_per_request=(client1 - client0) * 1e6 / max(result["requests"], 1),
     )
     result["pass"] = protocols.passes(result, rate, SLO_MS)
     return result
@@ -809,12 +833,18 @@ def grpc(settings: Settings, bare: dict[str, models.Bare]) -> list[dict[str, Any
     servers = tuple(s for s in settings.servers if s in GRPC_SERVERS)
     for turn in turns(settings, "grpc", servers):
         repeat, model, server = turn.repeat, turn.model, turn.server
-        with running(server, turn.repo, model, turn.body, turn.log_file):
-            fixed_rate("grpc", server, model, 200, 1, settings.out)  # warm the gRPC path
+        with running(server, turn.repo, model, turn.body, turn.log_file) as pid:
+            fixed_rate("grpc", server, model, 200, 1, settings.out, pid)  # warm the gRPC path
             for protocol in ("rest", "grpc") if repeat % 2 == 0 else ("grpc", "rest"):
                 log(f"  {protocol}")
                 step = functools.partial(
-                    fixed_rate, protocol, server, model, seconds=settings.step_s, out=settings.out
+                    fixed_rate,
+                    protocol,
+                    server,
+                    model,
+                    seconds=settings.step_s,
+                    out=settings.out,
+                    pid=pid,
                 )
                 cap, steps = search(step)
                 at = next((r for r in steps if r["rate"] == OVERHEAD_RATE), None)
@@ -830,6 +860,13 @@ def grpc(settings: Settings, bare: dict[str, models.Bare]) -> list[dict[str, Any
                     "p99_ms_at_100": lat["p99"],
                     "added_p50_us_at_100": lat["p50"] * 1000 - bare[model].p50_us,
                     "added_p99_us_at_100": lat["p99"] * 1000 - bare[model].p99_us,
+                    "cpu_us_per_request_by_rate": {
+                        f"{r['rate']:g}": {
+                            "server": r["server_cpu_us_per_request"],
+                            "client": r["client_cpu_us_per_request"],
+                        }
+                        for r in steps
+                    },
                     "capacity_runs": steps,
                 }
                 log(f"  {protocol}: capacity {cap:.0f} req/s")
@@ -837,20 +874,34 @@ def grpc(settings: Settings, bare: dict[str, models.Bare]) -> list[dict[str, Any
     return records
 
 
+CPU_LADDER_RATE = 400.0  # a rate on the x2 ladder every server here passes: CPU compared there
+
+
 def print_protocols(records: list[dict[str, Any]]) -> None:
     """The ``grpc`` step's table: capacity mean (range) and p50/p99 at 100 req/s (medians)."""
-    print("| model | server | protocol (client) | capacity req/s | p50 / p99 ms at 100 req/s |")
-    print("|---|---|---|---:|---:|")
+    print(
+        "| model | server | protocol (client) | capacity req/s | p50 / p99 ms at 100 req/s | "
+        f"server / client CPU µs per request at {CPU_LADDER_RATE:g} req/s |"
+    )
+    print("|---|---|---|---:|---:|---:|")
     for key in sorted({(r["model"], r["server"], r["protocol"]) for r in records}):
         model, server, protocol = key
         mine = [r for r in records if (r["model"], r["server"], r["protocol"]) == key]
         caps = [r["capacity_rps"] for r in mine]
         p50 = statistics.median(r["p50_ms_at_100"] for r in mine)
         p99 = statistics.median(r["p99_ms_at_100"] for r in mine)
+        cpu = [r["cpu_us_per_request_by_rate"].get(f"{CPU_LADDER_RATE:g}") for r in mine]
+        both = [c for c in cpu if c]
+        cpu_cell = (
+            f"{statistics.median(c['server'] for c in both):.0f} / "
+            f"{statistics.median(c['client'] for c in both):.0f}"
+            if both
+            else "-"
+        )
         print(
             f"| {model} | {server} | {protocol} ({mine[0]['client']}) | "
             f"{statistics.mean(caps):.0f} ({min(caps):.0f}-{max(caps):.0f}) | "
-            f"{p50:.2f} / {p99:.2f} |"
+            f"{p50:.2f} / {p99:.2f} | {cpu_cell} |"
         )
 
 
