@@ -312,6 +312,10 @@ class NativeServer:
     def stop(self) -> None: ...
     def write_trace(self, path: str) -> None:
         """Writes the timeline (Chrome trace-event JSON) to ``path``."""
+    def notices(self) -> list[tuple[bool, str]]:
+        """The server's notices for the logs since the last call, ``(warning, message)``,
+        oldest first: the arbiter link's (daemon unreachable, connected, back, lost; refusals
+        other than a missed deadline)."""
     def logs(
         self, max: int, wait: float
     ) -> tuple[list[tuple[str, str, int, float, str | None, str]], int]:

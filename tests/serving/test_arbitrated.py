@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import logging
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -154,3 +155,22 @@ def test_a_daemon_that_is_down_answers_503_under_fail_closed(sock: Path) -> None
         assert status in (503, 504), text
         assert time.monotonic() - t0 < 5
         assert log.calls == []
+
+
+def test_the_logs_say_when_the_daemon_is_away_and_when_it_is_back(
+    sock: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="lanes.serve")
+
+    def said(words: str) -> list[logging.LogRecord]:
+        return [r for r in caplog.records if r.name == "lanes.serve" and words in r.getMessage()]
+
+    with arbitrated(sock, "sim:1", [sim_model("m", 1, Log())]):
+        away = f"lanes arbiter at {sock} is not reachable"
+        wait_for(lambda: bool(said(away)), 10.0, "the warning that the daemon is away")
+        for _ in daemon(sock, "sim:1", "sjf"):
+            wait_for(lambda: bool(said(f"lanes arbiter at {sock}: back")), 10.0, "back")
+    (warning,) = said(away)  # once, however often the link retried
+    assert warning.levelno == logging.WARNING
+    assert "fail_closed" in warning.getMessage()
+    assert said("back")[0].levelno == logging.INFO

@@ -655,6 +655,20 @@ impl NativeServer {
         })
     }
 
+    /// The server's notices for the logs since the last call (the arbiter
+    /// link's: daemon unreachable, connected, back, lost; refusals):
+    /// `(warning, message)` pairs, oldest first.
+    fn notices(&self) -> Vec<(bool, String)> {
+        self.running
+            .app()
+            .handle
+            .observer()
+            .take_notices()
+            .into_iter()
+            .map(|n| (n.warning, n.message))
+            .collect()
+    }
+
     /// Writes the timeline (Chrome trace-event JSON) to `path`.
     fn write_trace(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
         let running = Arc::clone(&self.running);

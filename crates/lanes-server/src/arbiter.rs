@@ -26,6 +26,13 @@
 //! the connection). The link reconnects with exponential backoff; when the
 //! daemon is back, waiting asks go to it in order.
 //!
+//! **Logs.** The link tells the host's logs (an [`Event::Notice`], kept by
+//! the observer for `lanes serve`'s logger) once per change of the daemon's
+//! state — unreachable, connected or back (naming this server's devices the
+//! daemon does not grant), connection lost — with what happens meanwhile, and
+//! every refusal other than a missed deadline (those are 504s, as expected
+//! under load).
+//!
 //! [`Book`] holds every decision, tested without I/O; [`Link::start`] runs
 //! it on the socket.
 
@@ -45,6 +52,7 @@ use tokio::net::UnixStream;
 use tokio::sync::mpsc;
 
 use crate::clock::{sleep_until, Clock};
+use crate::observe::Notice;
 
 /// What a server does while the daemon is down (module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -124,8 +132,17 @@ pub enum Request {
 /// The link → driver messages.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
-    Granted { job: JobId, device: DeviceId },
-    Refused { job: JobId, refusal: Refusal },
+    Granted {
+        job: JobId,
+        device: DeviceId,
+    },
+    Refused {
+        job: JobId,
+        refusal: Refusal,
+    },
+    /// A line for the host's logs: the daemon unreachable, lost, back, or a
+    /// refusal other than a missed deadline.
+    Notice(Notice),
 }
 
 /// What a [`Book`] decision asks the I/O to do.
@@ -165,6 +182,8 @@ pub struct Book {
     busy: Vec<bool>,
     /// The live connection and its local → daemon device map.
     conn: Option<(u64, Vec<Option<u16>>)>,
+    /// What the logs were last told: up (true), down (false), nothing yet.
+    told: Option<bool>,
 }
 
 impl Book {
@@ -178,6 +197,37 @@ impl Book {
             waiting: VecDeque::new(),
             busy,
             conn: None,
+            told: None,
+        }
+    }
+
+    /// What this process does while the daemon is down, in words.
+    fn meanwhile(&self) -> &'static str {
+        match self.fallback {
+            Fallback::FailOpen => "meanwhile one batch at a time per device here (fail_open)",
+            Fallback::FailClosed => {
+                "meanwhile requests wait for it until their deadline, then 503 (fail_closed)"
+            }
+        }
+    }
+
+    fn tell(&mut self, up: bool, message: String, out: &mut Vec<Effect>) {
+        self.told = Some(up);
+        out.push(Effect::Deliver(Event::Notice(Notice {
+            warning: !up,
+            message,
+        })));
+    }
+
+    /// A connection attempt failed: said once per time the daemon is away.
+    pub fn unreachable(&mut self, out: &mut Vec<Effect>) {
+        if self.told != Some(false) {
+            let m = format!(
+                "lanes arbiter at {} is not reachable; {}",
+                self.path,
+                self.meanwhile()
+            );
+            self.tell(false, m, out);
         }
     }
 
@@ -285,11 +335,32 @@ impl Book {
     /// The connection `conn` is up with the daemon's device names: waiting
     /// asks go to it in order.
     pub fn up(&mut self, now: Nanos, conn: u64, daemon: &[String], out: &mut Vec<Effect>) {
-        let map = self
+        let map: Vec<Option<u16>> = self
             .names
             .iter()
             .map(|n| daemon.iter().position(|d| d == n).map(|i| i as u16))
             .collect();
+        let unknown: Vec<&str> = self
+            .names
+            .iter()
+            .zip(&map)
+            .filter(|(_, m)| m.is_none())
+            .map(|(n, _)| n.as_str())
+            .collect();
+        let again = if self.told == Some(false) {
+            "back"
+        } else {
+            "connected"
+        };
+        let mut m = format!("lanes arbiter at {}: {again}", self.path);
+        if !unknown.is_empty() {
+            m += &format!(
+                "; it does not grant {} (its devices: {})",
+                unknown.join(", "),
+                daemon.join(", ")
+            );
+        }
+        self.tell(true, m, out);
         self.conn = Some((conn, map));
         for job in std::mem::take(&mut self.waiting) {
             self.place(now, job, out);
@@ -301,6 +372,12 @@ impl Book {
         let Some((conn, _)) = self.conn.take() else {
             return;
         };
+        let m = format!(
+            "lanes arbiter at {}: connection lost; {}",
+            self.path,
+            self.meanwhile()
+        );
+        self.tell(false, m, out);
         let mut again: Vec<JobId> = Vec::new();
         for (&job, (_, place)) in &mut self.jobs {
             match *place {
@@ -339,6 +416,12 @@ impl Book {
                         ask.rows
                     )),
                 };
+                if let Refusal::Refused(m) = &refusal {
+                    out.push(Effect::Deliver(Event::Notice(Notice {
+                        warning: true,
+                        message: format!("{}: {m}", ask.model),
+                    })));
+                }
                 self.jobs.remove(&id);
                 out.push(Effect::Deliver(Event::Refused { job: id, refusal }));
             }
@@ -471,6 +554,7 @@ async fn run(
                     book.up(clock.now(), serial, &devices, &mut out);
                 }
                 Err(()) => {
+                    book.unreachable(&mut out);
                     retry_at = tokio::time::Instant::now() + pause;
                     pause = (pause * 2).min(cap);
                 }

@@ -36,10 +36,27 @@ fn granted(job: JobId, device: DeviceId) -> Effect {
     Effect::Deliver(Event::Granted { job, device })
 }
 
+/// The decisions in `out`, without the notices for the logs (tested apart).
+fn decisions(out: Vec<Effect>) -> Vec<Effect> {
+    out.into_iter()
+        .filter(|e| !matches!(e, Effect::Deliver(Event::Notice(_))))
+        .collect()
+}
+
+/// The notices in `out`: (warning, message).
+fn notices(out: &[Effect]) -> Vec<(bool, String)> {
+    out.iter()
+        .filter_map(|e| match e {
+            Effect::Deliver(Event::Notice(n)) => Some((n.warning, n.message.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
 fn message(book: &mut Book, m: Message) -> Vec<Effect> {
     let mut out = Vec::new();
     book.message(0, m, &mut out);
-    out
+    decisions(out)
 }
 
 fn grant(id: JobId, device: u16) -> Message {
@@ -62,7 +79,7 @@ fn up(book: &mut Book, conn: u64, daemon: &[&str]) -> Vec<Effect> {
     let daemon: Vec<String> = daemon.iter().map(|s| (*s).to_owned()).collect();
     let mut out = Vec::new();
     book.up(0, conn, &daemon, &mut out);
-    out
+    decisions(out)
 }
 
 #[test]
@@ -244,7 +261,7 @@ fn a_lost_connection_sends_asks_round_again_and_forgets_grants() {
     // daemon's, forgotten: it does not hold the local device).
     let mut out = Vec::new();
     book.down(0, &mut out);
-    assert_eq!(out, [granted(2, 1)]);
+    assert_eq!(decisions(out), [granted(2, 1)]);
     // Job 1's release goes nowhere; job 2's frees the local device.
     assert!(request(&mut book, 0, Request::Release { job: 1, run: MS }).is_empty());
     assert!(request(&mut book, 0, Request::Release { job: 2, run: MS }).is_empty());
@@ -262,4 +279,72 @@ fn shutting_down_under_fail_open_falls_back() {
     let out = message(&mut book, reject(4, RejectReason::ShuttingDown, "stopping"));
     assert_eq!(out, [granted(4, 0)]);
     assert!(!book.connected());
+}
+
+#[test]
+fn the_logs_hear_once_per_change_of_the_daemons_state() {
+    let mut book = Book::new(Fallback::FailOpen, "/run/a.sock".into(), names());
+    // Unreachable at start, twice: said once.
+    let mut out = Vec::new();
+    book.unreachable(&mut out);
+    book.unreachable(&mut out);
+    let said = notices(&out);
+    assert_eq!(said.len(), 1);
+    assert!(said[0].0);
+    assert!(
+        said[0].1.contains("/run/a.sock is not reachable") && said[0].1.contains("fail_open"),
+        "{said:?}"
+    );
+    // Back, with a device the daemon does not have.
+    let mut out = Vec::new();
+    book.up(0, 1, &["sim:0".into(), "cuda:0".into()], &mut out);
+    assert_eq!(
+        notices(&out),
+        [(
+            false,
+            "lanes arbiter at /run/a.sock: back; it does not grant sim:1 (its devices: sim:0, \
+             cuda:0)"
+                .to_owned()
+        )]
+    );
+    // Lost, then the reconnects fail: one warning.
+    let mut out = Vec::new();
+    book.down(0, &mut out);
+    book.unreachable(&mut out);
+    let said = notices(&out);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].0 && said[0].1.contains("connection lost"),
+        "{said:?}"
+    );
+    // A first connection is "connected".
+    let mut fresh = Book::new(Fallback::FailClosed, "s".into(), names());
+    let mut out = Vec::new();
+    fresh.up(0, 1, &["sim:0".into(), "sim:1".into()], &mut out);
+    assert_eq!(
+        notices(&out),
+        [(false, "lanes arbiter at s: connected".to_owned())]
+    );
+}
+
+#[test]
+fn a_refusal_other_than_a_missed_deadline_is_logged() {
+    let mut book = Book::new(Fallback::FailClosed, "s".into(), names());
+    up(&mut book, 1, &["sim:0", "sim:1"]);
+    for (job, reason, logged) in [
+        (1, RejectReason::Deadline, false),
+        (2, RejectReason::Overload, true),
+    ] {
+        request(&mut book, 0, ask_on(job, &[0]));
+        let mut out = Vec::new();
+        book.message(0, reject(job, reason, "queue full"), &mut out);
+        let said = notices(&out);
+        assert_eq!(said.len(), usize::from(logged), "{said:?}");
+        if logged {
+            assert!(
+                said[0].0 && said[0].1.starts_with("m: the arbiter refused"),
+                "{said:?}"
+            );
+        }
+    }
 }

@@ -447,6 +447,7 @@ impl<B: Backend> Task<B> {
             arbiter::Event::Refused { job, refusal } => {
                 self.state.refuse(now, job, refusal, &mut self.actions);
             }
+            arbiter::Event::Notice(notice) => self.probe.observer().notice(notice),
         }
         self.apply();
     }

@@ -137,11 +137,25 @@ impl ModelObs {
     }
 }
 
+/// A server event worth one log line (the arbiter link's: the daemon down,
+/// back, a refusal), for the host's logs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    /// A warning (else information).
+    pub warning: bool,
+    pub message: String,
+}
+
+/// Notices kept until the host's logger takes them; past it they are dropped.
+const NOTICES: usize = 256;
+
 /// The shared side: read by front ends and scrapes, fed by executors and
 /// front ends (see the module docs).
 #[derive(Debug)]
 pub struct Observer {
     pub(crate) models: Vec<ModelObs>,
+    /// Events for the host's logs (the arbiter link's), bounded.
+    notices: (flume::Sender<Notice>, flume::Receiver<Notice>),
     pub(crate) snapshot: Arc<Snapshot>,
     metrics: Metrics,
     pub(crate) timeline: Timeline,
@@ -150,6 +164,16 @@ pub struct Observer {
 }
 
 impl Observer {
+    /// Keeps `notice` for the host's logs (dropped when [`NOTICES`] wait).
+    pub fn notice(&self, notice: Notice) {
+        let _ = self.notices.0.try_send(notice);
+    }
+
+    /// The notices kept so far, oldest first.
+    pub fn take_notices(&self) -> Vec<Notice> {
+        self.notices.1.try_iter().collect()
+    }
+
     /// The observability of a driver serving `config`, on devices named
     /// `devices` whose accounts are `occupancy`'s, on `clock`.
     pub(crate) fn new(
@@ -197,6 +221,7 @@ impl Observer {
             - seconds(clock.now());
         let timeline = Timeline::new(observe.trace_events, devices, meta, origin_unix_s);
         Self {
+            notices: flume::bounded(NOTICES),
             models,
             snapshot,
             metrics,

@@ -289,11 +289,14 @@ class Server:
 
     def _write_logs(self, native: Any) -> None:
         """The native server's request records as log lines: a warning for each 500 (a model
-        failure), and with ``access_log`` one ``lanes.access`` line per request. Runs until the
+        failure), and with ``access_log`` one ``lanes.access`` line per request; and its notices
+        (the arbiter link's: daemon unreachable, back, lost, refusals). Runs until the
         server stops, then writes what is left."""
         while True:
             stopped = native.phase == STOPPED
             records, dropped = native.logs(256, 0.2)
+            for warning, notice in native.notices():
+                log.log(logging.WARNING if warning else logging.INFO, "%s", notice)
             for method, path, status, duration_ms, model, message in records:
                 if status == 500:
                     log.warning(
