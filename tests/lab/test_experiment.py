@@ -154,7 +154,7 @@ BAD = [
     ),
     (
         ('{model = "char_cnn", weight = 3}', '{model = "char_cnn", w = 1}'),
-        "workload.mix[0].w: unknown key; allowed: model, weight, corpus, input",
+        "workload.mix[0].w: unknown key; allowed: model, weight, corpus, input, arrival",
     ),
     (
         ('{model = "char_cnn", weight = 3}', '{model = "line_rnn_en"}'),
@@ -163,6 +163,40 @@ BAD = [
     (
         ('{model = "char_cnn", weight = 3}', '{model = "char_cnn", corpus = "x.jsonl"}'),
         "workload.mix[0].corpus = 'x.jsonl': no such file",
+    ),
+    (
+        ("slo_ms = 50", "slo_ms = 50\ntrace_fit = 'time'"),
+        "workload.trace_fit = 'time': only with arrival = 'trace'",
+    ),
+    (
+        (
+            '{model = "char_cnn", weight = 3}',
+            '{model = "char_cnn", arrival = "poisson", trace_fit = "time"}',
+        ),
+        "workload.mix[0].trace_fit = 'time': only with this entry's arrival = 'trace'",
+    ),
+    (
+        ('{model = "char_cnn", weight = 3}', '{model = "char_cnn", arrival = "gamma"}'),
+        "workload.mix[0].arrival = 'gamma': allowed: constant, poisson, bursty, trace",
+    ),
+    (
+        ('{model = "char_cnn", weight = 3}', '{model = "char_cnn", cv = 2}'),
+        "workload.mix[0].cv = 2: only with this entry's arrival = 'bursty'",
+    ),
+    (
+        ('{model = "char_cnn", weight = 3}', '{model = "char_cnn", arrival = "trace"}'),
+        "workload.mix[0].trace: missing; arrival = 'trace' needs",
+    ),
+    (
+        ('{model = "char_cnn", weight = 3}', '{model = "char_cnn", trace = "t.csv"}'),
+        "workload.mix[0].trace = 't.csv': only with this entry's arrival = 'trace'",
+    ),
+    (
+        (
+            '{model = "char_cnn", weight = 3}',
+            '{model = "char_cnn", arrival = "trace", trace = "nope.csv"}',
+        ),
+        "workload.mix[0].trace = 'nope.csv': no such file",
     ),
     (
         ("slo_ms = 50", "slo_ms = 50\n[stability]\nwindows = 1"),
@@ -223,6 +257,38 @@ def test_the_command_line_says_one_line_and_exits_2(tmp_path):
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
         f"lanes bench run: error: {tmp_path / 'bad.toml'}: workload.repeat: unknown key; "
-        "allowed: mix, arrival, cv, trace, segment_s, levels, concurrency, warmup_s, measure_s, "
+        "allowed: mix, arrival, cv, trace, trace_fit, segment_s, levels, concurrency, warmup_s, "
+        "measure_s, "
         "repeats, slo_ms, generators, connections, timeout_s, seed, capacity_search"
     ]
+
+
+def test_a_mix_entry_may_have_its_own_arrival_but_not_in_closed_loop(tmp_path):
+    (tmp_path / "t.csv").write_text("0.0\n0.5\n0.6\n2.0\n")
+    own = '{model = "line_rnn_en", weight = 1, arrival = "trace", trace = "t.csv"}'
+    exp = parse_experiment(_replace('{model = "line_rnn_en", weight = 1}', own), base=tmp_path)
+    cnn, en = exp.workload.mix
+    assert (cnn.arrival, cnn.trace) == (None, None)
+    assert (en.arrival, en.trace, en.trace_fit) == ("trace", tmp_path / "t.csv", None)
+    fitted = own.replace("}", ', trace_fit = "time"}')
+    exp = parse_experiment(_replace('{model = "line_rnn_en", weight = 1}', fitted), base=tmp_path)
+    assert exp.workload.mix[1].trace_fit == "time"
+    with pytest.raises(LanesError) as info:
+        parse_experiment(
+            _replace('{model = "line_rnn_en", weight = 1}', own.replace("}", ", trace_fit = 1}")),
+            base=tmp_path,
+        )
+    assert "workload.mix[1].trace_fit = 1: allowed: rate, time" in info.value.message
+    bursty = '{model = "line_rnn_en", arrival = "bursty", cv = 4}'
+    assert (
+        parse_experiment(_replace('{model = "line_rnn_en", weight = 1}', bursty)).workload.mix[1].cv
+        == 4.0
+    )
+    closed = _replace('{model = "line_rnn_en", weight = 1}', bursty).replace(
+        "levels = [10, 20, 30, 40, 50]", "concurrency = [1, 2]"
+    )
+    with pytest.raises(LanesError) as info:
+        parse_experiment(closed)
+    assert "workload.mix[1].arrival = 'bursty': closed loop (concurrency) has no arrival" in (
+        info.value.message
+    )

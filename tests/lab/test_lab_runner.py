@@ -87,6 +87,36 @@ def _spec(**kw):
             "measure",
             [(0.0, 1.0, 50.0), (1.0, 1.0, 150.0)],
         ),
+        # trace_fit = time: the same trace (4.5 arrivals/s) played at 9/s is 2x faster, so
+        # each 1 s segment holds one whole period: flat.
+        (
+            {
+                "arrival": "trace",
+                "trace": [0.0, 0.5, 1.0, 1.2, 1.4, 1.6, 1.8, 1.9, 2.0],
+                "trace_fit": "time",
+                "rate": 9.0,
+                "segment_s": 1.0,
+                "warmup_s": 0.0,
+                "measure_s": 2.0,
+            },
+            "measure",
+            [(0.0, 1.0, 9.0), (1.0, 1.0, 9.0)],
+        ),
+        # ... and at 2.25/s 2x slower: the first second of the trace (2 arrivals) fills the
+        # first 2 s segments, its second second (6) the next 2: 0.5x then 1.5x, twice as long.
+        (
+            {
+                "arrival": "trace",
+                "trace": [0.0, 0.5, 1.0, 1.2, 1.4, 1.6, 1.8, 1.9, 2.0],
+                "trace_fit": "time",
+                "rate": 2.25,
+                "segment_s": 1.0,
+                "warmup_s": 0.0,
+                "measure_s": 4.0,
+            },
+            "measure",
+            [(0.0, 1.0, 1.125), (1.0, 1.0, 1.125), (2.0, 1.0, 3.375), (3.0, 1.0, 3.375)],
+        ),
     ],
 )
 def test_segments_follow_the_arrival_law(kw, phase, expected):
@@ -329,3 +359,49 @@ def test_a_command_starting_with_python_runs_this_interpreter(tmp_path, monkeypa
     )
     with server(variant, tmp_path / "log.txt"):
         assert (tmp_path / "exe").read_text() == sys.executable
+
+
+def test_a_mix_entry_with_its_own_arrival_gets_its_own_schedule(tmp_path):
+    """One model on a bursty production trace beside a steady one: the steady entries keep the
+    workload's one schedule (as without the key), the bursty one follows its trace."""
+    from pathlib import Path
+
+    trace = tmp_path / "t.csv"  # 1 arrival in [0, 1) s, 9 in [1, 2) s, looped
+    trace.write_text("\n".join(["0.0"] + [f"{1 + i / 10:.2f}" for i in range(9)] + ["2.0"]))
+    text = TINY.replace(
+        'mix = [{model = "char_cnn", weight = 3}, {model = "misc_cls", weight = 1}]',
+        'mix = [{model = "char_cnn", weight = 3}, '
+        '{model = "misc_cls", weight = 1, arrival = "trace", trace = "t.csv"}]',
+    ).replace("measure_s = 1.0", "measure_s = 4.0")
+    exp = parse_experiment(text, base=tmp_path)
+    srv = runner.Server("http://127.0.0.1:1", None)
+    corpus = {"char_cnn": Path("c"), "misc_cls": Path("m")}
+    load = runner._load(exp, 400.0, None, None, seed=5)
+    specs, models = runner._specs(exp, srv, corpus, load, 1, 0.0)
+    by_model: dict[str, list[dict]] = {}
+    for (_, spec), model in zip(specs, models, strict=True):
+        measure = [s for s in spec["segments"] if s["phase"] == "measure"]
+        by_model.setdefault(model, []).extend(measure)
+    # char_cnn: the workload's Poisson, one segment per generator, 300 req/s in all.
+    cnn = by_model["char_cnn"]
+    assert all(s["duration_s"] == 4.0 for s in cnn)
+    assert abs(sum(s["count"] for s in cnn) - 1200) < 4 * 1200**0.5
+    # misc_cls: its trace, per second: 1 then 9 arrivals (x 100 / 5 req/s), looped.
+    cls = by_model["misc_cls"]
+    per_second: dict[float, float] = {}
+    for s in cls:  # its two generators' segments, summed per second
+        per_second[s["offset_s"]] = per_second.get(s["offset_s"], 0.0) + s["rate"]
+    rates = [per_second[k] for k in sorted(per_second)]
+    assert len(rates) == 4
+    # The trace's 2 s period (its window starts 0.3 s in, after the warm-up): not Poisson.
+    assert min(rates[1], rates[3]) > 2 * max(rates[0], rates[2])
+    assert abs(sum(s["count"] for s in cls) - 400) < 4 * 400**0.5
+    # Without the key: the one schedule of before, cut by share.
+    plain = parse_experiment(TINY, base=tmp_path)
+    load = runner._load(plain, 400.0, None, None, seed=5)
+    specs, _ = runner._specs(plain, srv, corpus, load, 1, 0.0)
+    shares = [0.75 / 2, 0.75 / 2, 0.25 / 2, 0.25 / 2]
+    streams = generators.split(load, shares, plain.workload.connections)
+    assert [spec["segments"] for _, spec in specs] == [
+        s for s in streams if any(x["phase"] == "measure" for x in s)
+    ]

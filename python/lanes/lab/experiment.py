@@ -32,6 +32,10 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 ARRIVALS = ("constant", "poisson", "bursty", "trace")
+TRACE_FITS = ("rate", "time")
+"""How a trace meets a level: ``rate`` scales its per-segment counts to the level's mean rate on
+its own time axis; ``time`` compresses its time axis to the level's rate first, as ``lanes sim``
+does (:func:`lanes.lab.generators.segments`)."""
 """Arrival laws of an open-loop workload."""
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _TOP_KEYS = (
@@ -50,6 +54,7 @@ _WORKLOAD_KEYS = (
     "arrival",
     "cv",
     "trace",
+    "trace_fit",
     "segment_s",
     "levels",
     "concurrency",
@@ -64,7 +69,7 @@ _WORKLOAD_KEYS = (
     "capacity_search",
 )
 _SEARCH_KEYS = ("steps",)
-_MIX_KEYS = ("model", "weight", "corpus", "input")
+_MIX_KEYS = ("model", "weight", "corpus", "input", "arrival", "cv", "trace", "trace_fit")
 _STABILITY_KEYS = ("tolerance", "latency_tolerance", "windows", "max_extensions")
 _CLUSTER_KEYS = ("ray", "machines", "max_late_sends", "max_clock_offset_ms")
 
@@ -96,6 +101,16 @@ class MixEntry:
     """A JSONL corpus (docs/bench.md); None: built from the demo zoo's sample images."""
     input: str = "image"
     """The input tensor name used when the corpus is built from images."""
+    arrival: str | None = None
+    """This model's own arrival law (open loop): its requests follow their own schedule at its
+    share of each level, e.g. one model's production trace beside steady others; None: the
+    workload's, shared with the other entries."""
+    cv: float | None = None
+    """``bursty`` only: this entry's coefficient of variation (None: the workload's)."""
+    trace: Path | None = None
+    """``trace`` only: this entry's file of timestamps (None: the workload's)."""
+    trace_fit: str | None = None
+    """``trace`` only: ``rate`` or ``time`` (:data:`TRACE_FITS`; None: the workload's)."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +125,7 @@ class Workload:
     arrival: str = "poisson"
     cv: float = 3.0
     trace: Path | None = None
+    trace_fit: str = "rate"
     segment_s: float = 1.0
     warmup_s: float = 2.0
     measure_s: float = 8.0
@@ -382,8 +398,12 @@ def _workload(c: _Checker, raw: object, root: Path) -> Workload:
             raise c.missing("workload.trace", "arrival = 'trace' needs a file of timestamps")
         kw["trace"] = c.path(t["trace"], "workload.trace", root)
         _check_trace(c, kw["trace"])
+        if "trace_fit" in t:
+            kw["trace_fit"] = _trace_fit(c, t["trace_fit"], "workload.trace_fit")
     elif "trace" in t:
         raise c.fail("workload.trace", t["trace"], "only with arrival = 'trace'")
+    elif "trace_fit" in t:
+        raise c.fail("workload.trace_fit", t["trace_fit"], "only with arrival = 'trace'")
     has_levels, has_conc = "levels" in t, "concurrency" in t
     if has_levels == has_conc:
         raise LanesError(
@@ -396,6 +416,13 @@ def _workload(c: _Checker, raw: object, root: Path) -> Workload:
     else:
         if arrival != "poisson" and "arrival" in t:
             raise c.fail("workload.arrival", arrival, "closed loop (concurrency) has no arrival")
+        for i, e in enumerate(kw["mix"]):
+            if e.arrival is not None:
+                raise c.fail(
+                    f"workload.mix[{i}].arrival",
+                    e.arrival,
+                    "closed loop (concurrency) has no arrival",
+                )
         kw["concurrency"] = tuple(
             int(x) for x in _ascending(c, t["concurrency"], "workload.concurrency", integer=True)
         )
@@ -453,9 +480,44 @@ def _mix(c: _Checker, raw: object, root: Path) -> tuple[MixEntry, ...]:
                     f"not a demo zoo model, so a corpus is needed; zoo: {', '.join(ZOO_NAMES)}",
                 )
         name = c.string(t["input"], f"{where}.input") if "input" in t else "image"
-        entries.append(MixEntry(model, weight, corpus, name))
+        entries.append(MixEntry(model, weight, corpus, name, *_own_arrival(c, t, where, root)))
     total = sum(e.weight for e in entries)
     return tuple(replace(e, weight=e.weight / total) for e in entries)
+
+
+def _trace_fit(c: _Checker, value: object, key: str) -> str:
+    if value not in TRACE_FITS:
+        raise c.fail(key, value, f"allowed: {', '.join(TRACE_FITS)}")
+    return str(value)
+
+
+def _own_arrival(
+    c: _Checker, t: Mapping[str, Any], where: str, root: Path
+) -> tuple[str | None, float | None, Path | None, str | None]:
+    """A mix entry's own ``arrival``, ``cv``, ``trace`` and ``trace_fit`` (None where it has
+    none), with the rules of the workload's keys."""
+    arrival = t.get("arrival")
+    if arrival is not None and arrival not in ARRIVALS:
+        raise c.fail(f"{where}.arrival", arrival, f"allowed: {', '.join(ARRIVALS)}")
+    cv = None
+    if "cv" in t:
+        if arrival != "bursty":
+            raise c.fail(f"{where}.cv", t["cv"], "only with this entry's arrival = 'bursty'")
+        cv = c.number(t["cv"], f"{where}.cv", low=0, high=20, open_low=True)
+    trace, fit = None, None
+    if arrival == "trace":
+        if "trace" not in t:
+            raise c.missing(f"{where}.trace", "arrival = 'trace' needs a file of timestamps")
+        trace = c.path(t["trace"], f"{where}.trace", root)
+        _check_trace(c, trace, f"{where}.trace")
+        if "trace_fit" in t:
+            fit = _trace_fit(c, t["trace_fit"], f"{where}.trace_fit")
+    else:
+        for key in ("trace", "trace_fit"):
+            if key in t:
+                only = "only with this entry's arrival = 'trace'"
+                raise c.fail(f"{where}.{key}", t[key], only)
+    return arrival, cv, trace, fit
 
 
 def _ascending(c: _Checker, raw: object, key: str, *, integer: bool) -> tuple[float, ...]:
@@ -473,13 +535,13 @@ def _ascending(c: _Checker, raw: object, key: str, *, integer: bool) -> tuple[fl
     return tuple(values)
 
 
-def _check_trace(c: _Checker, path: Path) -> None:
+def _check_trace(c: _Checker, path: Path, key: str = "workload.trace") -> None:
     from lanes.sim.trace import load_trace
 
     try:
         load_trace(path)
     except LanesError as err:
-        raise LanesError(EXPERIMENT_INVALID, f"{c.source}: workload.trace: {err.message}") from None
+        raise LanesError(EXPERIMENT_INVALID, f"{c.source}: {key}: {err.message}") from None
 
 
 def _stability(c: _Checker, raw: object) -> Stability:

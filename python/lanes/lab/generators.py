@@ -20,7 +20,10 @@ starts while the last one's replies are still arriving, so the load never pauses
 - ``bursty``: segment rates drawn from a gamma law of mean = the rate and coefficient of
   variation ``cv`` (seeded), Poisson within a segment — a doubly stochastic (Cox) process;
 - ``trace``: the trace's arrivals counted per ``segment_s`` from its start (looped when short),
-  scaled so that the phase's mean rate is the level's rate, Poisson within a segment;
+  scaled so that the phase's mean rate is the level's rate, Poisson within a segment. With
+  ``trace_fit = "time"`` the trace's time axis is first divided by (level's rate / the trace's
+  mean rate), as ``lanes sim`` does: a sparse production trace then plays its bursts and lulls
+  at the level's rate within the window, instead of the window seeing seconds of it;
 - closed loop: one segment per phase at ``connections`` = the generator's concurrency.
 
 Split rule (:func:`split`): there is ONE seeded global schedule per run, cut into the
@@ -179,7 +182,12 @@ def segments(spec: dict[str, Any], phase: str) -> list[tuple[float, float, float
         rng = np.random.default_rng([int(spec["seed"]), 0 if phase == "warmup" else 1])
         rates = rng.gamma(1.0 / cv**2, float(rate) * cv**2, size=n)
     else:  # trace
-        rates = _trace_rates(spec["trace"], begin, length, seg, n) * float(rate)
+        trace = spec["trace"]
+        if spec.get("trace_fit", "rate") == "time":
+            times = np.asarray(trace, dtype=float)
+            span = float(times[-1]) if times[-1] > 0 else 1.0
+            trace = times / (float(rate) / (len(times) / span))
+        rates = _trace_rates(trace, begin, length, seg, n) * float(rate)
     return [(o, d, float(r)) for (o, d), r in zip(bounds, rates, strict=True) if r >= _MIN_RATE]
 
 

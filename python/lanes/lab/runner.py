@@ -35,6 +35,7 @@ not started for a (repeat, variant) whose runs all exist and whose search is ove
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -56,7 +57,7 @@ from lanes.diagnose.session import Session, check_pid
 from lanes.errors import BAD_ARGUMENT, EXPERIMENT_INVALID, OUTPUT_FAILED, LanesError
 from lanes.files import write_text_atomic
 from lanes.lab import capacity, generators, scrape
-from lanes.lab.experiment import Experiment, Variant
+from lanes.lab.experiment import Experiment, MixEntry, Variant
 
 if TYPE_CHECKING:
     from lanes.lab.cluster import Pool
@@ -484,6 +485,7 @@ def _load(
         "arrival": w.arrival,
         "cv": w.cv,
         "trace": trace_times,
+        "trace_fit": w.trace_fit,
         "segment_s": w.segment_s,
         "warmup_s": w.warmup_s,
         "measure_s": w.measure_s,
@@ -503,13 +505,22 @@ def _specs(
 
     Streams: for each machine (one without ``[cluster]``), each mix entry, each clone — stream
     ``k = (machine x entries + entry) x clones + clone`` at share weight / (machines x clones)
-    of the run's one schedule (:func:`lanes.lab.generators.split`). A stream left with no
-    measured send (a low rate cut many ways) is not started.
+    of the run's one schedule (:func:`lanes.lab.generators.split`); an entry with an arrival
+    law of its own has its own schedule at its share of the rate (:func:`_laws`). A stream
+    left with no measured send (a low rate cut many ways) is not started.
     """
     w = exp.workload
     entries = [e for _ in range(machines) for e in w.mix for _ in range(w.generators)]
     shares = [e.weight / (machines * w.generators) for e in entries]
-    streams = generators.split(load, shares, w.connections)
+    streams: list[list[dict[str, Any]]] = [[] for _ in entries]
+    groups = _laws(entries)
+    for g, (slots, law) in enumerate(groups):
+        own = {**load, **law, "seed": load["seed"] + 1_000_003 * g}
+        if own["rate"] is not None and len(groups) > 1:
+            own["rate"] = load["rate"] * sum(shares[k] for k in slots)
+        cut = generators.split(own, [shares[k] for k in slots], w.connections)
+        for k, stream in zip(slots, cut, strict=True):
+            streams[k] = stream
     specs, models = [], []
     for k, (entry, stream) in enumerate(zip(entries, streams, strict=True)):
         if not any(seg["phase"] == "measure" for seg in stream):
@@ -519,7 +530,7 @@ def _specs(
             model=entry.model,
             corpus=str(corpus[entry.model]),
             stream=stream,
-            arrival=w.arrival,
+            arrival=entry.arrival or w.arrival,
             timeout_s=w.timeout_s,
             warmup_s=w.warmup_s,
             start_unix=start,
@@ -527,6 +538,38 @@ def _specs(
         specs.append((k, spec))
         models.append(entry.model)
     return specs, models
+
+
+def _laws(entries: Sequence[MixEntry]) -> list[tuple[list[int], dict[str, Any]]]:
+    """The generator slots grouped by arrival law, in order of first appearance: the entries
+    without a law of their own share the workload's one schedule; an entry with its own
+    ``arrival`` gets its own, at its share of the rate (its clones and machines split it). Each
+    group: its slots and the keys of the run's load its law replaces (none for the
+    workload's)."""
+    groups: dict[tuple[Any, ...], tuple[list[int], dict[str, Any]]] = {}
+    for k, e in enumerate(entries):
+        if e.arrival is None:
+            key: tuple[Any, ...] = ()
+            law: dict[str, Any] = {}
+        else:
+            key = (e.arrival, e.cv, str(e.trace) if e.trace else None, e.trace_fit)
+            law = {"arrival": e.arrival}
+            if e.cv is not None:
+                law["cv"] = e.cv
+            if e.trace is not None:
+                law["trace"] = _trace_times(e.trace)
+            if e.trace_fit is not None:
+                law["trace_fit"] = e.trace_fit
+        groups.setdefault(key, ([], law))[0].append(k)
+    return list(groups.values())
+
+
+@functools.lru_cache(maxsize=16)
+def _trace_times(path: Path) -> tuple[float, ...]:
+    """A mix entry's trace, read once per process."""
+    from lanes.sim.trace import load_trace
+
+    return tuple(load_trace(path))
 
 
 def _profile_session(
