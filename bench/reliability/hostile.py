@@ -154,12 +154,19 @@ async def status_line(reader: asyncio.StreamReader, within: float) -> tuple[str,
     return text, time.monotonic() - t0
 
 
+def name(text: str) -> str:
+    """An HTTP status; ``closed``: cut with no answer; ``none``: still open at the end;
+    ``bytes, then closed``: something else (HTTP/2's SETTINGS frame), then cut."""
+    if text.startswith("HTTP/"):
+        return text.split()[1]
+    if text in ("", "none"):
+        return text or "closed"
+    return "bytes, then closed"
+
+
 def outcome(results: list[tuple[str, float]]) -> dict[str, Any]:
-    """Answers by status (``closed``: cut with no answer; ``none``: still open at the end)
-    and the times to them."""
-    names = [
-        (text.split()[1] if text.startswith("HTTP/") else text or "closed") for text, _ in results
-    ]
+    """Answers by :func:`name` and the times to them."""
+    names = [name(text) for text, _ in results]
     cut = [s * 1e3 for text, s in results if text != "none"]
     return {"answers": dict(Counter(names)), "time_to_answer_or_cut_ms": percentiles(cut)}
 
