@@ -10,7 +10,10 @@
   hook pool (a model that overrides them), as ``lanes serve`` ran the GPU zoo before.
 
 The three share the zoo's weights, the server, the devices and the policy; only where the
-per-request and per-batch work runs differs. Usage (as a lab variant's command)::
+per-request and per-batch work runs differs. ``--batch-threads N`` sets every model's
+``num_batch_threads`` (batches of one model in flight at once; the zoo's is 1), for the
+isolation experiment (examples/experiments/ocr-isolation.toml). Usage (as a lab variant's
+command)::
 
     python bench/zoo_paths/serve.py --path rust-hooks --port 8000 --metrics-port 8002 \\
         --devices cpu:2 --policy sjf
@@ -46,9 +49,13 @@ class PythonHooks(PythonNetwork):
         return super().postprocess(output)
 
 
-def models(path: str) -> list[ZooModel]:
-    """The demo zoo for ``path`` (one of :data:`PATHS`)."""
+def models(path: str, batch_threads: int | None = None) -> list[ZooModel]:
+    """The demo zoo for ``path`` (one of :data:`PATHS`), with ``batch_threads`` batches of each
+    model in flight at once when given."""
     zoo = [m for m in zoo_models() if isinstance(m, ZooModel)]
+    if batch_threads is not None:
+        for m in zoo:
+            m.batching = dataclasses.replace(m.batching, num_batch_threads=batch_threads)
     if path == "native":
         return zoo
     cls = PythonNetwork if path == "rust-hooks" else PythonHooks
@@ -65,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--devices", default="cpu:2")
     p.add_argument("--cpu-threads", type=int, default=1)
     p.add_argument("--policy", default="sjf")
+    p.add_argument("--batch-threads", type=int, default=None, metavar="N")
     args = p.parse_args(argv)
     config = ServeConfig(
         port=args.port,
@@ -74,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu_threads=args.cpu_threads,
         policy=args.policy,
     )
-    serve(config, models(args.path))
+    serve(config, models(args.path, args.batch_threads))
     return 0
 
 
