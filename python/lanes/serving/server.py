@@ -78,8 +78,9 @@ def load_models(config: ServeConfig) -> list[Model]:
     return load_repository(config.models)
 
 
-def _overrides(model: Model, name: str) -> bool:
-    return getattr(type(model), name) is not getattr(Model, name)
+def _overrides(model: Model, name: str, base: type[Model] = Model) -> bool:
+    """Whether ``model``'s class replaces ``base``'s method ``name``."""
+    return getattr(type(model), name) is not getattr(base, name)
 
 
 def _native_engine(model: Model, devices: Sequence[Device]) -> str | None:
@@ -108,11 +109,10 @@ def _zoo_hooks(model: Model) -> tuple[str, list[str]] | None:
     ``zoo`` hooks) and the model pays Python once per batch only; None otherwise."""
     from lanes.models.zoo import ZooModel
 
-    if not isinstance(model, ZooModel):
+    if not isinstance(model, ZooModel) or any(
+        _overrides(model, hook, ZooModel) for hook in ("preprocess", "postprocess")
+    ):
         return None
-    for hook in ("preprocess", "postprocess"):
-        if getattr(type(model), hook) is not getattr(ZooModel, hook):
-            return None
     return model.task, list(model.labels)
 
 
