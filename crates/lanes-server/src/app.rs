@@ -94,9 +94,13 @@ pub enum Failure {
     /// Not ready (draining).
     #[error("{0}")]
     NotReady(String),
-    /// The client did not send its request in time (408).
+    /// The client did not send its request's body in time (408).
     #[error("{0}")]
     Timeout(String),
+    /// The client began a request head but did not finish it in time (408,
+    /// then the connection is closed).
+    #[error("{0}")]
+    HeadTimeout(String),
     /// A model's `preprocess` or `postprocess` hook refused (400) or failed (500).
     #[error("{}", .0.message)]
     Hook(HookError),
@@ -115,6 +119,7 @@ impl Failure {
             Self::BadRequest(_) => "bad_request",
             Self::NotReady(_) => "not_ready",
             Self::Timeout(_) => "request_timeout",
+            Self::HeadTimeout(_) => "header_timeout",
             Self::Hook(e) if e.status == 400 => "bad_input",
             Self::Hook(_) => "model_error",
             Self::Expired(_) => "deadline_exceeded",
@@ -129,7 +134,7 @@ impl Failure {
             Self::NotFound(_) => 404,
             Self::BadRequest(_) => 400,
             Self::NotReady(_) => 503,
-            Self::Timeout(_) => 408,
+            Self::Timeout(_) | Self::HeadTimeout(_) => 408,
             Self::Hook(e) => e.status,
             Self::Expired(_) => 504,
         }
@@ -147,7 +152,7 @@ impl Failure {
             Self::Server(ServerError::ShuttingDown) | Self::NotReady(_) => Code::Unavailable,
             Self::NotFound(_) => Code::NotFound,
             Self::BadRequest(_) => Code::InvalidArgument,
-            Self::Timeout(_) | Self::Expired(_) => Code::DeadlineExceeded,
+            Self::Timeout(_) | Self::HeadTimeout(_) | Self::Expired(_) => Code::DeadlineExceeded,
             Self::Hook(e) if e.status == 400 => Code::InvalidArgument,
             Self::Hook(_) => Code::Internal,
         }

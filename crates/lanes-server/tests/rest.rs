@@ -281,7 +281,13 @@ async fn slow_and_hostile_clients_are_cut_and_others_served_throughout() {
             200
         );
     }
-    until_closed(&mut slow).await;
+    let answer = until_closed(&mut slow).await;
+    let text = String::from_utf8_lossy(&answer);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+    assert!(
+        text.ends_with(r#"{"error":"request head not received within 0.3 s"}"#),
+        "{text}"
+    );
     let answer = until_closed(&mut stalled).await;
     let text = String::from_utf8_lossy(&answer);
     assert!(text.starts_with("HTTP/1.1 408"), "{text}");
@@ -290,7 +296,10 @@ async fn slow_and_hostile_clients_are_cut_and_others_served_throughout() {
         "{text}"
     );
     for stream in &mut idle {
-        until_closed(stream).await;
+        assert!(
+            until_closed(stream).await.is_empty(),
+            "an idle connection closes silently"
+        );
     }
     // a head over the limit: 431
     let mut big = TcpStream::connect(&address).await.unwrap();
@@ -311,4 +320,44 @@ async fn slow_and_hostile_clients_are_cut_and_others_served_throughout() {
             .0,
         200
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_head_begun_on_a_kept_alive_connection_gets_408_an_idle_one_nothing() {
+    let address = start_with(short()).await;
+    let mut half = TcpStream::connect(&address).await.unwrap();
+    let mut idle = TcpStream::connect(&address).await.unwrap();
+    for stream in [&mut half, &mut idle] {
+        stream
+            .write_all(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n\r\n")
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        while !answer.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            stream.read_exact(&mut byte).await.unwrap();
+            answer.push(byte[0]);
+        }
+        assert!(answer.starts_with(b"HTTP/1.1 200"));
+        let text = String::from_utf8_lossy(&answer).to_ascii_lowercase();
+        let length: usize = text
+            .split("content-length: ")
+            .nth(1)
+            .and_then(|v| v.split("\r\n").next())
+            .map_or(0, |v| v.parse().unwrap());
+        let mut body = vec![0u8; length];
+        stream.read_exact(&mut body).await.unwrap();
+    }
+    half.write_all(b"POST /v2/models/affine/infer HTTP/1.1\r\n")
+        .await
+        .unwrap();
+    let text = String::from_utf8(until_closed(&mut half).await).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").unwrap();
+    assert!(head.starts_with("HTTP/1.1 408 Request Timeout"), "{head}");
+    assert!(head.contains("connection: close"), "{head}");
+    assert_eq!(
+        json(body.as_bytes()),
+        serde_json::json!({"error": "request head not received within 0.3 s"})
+    );
+    assert!(until_closed(&mut idle).await.is_empty());
 }

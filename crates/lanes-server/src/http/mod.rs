@@ -5,8 +5,17 @@
 //! that goes away mid-request drops its handler, and with it the request's
 //! [`crate::Pending`] reply, which takes a still-queued request out of its
 //! queue.
+//!
+//! **Rule** (the head deadline): hyper's `header_read_timeout` runs from the
+//! connection's start and again after each response. When it passes with
+//! part of a head received (a slowloris client, a slow honest one), the
+//! client gets `408` with the JSON error ([`Failure::HeadTimeout`]) and
+//! `Connection: close`; an idle connection with nothing received is closed
+//! silently, as an idle keep-alive connection is (a 408 there could race a
+//! request the client is just sending).
 
 mod routes;
+mod slow;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -14,6 +23,7 @@ use std::sync::Arc;
 use hyper::server::conn::http1;
 use hyper::service::service_fn;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 
 use crate::accept::Acceptor;
@@ -25,8 +35,9 @@ pub use routes::route;
 /// Serves `listener` until `shutdown` resolves; connections already open
 /// finish their current request. The app's [`crate::app::Limits`] bound what
 /// each client holds: a connection slot ([`Acceptor`]: waiting in the backlog
-/// past `max_connections`), the time to send headers (closed past it), the
-/// head's size (431) and the time to send a body (408).
+/// past `max_connections`), the time to send a head (408 and closed past it,
+/// or closed silently when idle), the head's size (431) and the time to send
+/// a body (408).
 pub async fn serve<B>(listener: TcpListener, app: Arc<App<B>>, shutdown: impl Future<Output = ()>)
 where
     B: Backend<Input = crate::runner::Admitted, Output = crate::runner::Produced>,
@@ -41,13 +52,25 @@ where
         let app = Arc::clone(&app);
         tokio::spawn(async move {
             let limits = app.limits;
-            let service = service_fn(move |request| route(Arc::clone(&app), request));
-            let _ = http1::Builder::new()
+            // Boxed so that the connection is `Unpin` and can be polled
+            // without shutting down: its socket is needed after a head timeout.
+            let service = service_fn(move |request| Box::pin(route(Arc::clone(&app), request)));
+            let mut connection = http1::Builder::new()
                 .timer(TokioTimer::new())
                 .header_read_timeout(limits.header_read_timeout)
                 .max_buf_size(limits.max_header_bytes.max(8192))
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+                .serve_connection(TokioIo::new(stream), service);
+            let served = std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)).await;
+            let parts = connection.into_parts();
+            let mut stream = parts.io.into_inner();
+            match served {
+                Err(e) if e.is_timeout() && !parts.read_buf.is_empty() => {
+                    slow::refuse(stream, limits.header_read_timeout).await;
+                }
+                _ => {
+                    let _ = stream.shutdown().await;
+                }
+            }
             drop(slot);
         });
     }
