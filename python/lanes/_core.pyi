@@ -284,8 +284,9 @@ class NativeServer:
     ``devices`` (indexes), ``cost`` as ``(fixed_ms, per_item_ms)``, ``engine`` (``python``: with
     ``model``, ``replicas`` — a list filled while loading — and ``hooks`` as ``(preprocess,
     postprocess)``; ``onnx``: with ``path`` and per-device ``threads``)), ``bridge`` (the module
-    :mod:`lanes.serving.bridge`), ``max_body_bytes``, ``trace_events``, ``version``,
-    ``access_log``. Binds every
+    :mod:`lanes.serving.bridge`), ``max_body_bytes``, the connection limits ``max_connections``,
+    ``header_timeout``, ``body_timeout`` (seconds), ``max_header_bytes`` and ``grpc_keepalive``
+    (seconds), ``trace_events``, ``version``, ``access_log``. Binds every
     listener at once (phase ``loading``); ``LanesError`` when one cannot be bound."""
 
     def __new__(cls, config: dict[str, Any]) -> NativeServer: ...

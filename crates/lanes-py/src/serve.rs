@@ -489,6 +489,35 @@ fn served_model(
     })
 }
 
+/// The connection limits: seconds as durations, each checked in range with
+/// an error naming its key.
+fn limits(config: &Bound<'_, PyDict>) -> Result<Limits, CoreError> {
+    let seconds = |key: &str| -> Result<Duration, CoreError> {
+        let s: f64 = get(config, key)?;
+        match Duration::try_from_secs_f64(s) {
+            Ok(d) if s > 0.0 && s <= 86_400.0 => Ok(d),
+            _ => Err(bad(format!("{key} = {s}: must be in (0, 86400] seconds"))),
+        }
+    };
+    let max_connections: usize = get(config, "max_connections")?;
+    if max_connections == 0 {
+        return Err(bad("max_connections = 0: must be >= 1"));
+    }
+    let max_header_bytes: usize = get(config, "max_header_bytes")?;
+    if max_header_bytes < 8192 {
+        return Err(bad(format!(
+            "max_header_bytes = {max_header_bytes}: must be >= 8192"
+        )));
+    }
+    Ok(Limits {
+        header_read_timeout: seconds("header_timeout")?,
+        body_read_timeout: seconds("body_timeout")?,
+        max_connections,
+        max_header_bytes,
+        keepalive_interval: seconds("grpc_keepalive")?,
+    })
+}
+
 /// The data plane of `lanes serve`, running on its own threads.
 #[pyclass(module = "lanes._core")]
 #[derive(Debug)]
@@ -538,7 +567,7 @@ fn start(py: Python<'_>, config: &Bound<'_, PyDict>) -> Result<Running, CoreErro
         codec: CodecConfig {
             max_body_bytes: get(config, "max_body_bytes")?,
         },
-        limits: Limits::default(),
+        limits: limits(config)?,
         trace_events: get(config, "trace_events")?,
         version: get(config, "version")?,
         hook_workers: get(config, "workers")?,

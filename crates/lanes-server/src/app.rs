@@ -51,11 +51,14 @@ pub struct DeviceEntry {
     pub simulated: bool,
 }
 
-/// Bounds on what a client may hold of the server (slow and hostile clients).
+/// Bounds on what a client may hold of the server (slow and hostile clients);
+/// `lanes serve`'s `--max-connections`, `--header-timeout`, `--body-timeout`,
+/// `--max-header-kb` and `--grpc-keepalive`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    /// A connection must send a request's headers within this time (slowloris,
-    /// idle keep-alive connections): it is closed otherwise.
+    /// A connection must send a request's head (on gRPC: HTTP/2's preface)
+    /// within this time: a head begun gets 408, an idle connection (slowloris,
+    /// idle keep-alive) is closed.
     pub header_read_timeout: Duration,
     /// A request's body must arrive within this time: 408 otherwise.
     pub body_read_timeout: Duration,
@@ -63,6 +66,9 @@ pub struct Limits {
     pub max_connections: usize,
     /// The largest request head (request line and headers): 431 past it.
     pub max_header_bytes: usize,
+    /// A gRPC connection is pinged this often; a peer that does not answer
+    /// within 20 s (tonic's default) is closed.
+    pub keepalive_interval: Duration,
 }
 
 impl Default for Limits {
@@ -72,6 +78,7 @@ impl Default for Limits {
             body_read_timeout: Duration::from_secs(60),
             max_connections: 16_384,
             max_header_bytes: 64 * 1024,
+            keepalive_interval: Duration::from_secs(30),
         }
     }
 }

@@ -13,7 +13,7 @@
 //!
 //! Connections are bounded as REST's are ([`crate::accept`]): at most
 //! `max_connections` open, the HTTP/2 preface within `header_read_timeout`,
-//! and a keep-alive ping every `header_read_timeout` that a peer must answer
+//! and a keep-alive ping every `keepalive_interval` that a peer must answer
 //! within 20 s (tonic's default), or its connection is closed.
 
 use std::future::Future;
@@ -210,7 +210,7 @@ where
         }
     });
     tonic::transport::Server::builder()
-        .http2_keepalive_interval(Some(limits.header_read_timeout))
+        .http2_keepalive_interval(Some(limits.keepalive_interval))
         .add_service(service)
         .serve_with_incoming_shutdown(ReceiverStream::new(receiver), shutdown)
         .await

@@ -241,6 +241,7 @@ fn short() -> Limits {
         body_read_timeout: Duration::from_millis(300),
         max_connections: 2_000,
         max_header_bytes: 16 * 1024,
+        ..Limits::default()
     }
 }
 

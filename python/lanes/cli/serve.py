@@ -66,6 +66,32 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help="the demo zoo's runtime: onnx (default) or torch (same weights; needs PyTorch)",
     )
+    limits = parser.add_argument_group(
+        "connection limits", "what slow and hostile clients may hold (docs/serve.md)"
+    )
+    limits.add_argument(
+        "--max-connections",
+        metavar="N",
+        help="open connections per listener, REST and gRPC apart; past it new ones wait in the "
+        "listen backlog (default: 16384)",
+    )
+    limits.add_argument(
+        "--header-timeout",
+        metavar="S",
+        help="seconds to send a request head or the HTTP/2 preface: a head begun gets 408, an "
+        "idle connection is closed (default: 30)",
+    )
+    limits.add_argument(
+        "--body-timeout", metavar="S", help="seconds to send a request body: 408 (default: 60)"
+    )
+    limits.add_argument(
+        "--max-header-kb", metavar="KB", help="largest request head: 431 (default: 64)"
+    )
+    limits.add_argument(
+        "--grpc-keepalive",
+        metavar="S",
+        help="seconds between gRPC keep-alive pings; no answer within 20 s closes (default: 30)",
+    )
     ops = parser.add_argument_group("operations")
     ops.add_argument(
         "--metrics-port", metavar="N", help="Prometheus /metrics port (default: 8002; 0: any; off)"
@@ -132,6 +158,11 @@ def run(args: argparse.Namespace) -> int:
         "cpu_threads": args.cpu_threads,
         "workers": args.workers,
         "max_body_mb": args.max_body_mb,
+        "max_connections": args.max_connections,
+        "header_timeout": args.header_timeout,
+        "body_timeout": args.body_timeout,
+        "max_header_kb": args.max_header_kb,
+        "grpc_keepalive": args.grpc_keepalive,
         "zoo_backend": args.zoo_backend,
         "metrics_port": args.metrics_port,
         "grpc_port": args.grpc_port,

@@ -42,7 +42,14 @@ class ServeConfig:
     - ``cpu_threads``: intra-op threads per CPU executor (None: as ``auto`` decides, see
       lanes.serving.devices; for ``cpu``/``cpu:N`` the cores divided among the executors).
     - ``workers``: threads of the CPU pool for pre/post-processing.
-    - ``max_body_mb``: the request body limit (413 past it).
+    - ``max_body_mb``: the request body limit (413 past it; gRPC messages: ``OUT_OF_RANGE``).
+    - Connection limits, bounding what slow and hostile clients hold (docs/serve.md):
+      ``max_connections`` open per listener (REST and gRPC apart; past it new ones wait in the
+      listen backlog); ``header_timeout``: seconds a client has to send a request's head, or
+      HTTP/2's preface on gRPC (a head begun: 408 and closed; an idle connection: closed);
+      ``body_timeout``: seconds for a request's body (408); ``max_header_kb``: the largest
+      request head (431 past it); ``grpc_keepalive``: seconds between the keep-alive pings of
+      a gRPC connection (a peer that does not answer within 20 s is closed).
     - ``zoo_backend``: the demo zoo's runtime, ``onnx`` (ONNX Runtime) or ``torch`` (PyTorch,
       the same weights; for GPU hosts with PyTorch but no CUDA build of ONNX Runtime).
     - ``metrics_port``: Prometheus ``/metrics`` port (Triton's 8002; 0: any free; None: off).
@@ -69,6 +76,11 @@ class ServeConfig:
     cpu_threads: int | None = None
     workers: int = max(1, min(4, os.cpu_count() or 1))
     max_body_mb: float = 64.0
+    max_connections: int = 16_384
+    header_timeout: float = 30.0
+    body_timeout: float = 60.0
+    max_header_kb: int = 64
+    grpc_keepalive: float = 30.0
     zoo_backend: str = "onnx"
     metrics_port: int | None = 8002
     grpc_port: str = "auto"
@@ -107,7 +119,14 @@ def _convert(key: str, value: Any, where: str) -> Any:
         if key == "trace":
             return None if value in (None, "", "off") else Path(str(value))
         v: int | float | str | bool | None
-        if key in ("port", "workers", "trace_events", "warmup_batches"):
+        if key in (
+            "port",
+            "workers",
+            "trace_events",
+            "warmup_batches",
+            "max_connections",
+            "max_header_kb",
+        ):
             v = int(value)
         elif key == "metrics_port":
             v = None if value in (None, "", "off", "none") else int(value)
@@ -119,7 +138,7 @@ def _convert(key: str, value: Any, where: str) -> Any:
                 v = "auto"
             else:
                 v = str(int(text))
-        elif key == "drain_timeout":
+        elif key in ("drain_timeout", "header_timeout", "body_timeout", "grpc_keepalive"):
             v = float(value)
         elif key == "access_log":
             v = _flag(value)
@@ -197,6 +216,16 @@ def check(cfg: ServeConfig) -> ServeConfig:
         )
     if not 0 < cfg.max_body_mb <= 4096:
         raise LanesError(BAD_ARGUMENT, f"max_body_mb = {cfg.max_body_mb}: must be in (0, 4096]")
+    if not 1 <= cfg.max_connections <= 1_000_000:
+        raise LanesError(
+            BAD_ARGUMENT, f"max_connections = {cfg.max_connections}: must be 1..1000000"
+        )
+    for key in ("header_timeout", "body_timeout", "grpc_keepalive"):
+        seconds = getattr(cfg, key)
+        if not 0.001 <= seconds <= 86_400:
+            raise LanesError(BAD_ARGUMENT, f"{key} = {seconds}: must be 0.001..86400 seconds")
+    if not 8 <= cfg.max_header_kb <= 1024:
+        raise LanesError(BAD_ARGUMENT, f"max_header_kb = {cfg.max_header_kb}: must be 8..1024")
     if cfg.policy != "independent":
         from lanes._core import Scheduler
 

@@ -1,0 +1,68 @@
+"""``lanes serve``'s connection limits are options that reach the data plane: with
+``--max-connections 1`` a second connection waits while the first holds the slot, and with
+``--header-timeout 0.5`` the first, a head begun and never finished, is answered 408 naming the
+deadline and closed, which frees the slot for the second. The options also come from the
+environment (``LANES_SERVE_<KEY>``); bad values are refused naming the option
+(tests/cli/test_serve_cli.py)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from lanes.serving.config import ServeConfig, resolve
+from serve_process import model_toml, running, write_model
+
+ECHO = "def predict(batch):\n    return {'y': batch['x']}\n"
+
+
+def until_closed(sock: socket.socket) -> bytes:
+    chunks = []
+    while chunk := sock.recv(65536):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def test_max_connections_and_header_timeout_flags_reach_the_server(tmp_path: Path) -> None:
+    repo = write_model(tmp_path / "repo", "echo", ECHO, model_toml(1))
+    args = ["--models", str(repo), "--devices", "cpu", "--port", "0", "--metrics-port", "off"]
+    args += ["--grpc-port", "off", "--max-connections", "1", "--header-timeout", "0.5"]
+    with running(args, tmp_path / "serve.log") as p:
+        slow = socket.create_connection((p.host, p.port), timeout=10)
+        slow.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\n")  # half a head
+        waiting = socket.create_connection((p.host, p.port), timeout=10)
+        waiting.sendall(b"GET /v2/health/live HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        waiting.settimeout(0.2)
+        try:
+            early = waiting.recv(1)
+        except TimeoutError:
+            early = b""
+        assert early == b"", "served past --max-connections 1"
+        waiting.settimeout(10)
+
+        head, _, body = until_closed(slow).partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 408 Request Timeout\r\n"), head
+        assert b"connection: close" in head.lower(), head
+        assert json.loads(body) == {"error": "request head not received within 0.5 s"}
+        assert until_closed(waiting).startswith(b"HTTP/1.1 200 OK\r\n")
+
+
+def test_the_limits_come_from_the_environment_too() -> None:
+    env = {
+        "LANES_SERVE_MAX_CONNECTIONS": "100",
+        "LANES_SERVE_HEADER_TIMEOUT": "2.5",
+        "LANES_SERVE_BODY_TIMEOUT": "7",
+        "LANES_SERVE_MAX_HEADER_KB": "16",
+        "LANES_SERVE_GRPC_KEEPALIVE": "60",
+    }
+    cfg = resolve({"max_connections": "50"}, None, env)
+    assert (cfg.max_connections, cfg.header_timeout, cfg.body_timeout) == (50, 2.5, 7.0)
+    assert (cfg.max_header_kb, cfg.grpc_keepalive) == (16, 60.0)
+    defaults = ServeConfig()
+    assert (defaults.max_connections, defaults.header_timeout, defaults.body_timeout) == (
+        16_384,
+        30.0,
+        60.0,
+    )
+    assert (defaults.max_header_kb, defaults.grpc_keepalive) == (64, 30.0)
