@@ -6,14 +6,31 @@ zoo's OCR mix on ``--devices cpu:2 --cpu-threads 1`` under ``independent``, ``fi
 ``examples/scenarios/cpu-2core.toml`` and prints a Markdown table of p50, p99 and goodput,
 measured (mean over repeats) and predicted (mean over seeds), with the relative error.
 
-**The model.** Device costs by batch size, batching, contention and the models' own pre- and
-post-processing come from ``bench/calibrate/measure.py``, not from this run. The scenario's host
-(``host.shared_cores``: the devices are the same two cores as the CPU work; ``[host.interpreter]``:
-the server's Python work holds one interpreter lock, the GIL, and ONNX Runtime's call does not;
-``host.busy_cores``: CPU other work keeps busy all the time) is described in docs/sim.md.
+**The model.** Device costs by batch size, batching and the models' own per-request work (the
+native zoo's pre- and post-processing, the REST decode and encode) come from
+``bench/calibrate/measure.py``, not from this run. The scenario's host (``host.shared_cores``:
+the devices are the same two cores as the CPU work; ``host.time_slicing``: the OS shares those
+cores among every runnable thread; ``host.handoff_ms``: a thread's wake-up before each request's
+CPU phase; ``host.busy_cores``: CPU other work keeps busy all the time) is described in
+docs/sim.md. ``lanes serve`` is a Rust data plane: no interpreter lock on the request path, so the
+scenario has none (until 2026-11-26 the server was Python and ``[host.interpreter]`` modelled its
+GIL; see docs/results/calibration.md).
 
 **What is read off the run** (every run of every variant and level, pooled; no latency or goodput
 figure enters, so every p50, p99 and goodput is a prediction):
+
+0. The device costs *in situ* — *measured*, from the run's device timelines (``timelines.json``
+   by ``bench/calibrate/timelines.py``), in the ``fifo`` and ``sjf`` runs (there a device runs
+   one batch at a time, so a runtime call is not stretched by batches sharing its core; under
+   ``independent`` it is, and that is the model's time slicing, not the cost). A cell is one
+   run's batches of one model and size, counted with at least 10 batches. Each point of a
+   service's cost curve (batch of 1, and each ``batch_ms`` size) becomes the median over runs of
+   the cell's median ``measured_ms`` where at least 3 runs have that cell; else measure.py's
+   figure x the model's factor (the median over its cells of ``measured_ms`` ÷ measure.py's cost
+   at that size: the live server's runtime calls run about 1.2x slower than the native timer's,
+   back to back on an otherwise idle core). Then every point gains the median time a device is
+   held beyond its runtime call (``hold_ms``: the driver and the device thread handing the
+   batch over and back). Without ``timelines.json`` the scenario's costs are used as they are.
 
 1. ``busy_cores`` — *measured*: the machine's busy cores minus the server process's, per run
    (``server.cpu_busy_per_core`` summed, minus ``process_cpu_s / window_s``), median over runs.
@@ -23,30 +40,31 @@ figure enters, so every p50, p99 and goodput is a prediction):
        process CPU-s - device work = a * window_s + p * requests + q * batches
 
    with device work = batches x the scenario's cost curve at the run's mean batch size (requests
-   = achieved rate x window, batches = the devices' job count). ``p`` is the Python work per
-   request (the event loop's HTTP and decoding, pre, post, the response): each service's ``pre``
-   gains ``p`` minus the scenario's mix of ``pre + post`` (it holds the lock; nothing when the
-   scenario carries it already, as cpu-2core.toml does). ``q`` is the Python
-   work per batch (dispatch, collate, split, completion): ``[host.interpreter] batch_ms``. ``a``
-   is CPU the server spends whatever the load (cores): added to ``busy_cores`` (it does not hold
-   the lock in the model; which threads spend it is not known).
-3. ``[host.interpreter] handoff_ms`` — *measured*, from the unloaded latency the lab takes at
-   each server start (sequential single requests per model: ``p50 / slowdown`` in every run):
-   what a lone request takes beyond its work in the model (``pre + p - mix + batch_ms + gpu +
-   post``, means), divided by the 3 times a lone request takes the lock (pre, its batch, post);
-   median over models and server starts. The rule puts all of that gap on threads waking up
-   (each hop to a thread that then takes the GIL); the client's own latency is in it too.
-4. ``[host.interpreter] convoy_ms`` — *fitted*, to a CPU figure, not to latency: the lock's idle
-   time each time it is handed to a waiting phase. Overloaded, the real host leaves cores idle
-   (``server.host_cpu_idle``) although work waits: the lock, not the cores, is the bottleneck,
-   and it idles between holders. The rule: the value in [0, ``handoff_ms``] (bisection, 8 steps,
-   1 seed) at which the simulator's idle CPU at the run's highest level, mean over variants,
-   equals the measured one (mean over variants and repeats).
+   = achieved rate x window, batches = the devices' job count). ``p`` is the server's work per
+   request (HTTP, decode, pre, post, encode, the hand-offs between threads); ``q`` the work
+   per batch beyond the runtime call (the driver's dispatch and completion; the device
+   thread's collate and split are in the cost curve already), spread over a batch's requests
+   at the runs' median batch size (the model has no per-batch CPU phase without an
+   interpreter). Each service's ``pre`` gains ``p + q / batch`` minus the scenario's mix of
+   ``pre + post`` (nothing when that is negative: a scenario that carries them already is left
+   as it is). ``a`` is CPU the server spends whatever the load (cores): added to
+   ``busy_cores``.
+3. ``host.handoff_ms`` — *measured*, from a lone request's latency on open-loop traffic
+   (``lone.json`` in the results folder, by ``bench/calibrate/lone.py``: each model alone,
+   Poisson, its device about 5 % busy): the p50 beyond the request's work in the model (``pre +
+   gpu + post``, means, device costs in situ), divided by the 2 wake-ups the model charges
+   (before pre, before post); median over models. Not the lab's own unloaded latency: that is
+   closed loop (each request sent as the last reply arrives), where every thread of the path
+   is awake and the client polls for its reply — 0.7-1.5 ms faster per request than the same
+   request on its own at a light open-loop rate on this host (lone.py's docstring). Without
+   ``lone.json``, that closed-loop figure is used (``p50 / slowdown`` in every run; median over
+   models and server starts). The client's own latency is in both.
 
-Every level and every policy is then simulated with that one scenario.
+Every level and every policy is then simulated with that one scenario (``--fcfs``: with the
+cores first come, first served instead of time-sliced, to see what the slicing changes).
 
 Run:  python bench/calibrate/compare.py RESULTS [--scenario FILE] [--seeds 3]
-      [--requests 40000] [--markdown OUT.md]
+      [--requests 40000] [--fcfs] [--markdown OUT.md]
 """
 
 from __future__ import annotations
@@ -62,7 +80,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes import sim
-from lanes.sim.scenario import Cost, Interpreter, Scenario, Service
+from lanes.sim.scenario import Cost, Scenario, Service
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCENARIO = ROOT / "examples" / "scenarios" / "cpu-2core.toml"
@@ -92,18 +110,106 @@ class Fit:
     server_cores: float
     """``a``: server CPU whatever the load, cores."""
     request_ms: float
-    """``p``: the server's Python work per request, ms."""
+    """``p``: the server's work per request, ms."""
     batch_ms: float
-    """``q``: the server's Python work per batch, ms."""
+    """``q``: the server's work per batch beyond the runtime call, ms."""
+    batch_size: float
+    """The runs' median mean batch size (requests per device job)."""
     handoff_ms: float = 0.0
-    """A lone request's latency beyond its modelled work, per taking of the lock, ms."""
-    convoy_ms: float = 0.0
-    """The lock's idle time per hand-over, ms."""
+    """A lone request's latency beyond its modelled work, per wake-up, ms."""
+    in_situ: tuple[InSitu, ...] = ()
+    """Rule 0: each service's cost curve in the live server."""
 
 
-def fit(runs: list[dict[str, Any]], scenario: Scenario) -> Fit:
-    """The run's figures the model takes, by the rules in the module docs."""
-    others, rows, ys = [], [], []
+ENGINE_POLICIES = ("fifo", "sjf")
+"""Rule 0 reads the runs of these variants (one batch per device at a time)."""
+MIN_BATCHES = 10
+"""Rule 0: a (run, model, batch size) cell counts with at least this many batches."""
+
+
+MIN_RUNS = 3
+"""Rule 0: a cost-curve point is read off the timelines when this many runs have its cell."""
+
+
+def in_situ(timelines: dict[str, Any], scenario: Scenario) -> tuple[InSitu, ...]:
+    """Rule 0 of the module docs: each service's measured points, factor and the hold."""
+    by_name = {s.name: s for s in scenario.services}
+    cells: dict[tuple[str, int], list[float]] = {}
+    ratios: dict[str, list[float]] = {name: [] for name in by_name}
+    holds = []
+    for run, t in timelines.items():
+        if run.split("/")[0] not in ENGINE_POLICIES:
+            continue
+        if t.get("hold_ms") is not None:
+            holds.append(t["hold_ms"])
+        for model, per_size in t["models"].items():
+            if model not in by_name:
+                continue
+            for n, cell in per_size.items():
+                if cell["batches"] >= MIN_BATCHES:
+                    cells.setdefault((model, int(n)), []).append(cell["measured_ms"])
+                    ratios[model].append(cell["measured_ms"] / batch_cost(by_name[model], int(n)))
+    if not holds or not all(ratios.values()):
+        sys.exit(f"compare: the timelines hold no {' or '.join(ENGINE_POLICIES)} batches")
+    hold = statistics.median(holds)
+    out = []
+    for name, s in by_name.items():
+        factor = statistics.median(ratios[name])
+        sizes = [1] + ([n for n, _ in s.batching.batch_ms] if s.batching is not None else [])
+        points = {}
+        for n in sizes:
+            xs = cells.get((name, n), [])
+            measured = len(xs) >= MIN_RUNS
+            ms = statistics.median(xs) if measured else batch_cost(s, n) * factor
+            points[n] = (ms + hold, measured)
+        out.append(InSitu(name, factor, hold, tuple(sorted(points.items()))))
+    return tuple(out)
+
+
+@dataclass(frozen=True)
+class InSitu:
+    """Rule 0 for one service: its cost curve in the live server."""
+
+    name: str
+    factor: float
+    """The live server's runtime calls ÷ measure.py's, median over cells."""
+    hold_ms: float
+    points: tuple[tuple[int, tuple[float, bool]], ...]
+    """``(n, (ms, read off the timelines))``; ms with the hold."""
+
+
+def with_costs(scenario: Scenario, costs: tuple[InSitu, ...]) -> Scenario:
+    """``scenario`` with each service's device cost curve as rule 0 found it."""
+    by_name = {c.name: dict(c.points) for c in costs}
+    services = []
+    for s in scenario.services:
+        points = by_name.get(s.name)
+        if points is None:
+            services.append(s)
+            continue
+        gpu = Cost(s.gpu.dist, points[1][0], s.gpu.cv)
+        batching = s.batching
+        if batching is not None:
+            curve = tuple((n, points[n][0]) for n, _ in batching.batch_ms)
+            batching = replace(batching, batch_ms=curve)
+        services.append(replace(s, gpu=gpu, batching=batching))
+    return replace(scenario, services=tuple(services))
+
+
+def fit(
+    runs: list[dict[str, Any]],
+    scenario: Scenario,
+    timelines: dict[str, Any] | None = None,
+    lone: dict[str, Any] | None = None,
+) -> Fit:
+    """The run's figures the model takes, by the rules in the module docs; ``scenario`` has
+    measure.py's device costs (rule 0 scales them when ``timelines`` are given; rule 3 reads
+    ``lone`` when given)."""
+    costs: tuple[InSitu, ...] = ()
+    if timelines:
+        costs = in_situ(timelines, scenario)
+        scenario = with_costs(scenario, costs)
+    others, rows, ys, sizes = [], [], [], []
     for r in runs:
         s = r["server"]
         cpu, window = s.get("process_cpu_s"), s.get("window_s")
@@ -116,52 +222,37 @@ def fit(runs: list[dict[str, Any]], scenario: Scenario) -> Fit:
         device_s = jobs * mix_batch_cost(scenario, requests / jobs) / 1e3
         rows.append((window, requests, jobs))
         ys.append(cpu - device_s)
+        sizes.append(requests / jobs)
     if len(rows) < 3 or not others:
         sys.exit("compare: the run needs server CPU figures (process_cpu_s, cpu_busy_per_core)")
     a, p, q = least_squares(rows, ys)
-    f = Fit(max(0.0, statistics.median(others)), max(0.0, a), p * 1e3, max(0.0, q * 1e3))
-    f = replace(f, handoff_ms=handoff_ms(runs, calibrated(scenario, f)))
-    return replace(f, convoy_ms=convoy_ms(runs, scenario, f))
+    f = Fit(
+        max(0.0, statistics.median(others)),
+        max(0.0, a),
+        p * 1e3,
+        max(0.0, q * 1e3),
+        statistics.median(sizes),
+        in_situ=costs,
+    )
+    scaled = calibrated(scenario, replace(f, in_situ=()))
+    return replace(f, handoff_ms=handoff_ms(runs, scaled, lone))
 
 
-def convoy_ms(runs: list[dict[str, Any]], scenario: Scenario, f: Fit) -> float:
-    """Rule 4 of the module docs: bisection on the idle CPU at the highest level."""
-    top = max(r["offered"]["rate_rps"] for r in runs)
-    idle = [r["server"]["host_cpu_idle"] for r in runs if r["offered"]["rate_rps"] == top]
-    variants = sorted({r["variant"] for r in runs})
-    target = statistics.mean(idle)
-
-    def sim_idle(convoy: float) -> float:
-        sc = calibrated(scenario, replace(f, convoy_ms=convoy))
-        load = top / scenario_rate(sc)
-        res = sim.run(sc, variants, [load], seeds=[1], requests=20_000)
-        return float(statistics.mean(p["cpu_idle"] for p in res.points))
-
-    lo, hi = 0.0, f.handoff_ms
-    if sim_idle(lo) >= target:
-        return lo
-    if sim_idle(hi) <= target:
-        return hi
-    for _ in range(8):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if sim_idle(mid) < target else (lo, mid)
-    return (lo + hi) / 2
-
-
-def handoff_ms(runs: list[dict[str, Any]], scenario: Scenario) -> float:
-    """Rule 3 of the module docs: the unloaded p50's gap to the model, per taking of the lock."""
+def handoff_ms(
+    runs: list[dict[str, Any]], scenario: Scenario, lone: dict[str, Any] | None = None
+) -> float:
+    """Rule 3 of the module docs: a lone request's p50 beyond the model's work, per wake-up."""
+    model = {s.name: s.pre.mean_ms + s.gpu.mean_ms + s.post.mean_ms for s in scenario.services}
+    if lone is not None:
+        gaps = [(m["p50_ms"] - model[name]) / 2 for name, m in lone["models"].items()]
+        return max(0.0, statistics.median(gaps))
     unloaded: dict[tuple[str, int, str], float] = {}
     for r in runs:
-        for model, m in r["load"]["models"].items():
+        for name, m in r["load"]["models"].items():
             if m.get("slowdown"):
-                key = (r["variant"], r["repeat"], model)
+                key = (r["variant"], r["repeat"], name)
                 unloaded[key] = m["latency_ms"]["p50"] / m["slowdown"]
-    lock = scenario.host.interpreter
-    batch = lock.batch_ms if lock is not None else 0.0
-    lone = {
-        s.name: s.pre.mean_ms + batch + s.gpu.mean_ms + s.post.mean_ms for s in scenario.services
-    }
-    gaps = [(ms - lone[key[2]]) / 3 for key, ms in unloaded.items() if key[2] in lone]
+    gaps = [(ms - model[key[2]]) / 2 for key, ms in unloaded.items() if key[2] in model]
     if not gaps:
         sys.exit("compare: the run has no unloaded latencies (load.models.*.slowdown)")
     return max(0.0, statistics.median(gaps))
@@ -206,20 +297,44 @@ def batch_cost(service: Service, n: float) -> float:
     return y0 + (y1 - y0) * (n - x0) / (x1 - x0)
 
 
-def calibrated(scenario: Scenario, f: Fit) -> Scenario:
-    """``scenario`` on shared cores with the interpreter lock and the run's figures ``f``."""
+def calibrated(scenario: Scenario, f: Fit, *, slicing: bool = True) -> Scenario:
+    """``scenario`` (measure.py's costs) on shared, time-sliced (or with ``slicing`` false,
+    queued-for) cores with the run's figures ``f``."""
+    if f.in_situ:
+        scenario = with_costs(scenario, f.in_situ)
     mix = sum(s.share * (s.pre.mean_ms + s.post.mean_ms) for s in scenario.services)
-    extra = max(0.0, f.request_ms - mix)
+    extra = max(0.0, f.request_ms + f.batch_ms / max(1.0, f.batch_size) - mix)
     services = []
     for s in scenario.services:
         services.append(replace(s, pre=Cost(s.pre.dist, s.pre.mean_ms + extra, s.pre.cv)))
     host = replace(
         scenario.host,
         shared_cores=True,
+        time_slicing=slicing,
         busy_cores=f.busy_cores + f.server_cores,
-        interpreter=Interpreter(f.batch_ms, f.handoff_ms, f.convoy_ms),
+        handoff_ms=f.handoff_ms,
+        interpreter=None,
     )
     return replace(scenario, host=host, services=tuple(services))
+
+
+def scenario_lines(scenario: Scenario) -> str:
+    """The calibrated figures as scenario TOML lines (host keys, then each service's costs)."""
+    h = scenario.host
+    lines = [
+        f"busy_cores = {h.busy_cores:.3f}",
+        f"handoff_ms = {h.handoff_ms:.3f}",
+        f"time_slicing = {str(h.time_slicing).lower()}",
+    ]
+    for s in scenario.services:
+        lines.append(f"# {s.name}")
+        for key in ("pre", "gpu", "post"):
+            c = getattr(s, key)
+            lines.append(f"{key} = {{ mean_ms = {c.mean_ms:.4g}, cv = {c.cv:.2f} }}")
+        if s.batching is not None:
+            pts = ", ".join(f"[{n}, {ms:.4g}]" for n, ms in s.batching.batch_ms)
+            lines.append(f"batch_ms = [{pts}]")
+    return "\n".join(lines)
 
 
 def measured(runs: list[dict[str, Any]]) -> dict[tuple[str, float], dict[str, float]]:
@@ -332,23 +447,45 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=40_000)
     ap.add_argument("--markdown", type=Path, help="also write the table here")
+    ap.add_argument(
+        "--fcfs", action="store_true", help="cores first come, first served, not time-sliced"
+    )
     args = ap.parse_args(argv)
     runs = load_runs(args.results)
     base = Scenario.load(args.scenario)
-    f = fit(runs, base)
-    scenario = calibrated(base, f)
+    tl = args.results / "timelines.json"
+    timelines = json.loads(tl.read_text()) if tl.exists() else None
+    lone_file = args.results / "lone.json"
+    lone = json.loads(lone_file.read_text()) if lone_file.exists() else None
+    f = fit(runs, base, timelines, lone)
+    scenario = calibrated(base, f, slicing=not args.fcfs)
     meas = measured(runs)
     variants = sorted({k[0] for k in meas})
     rates = sorted({k[1] for k in meas})
     pred = predicted(scenario, variants, rates, args.seeds, args.requests)
+    cores = "first come, first served" if args.fcfs else "time-sliced"
     head = (
         f"read off the run: load generators {f.busy_cores:.3f} cores (measured); server "
         f"{f.server_cores:.3f} cores + {f.request_ms:.3f} ms per request + {f.batch_ms:.3f} ms "
-        f"per batch beyond its devices (fitted); thread wake-up {f.handoff_ms:.3f} ms "
-        f"(measured); lock convoy {f.convoy_ms:.3f} ms (fitted). Scenario {args.scenario.name} "
-        f"with shared cores, the interpreter lock, busy_cores {scenario.host.busy_cores:.3f}; "
+        f"per batch (median batch {f.batch_size:.2f}) beyond its devices (fitted); thread "
+        f"wake-up {f.handoff_ms:.3f} ms (measured, {'lone.json' if lone else 'closed loop'}). "
+        f"Scenario {args.scenario.name} with shared "
+        f"{cores} cores, busy_cores {scenario.host.busy_cores:.3f}, pre + "
+        f"{scenario.services[0].pre.mean_ms - base.services[0].pre.mean_ms:.3f} ms; "
         f"{args.seeds} seeds x {args.requests} requests"
     )
+    if f.in_situ:
+        head += (
+            "; device costs in situ (timelines): "
+            + ", ".join(
+                f"{c.name} x{c.factor:.3f} (points read off: "
+                + ", ".join(str(n) for n, (_, read) in c.points if read)
+                + ")"
+                for c in f.in_situ
+            )
+            + f", + {f.in_situ[0].hold_ms:.3f} ms held per batch"
+        )
+    head += "\n\n" + scenario_lines(scenario)
     text = f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}"
     print(text)
     if args.markdown:

@@ -6,21 +6,26 @@ simulator scenario of that host needs (examples/scenarios/cpu-2core.toml), for t
 models ``char_cnn``, ``line_rnn_zh`` and ``line_rnn_en``:
 
 1. **Device cost of a batch** of n items, n = 1, 2, 4, ... up to each model's ``max_batch_size``:
-   what a device thread of ``lanes serve`` runs for one batch (``collate`` → ``predict`` →
-   ``split``), on one core, after warm-up. Reported as median, mean, p10/p90, cv (standard
-   deviation ÷ mean) and robust cv (1.4826·MAD ÷ median) over the rounds, and the median of
-   the thread's CPU time (equal to the wall time when nothing else ran on the core).
-2. **Per-request CPU cost** of the steps ``lanes serve`` runs on its CPU pool: ``pre`` =
-   ``model.preprocess`` (PNG decode, ink, resize, normalise) and ``post`` = ``model.postprocess``
-   (softmax/argmax or CTC greedy decoding) plus ``encode_response`` — the server's ``finish()``.
-   ``wire`` (``decode_request`` of the HTTP body, on the server's event loop) is reported beside
-   them. Inputs are the demo load generator's requests: the lab's corpus (``sample_images(...,
-   8, seed=0)`` → ``kserve_requests(model, ..., input_name="image")``, binary tensor data).
+   what a device thread of ``lanes serve`` runs for one batch of the native zoo (lanes-server's
+   ``ZooRunner::run``: collate, the ONNX Runtime call, split), on one core, one intra-op thread,
+   after warm-up. Reported as median, mean, p10/p90, cv (standard deviation ÷ mean) and robust
+   cv (1.4826·MAD ÷ median) over the rounds, and the median of the thread's CPU time.
+2. **Per-request CPU cost** of the steps the native server runs around it: ``pre`` and ``post``
+   = the zoo's hooks on the hook pool (``ZooHooks::preprocess``: decode the PNG, ink, resize;
+   ``ZooHooks::postprocess``: softmax/argmax or CTC greedy decoding), ``wire_decode`` and
+   ``encode`` = ``decode_request`` of the REST body and ``encode_response`` (I/O threads).
+   Inputs are the demo load generator's requests: the lab's corpus (``sample_images(..., 8,
+   seed=0)`` → ``kserve_requests(model, ..., input_name="image")``, binary tensor data).
 
-   Stages 1 and 2 run interleaved, on one pinned core: every round runs every (model, n) batch
-   once and every corpus request's steps once, in a shuffled order. This machine's speed drifts
-   by ±25 % between windows of a few seconds (a VM sharing its host), so costs measured in
-   separate windows are not comparable; interleaved, every figure sees the same drift.
+   Stages 1 and 2 run natively, interleaved, on one pinned core: this script writes the models
+   (as ``lanes serve --demo --devices cpu:2 --cpu-threads 1`` loads them) and the corpus into a
+   spec and runs crates/lanes-server/examples/zoo_cost.rs, which times the server's own Rust
+   code: every round runs every (model, n) batch once and every corpus request's steps once, in
+   a shuffled order. This machine's speed drifts by ±25 % between windows of a few seconds (a VM
+   sharing its host), so costs measured in separate windows are not comparable; interleaved,
+   every figure sees the same drift. (Until 2026-11-26 these stages timed the removed Python
+   server's steps: ``collate`` → ``predict`` → ``split`` and ``preprocess``/``postprocess`` in
+   Python.)
 3. **Contention η(k)**: k worker processes, each with its own runtimes (1 intra-op thread), all
    pinned to ONE core with ``os.sched_setaffinity``, share a fixed amount of work (the same
    model and batch size); η(k) = total throughput with k ÷ throughput with 1 (the simulator's
@@ -37,10 +42,11 @@ models ``char_cnn``, ``line_rnn_zh`` and ``line_rnn_en``:
    worker with the models interleaved round-robin (as a serialising scheduler runs them on a
    device) ÷ run by k overlapping workers; it runs first.
 
-Models are loaded exactly as ``lanes serve --demo --devices cpu:2 --cpu-threads 1`` loads them:
-``lanes.serving.server.load_models(ServeConfig(...))`` for the zoo,
-``lanes.serving.devices.parse_devices`` for the devices, ``model.replica(device)`` for the
-sessions (``lanes.models.zoo.onnx_session``).
+Models are picked exactly as ``lanes serve --demo --devices cpu:2 --cpu-threads 1`` picks them:
+``lanes.serving.server.load_models(ServeConfig(...))`` for the zoo (its ONNX files, tasks,
+labels and batching), ``lanes.serving.devices.parse_devices`` for the devices; stage 3's
+processes run the same ONNX files through onnxruntime's Python API (``model.replica(device)``:
+the same runtime library and session options as the native runner, 1 intra-op thread).
 
 The machine is shared: the 1/5/15-minute load average is recorded before and after, and for each
 stage the CPU time others used (``foreign``: all cores' busy time from /proc/stat less this
@@ -55,7 +61,7 @@ most ``--wait-max`` seconds) for the 1-minute load average to fall below L befor
 ``--wait-quiet PCT`` for the cores to be at most PCT % busy over 5 s (the load average lags by
 minutes); ``--stages contention`` re-runs stage 3 alone.
 
-Usage::
+Usage (first ``cargo build --release -p lanes-server --example zoo_cost``)::
 
     .venv/bin/python bench/calibrate/measure.py                  # ~3 minutes
     .venv/bin/python bench/calibrate/measure.py --quick          # ~30 seconds, rougher
@@ -89,7 +95,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -104,6 +110,7 @@ KS: tuple[int, ...] = (1, 2, 3, 4)
 """Runtimes overlapped on one core."""
 STAGES: tuple[str, ...] = ("costs", "contention")
 """The stages, in the order they run (``--stages`` picks some)."""
+ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_OUT = Path(__file__).resolve().parent / "out" / "measure.json"
 
 
@@ -186,20 +193,6 @@ def clean_summary(samples: list[tuple[float, float]]) -> dict[str, Any]:
     return out
 
 
-class Timer:
-    """Wall and thread CPU time of a step, in ms: ``with Timer() as t: ...; t.sample``."""
-
-    def __enter__(self) -> Timer:
-        self.c0 = time.thread_time_ns()
-        self.t0 = time.perf_counter_ns()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        t1 = time.perf_counter_ns()
-        c1 = time.thread_time_ns()
-        self.sample = ((t1 - self.t0) / 1e6, (c1 - self.c0) / 1e6)
-
-
 # -- machine and noise --------------------------------------------------------------------------
 
 
@@ -256,6 +249,14 @@ def _proc_ticks(pid: int) -> int:
     return int(tail[11]) + int(tail[12])
 
 
+def _children_ticks() -> int:
+    """CPU ticks of this script's finished children (the native timer of stages 1-2)."""
+    import resource
+
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round((ru.ru_utime + ru.ru_stime) * os.sysconf("SC_CLK_TCK"))
+
+
 class Noise:
     """CPU time used by others (and stolen by the hypervisor) while one stage runs: ``foreign``
     is all cores' busy time less this script's processes, in % of all cores' time; ``busy`` each
@@ -264,11 +265,11 @@ class Noise:
     def __init__(self, pids: list[int]) -> None:
         self.pids = pids
         self.cpu0 = _cpu_ticks()
-        self.own0 = sum(_proc_ticks(p) for p in pids)
+        self.own0 = sum(_proc_ticks(p) for p in pids) + _children_ticks()
 
     def done(self) -> dict[str, Any]:
         cpu1 = _cpu_ticks()
-        own1 = sum(_proc_ticks(p) for p in self.pids)
+        own1 = sum(_proc_ticks(p) for p in self.pids) + _children_ticks()
 
         def delta(name: str) -> tuple[int, int, int]:
             a, b = self.cpu0[name], cpu1[name]
@@ -371,109 +372,89 @@ def sizes_of(model: Any) -> list[int]:
 # -- stages 1 and 2: batch costs, pre and post, interleaved ----------------------------------
 
 
-class PrePost:
-    """Times one request's CPU steps as lanes serve runs them: ``decode_request`` (event loop),
-    ``preprocess`` (CPU pool), then ``postprocess`` + ``encode_response`` (the CPU pool's
-    ``finish()``) of the request's part of a batch-1 output."""
+NATIVE = ROOT / "target" / "release" / "examples" / "zoo_cost"
+"""The native timer of stages 1 and 2 (crates/lanes-server/examples/zoo_cost.rs), built by
+``cargo build --release -p lanes-server --example zoo_cost``."""
 
-    def __init__(self, replicas: dict[str, Any], requests: dict[str, list[Request]]) -> None:
-        self.replicas = replicas
-        self.requests = requests
-        self.parts = {
-            name: [
-                device_work(replicas[name], [replicas[name].preprocess(q.decoded.inputs)])[0]
-                for q in reqs
-            ]
-            for name, reqs in requests.items()
-        }
-        self.times: dict[str, dict[str, list[tuple[float, float]]]] = {
-            name: {"wire_decode": [], "pre": [], "post": [], "post_encode_only": []}
-            for name in requests
-        }
 
-    def run(self, name: str, record: bool = True) -> None:
-        """Every corpus request of model ``name`` once."""
-        from lanes.serving.codec import decode_request, encode_response
-
-        model = self.replicas[name]
-        times = self.times[name]
-        for q, part in zip(self.requests[name], self.parts[name], strict=True):
-            with Timer() as wire:
-                req = decode_request(q.body, q.header_length)
-            with Timer() as pre:
-                model.preprocess(req.inputs)
-            with Timer() as post:
-                outputs = model.postprocess(part)
-                with Timer() as encode:
-                    encode_response(
-                        model.name,
-                        model.version,
-                        req.id,
-                        outputs,
-                        req.outputs,
-                        req.binary_output_default,
-                    )
-            if record:
-                times["wire_decode"].append(wire.sample)
-                times["pre"].append(pre.sample)
-                times["post"].append(post.sample)
-                times["post_encode_only"].append(encode.sample)
-
-    def result(self) -> dict[str, Any]:
-        return {
-            name: {key: clean_summary(v) for key, v in t.items()}
-            | {"requests": len(self.requests[name])}
-            for name, t in self.times.items()
-        }
+def native_spec(
+    models: dict[str, Any], requests: dict[str, list[Request]], folder: Path, rounds: int, seed: int
+) -> Path:
+    """The native timer's spec: each model's ONNX file, task, labels and largest batch as
+    ``lanes serve --demo`` serves it, and its corpus request bodies written into ``folder``."""
+    spec: dict[str, Any] = {"rounds": rounds, "seed": seed, "models": []}
+    for name in MODELS:
+        model = models[name]
+        bodies = []
+        for i, q in enumerate(requests[name]):
+            body = folder / f"{name}-{i}.bin"
+            body.write_bytes(q.body)
+            bodies.append({"body": str(body), "header_length": q.header_length})
+        spec["models"].append(
+            {
+                "name": name,
+                "path": str(model.path),
+                "task": model.task,
+                "labels": list(model.labels),
+                "max_batch_size": model.batching.max_batch_size,
+                "requests": bodies,
+            }
+        )
+    path = folder / "spec.json"
+    path.write_text(json.dumps(spec))
+    return path
 
 
 def costs(
-    replicas: dict[str, Any],
-    items: dict[str, list[Any]],
+    models: dict[str, Any],
     requests: dict[str, list[Request]],
+    folder: Path,
     rounds: int,
-    rng: random.Random,
+    seed: int,
+    native: Path = NATIVE,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Stages 1 and 2 together: every round runs every (model, n) batch once and every corpus
-    request's pre/post once, in a shuffled order, so both see the same machine; returns
-    (batch costs, pre/post costs)."""
-    prepost = PrePost(replicas, requests)
-    points = [(name, n) for name, r in replicas.items() for n in sizes_of(r)]
-    for name, n in points:  # warm-up: every shape a few times
-        for _ in range(5):
-            device_work(replicas[name], (items[name] * 32)[:n])
-    for name in MODELS:
-        for _ in range(2):
-            prepost.run(name, record=False)
-    steps: list[tuple[str, int]] = points + [(name, 0) for name in MODELS]  # n = 0: pre/post
-    times: dict[tuple[str, int], list[tuple[float, float]]] = {p: [] for p in points}
-    for k in range(rounds):
-        order = steps[:]
-        rng.shuffle(order)
-        for name, n in order:
-            if n == 0:
-                prepost.run(name)
-                continue
-            pool = items[name]
-            batch = [pool[(k + i) % len(pool)] for i in range(n)]
-            with Timer() as t:
-                device_work(replicas[name], batch)
-            times[(name, n)].append(t.sample)
+    """Stages 1 and 2 together, natively: the timer runs every round every (model, n) batch once
+    and every corpus request's wire/pre/post/encode steps once, in a shuffled order, on this
+    process's (pinned) core; returns (batch costs, per-request costs)."""
+    from lanes.serving.server import _find_onnxruntime_library
+
+    if not native.exists():
+        raise SystemExit(
+            f"{native} is missing: cargo build --release -p lanes-server --example zoo_cost"
+        )
+    _find_onnxruntime_library()
+    spec = native_spec(models, requests, folder, rounds, seed)
+    done = subprocess.run([str(native), str(spec)], capture_output=True, text=True, check=True)
+    raw = json.loads(done.stdout)
     out: dict[str, Any] = {}
-    for name, r in replicas.items():
+    for name in MODELS:
+        model = models[name]
         rows = []
-        for n in sizes_of(r):
-            st = clean_summary(times[(name, n)])
-            st["n"] = n
-            st["per_item_ms"] = st["median_ms"] / n
+        for n, samples in sorted(raw["batch"][name].items(), key=lambda kv: int(kv[0])):
+            st = clean_summary([(w, c) for w, c in samples])
+            st["n"] = int(n)
+            st["per_item_ms"] = st["median_ms"] / int(n)
             rows.append(st)
         out[name] = {
-            "max_batch_size": r.batching.max_batch_size,
-            "batch_timeout_micros": r.batching.batch_timeout_micros,
-            "num_batch_threads": r.batching.num_batch_threads,
+            "max_batch_size": model.batching.max_batch_size,
+            "batch_timeout_micros": model.batching.batch_timeout_micros,
+            "num_batch_threads": model.batching.num_batch_threads,
             "points": rows,
         }
-    return out, prepost.result()
+    prepost = {
+        name: {
+            key: clean_summary([(w, c) for w, c in raw[step][name]])
+            for key, step in PREPOST_STEPS.items()
+        }
+        | {"requests": len(requests[name])}
+        for name in MODELS
+    }
+    return out, prepost
+
+
+PREPOST_STEPS = {"pre": "pre", "post": "post", "encode": "encode", "wire_decode": "wire"}
+"""Per-request steps: the hook pool's ``pre`` and ``post`` (zoo.rs), the I/O thread's
+``encode`` (``encode_response``) and ``wire_decode`` (``decode_request``)."""
 
 
 # -- stage 3: contention ------------------------------------------------------------------------
@@ -768,11 +749,12 @@ def tables(doc: dict[str, Any]) -> str:
         lines.append("")
     if "prepost" in doc:
         lines += ["### Per-request CPU cost (ms: median / mean, robust cv; clean %)", ""]
-        lines.append("| model | pre | post (incl. encode) | of which encode | wire decode |")
-        lines.append("|---|---:|---:|---:|---:|")
+        keys = [k for k in next(iter(doc["prepost"].values())) if k != "requests"]
+        lines.append("| model | " + " | ".join(keys) + " |")
+        lines.append("|---|" + "---:|" * len(keys))
         for name, m in doc["prepost"].items():
             cells = []
-            for key in ("pre", "post", "post_encode_only", "wire_decode"):
+            for key in keys:
                 st = m[key]
                 cells.append(
                     f"{st['median_ms']:.3f} / {st['mean_ms']:.3f}, {st['robust_cv']:.2f}; "
@@ -978,6 +960,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=DEFAULT_OUT, help="JSON file or folder")
     ap.add_argument("--seed", type=int, default=1, help="seed of the interleaving order")
     ap.add_argument(
+        "--rounds", type=int, default=None, help="stages 1-2: rounds instead of the plan's"
+    )
+    ap.add_argument(
+        "--native",
+        type=Path,
+        default=NATIVE,
+        help="the native timer of stages 1-2 (default: the release build of lanes-server's "
+        "example zoo_cost)",
+    )
+    ap.add_argument(
         "--wait-load",
         type=float,
         default=None,
@@ -1025,6 +1017,8 @@ def main(argv: list[str] | None = None) -> int:
     if not stages or any(x not in STAGES for x in stages):
         ap.error(f"--stages {args.stages!r}: allowed are {', '.join(STAGES)}")
     plan = QUICK if args.quick else FULL
+    if args.rounds is not None:
+        plan = replace(plan, rounds=args.rounds)
     rng = random.Random(args.seed)
     cores = sorted(os.sched_getaffinity(0))
     waited = wait_until(args.wait_load, args.wait_quiet, args.wait_max)
@@ -1052,7 +1046,9 @@ def main(argv: list[str] | None = None) -> int:
         os.sched_setaffinity(0, {cores[-1]})  # stages 1 and 2 on one core
         if "costs" in stages:
             noise = Noise([os.getpid()])
-            doc["batch_cost"], doc["prepost"] = costs(replicas, items, requests, plan.rounds, rng)
+            doc["batch_cost"], doc["prepost"] = costs(
+                models, requests, Path(tmp), plan.rounds, args.seed, args.native
+            )
             doc["noise"]["costs"] = noise.done()
             print("# stages 1 and 2 (batch, pre and post costs) done", file=sys.stderr)
         if "contention" in stages:

@@ -143,6 +143,14 @@ def test_every_example_loads(path: Path) -> None:
     json.dumps(scenario.to_core(), allow_nan=False)
 
 
+def test_time_slicing_and_handoff_reach_the_core_only_when_set(tmp_path: Path) -> None:
+    plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    assert "time_slicing" not in plain and "handoff_ms" not in plain
+    text = edit("cpu_cores = 8", "cpu_cores = 8\ntime_slicing = true\nhandoff_ms = 0.25")
+    host = Scenario.load(write(tmp_path, text)).to_core()["host"]
+    assert (host["time_slicing"], host["handoff_ms"]) == (True, 0.25)
+
+
 def test_interpreter_and_busy_cores_reach_the_core_only_when_set(tmp_path: Path) -> None:
     plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     assert "busy_cores" not in plain and "interpreter" not in plain
@@ -521,6 +529,24 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\nbusy_cores = -0.1",
         ["host.busy_cores"],
+    ),
+    (
+        "time_slicing not a bool",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = 1",
+        ["host.time_slicing = 1", "true or false"],
+    ),
+    (
+        "handoff-negative",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nhandoff_ms = -1",
+        ["host.handoff_ms"],
+    ),
+    (
+        "handoff-with-interpreter",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nhandoff_ms = 0.5\ninterpreter = { batch_ms = 1 }",
+        ["host.handoff_ms", "must be 0 with [host.interpreter]"],
     ),
     (
         "interpreter-not-table",

@@ -191,6 +191,19 @@ pub struct Host {
     /// Python: the GIL); `None` (the default): no such lock.
     #[serde(default)]
     pub interpreter: Option<Interpreter>,
+    /// The cores are time-sliced among every runnable phase, as an operating
+    /// system shares them (`host::SlicedCores`: processor sharing), instead
+    /// of serving phases first come, first served. With `shared_cores` a
+    /// batch's runtime call is then one of those phases (its device's `eta`
+    /// does not apply: the cores, not the device, set its speed).
+    #[serde(default)]
+    pub time_slicing: bool,
+    /// A thread's wake-up before each request's CPU phase (pre, post), ms,
+    /// no core held: the hops between a server's threads (I/O thread, hook
+    /// pool, device thread). With an `interpreter`, its own `handoff_ms`
+    /// applies instead (this must be 0).
+    #[serde(default)]
+    pub handoff_ms: f64,
 }
 
 /// Length of one slice of [`Host::busy_cores`]' background work, ms.
@@ -277,6 +290,13 @@ impl Scenario {
                 "host.busy_cores".into(),
                 h.busy_cores,
                 "must be a number >= 0 and below host.cpu_cores",
+            ));
+        }
+        if !non_negative(h.handoff_ms) || (h.handoff_ms > 0.0 && h.interpreter.is_some()) {
+            return Err(self.invalid(
+                "host.handoff_ms".into(),
+                h.handoff_ms,
+                "must be a number >= 0, and 0 with [host.interpreter] (use its handoff_ms)",
             ));
         }
         if let Some(i) = &h.interpreter {

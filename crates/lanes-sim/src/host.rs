@@ -2,7 +2,11 @@
 //! jobs overlap.
 //!
 //! **CPU.** C cores serve CPU phases first come, first served; a phase holds
-//! one core for its whole cost.
+//! one core for its whole cost ([`CpuPool`]). With `host.time_slicing` they
+//! are shared as an operating system shares them instead ([`SlicedCores`]):
+//! every runnable phase runs at once, each at `min(1, C/n)` of a core with n
+//! runnable (processor sharing), so a short phase is slowed by a long one but
+//! never waits for it to end.
 //!
 //! **GPU contention.** With k jobs on one GPU, each progresses at `η(k)/k`
 //! of its solo speed (processor sharing). With the default `η(k) = 1` two 50 ms
@@ -11,7 +15,8 @@
 //! and schedules its next completion; a completion computed before the last
 //! change is stale and ignored (the GPU's `version` tells).
 
-use std::collections::VecDeque;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, VecDeque};
 
 /// A FCFS pool of identical cores.
 #[derive(Debug)]
@@ -64,6 +69,96 @@ impl<T> CpuPool<T> {
     }
 }
 
+/// C cores time-sliced among every runnable phase (egalitarian processor
+/// sharing).
+///
+/// **Rule.** With n phases runnable each progresses at `min(1, C/n)` of a
+/// core. Kept in *virtual time* `v`: the work each runnable phase has
+/// received so far, which grows at that rate; a phase of cost c started at
+/// `v0` ends when `v` reaches `v0 + c`. The phases sit in a heap by that
+/// end, so a start or an end costs O(log n) however many run. Only the
+/// earliest end is scheduled; every start or end bumps `version`, and an end
+/// event carrying an older version is stale and ignored.
+#[derive(Debug)]
+pub struct SlicedCores {
+    cores: f64,
+    /// (virtual end, token); the end as f64 bits (non-negative, so they order).
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    v: f64,
+    updated: u64,
+    /// Bumped on every change; end events carry it.
+    pub version: u32,
+    busy: f64,
+}
+
+impl SlicedCores {
+    /// `cores` idle cores.
+    pub fn new(cores: usize) -> Self {
+        Self {
+            cores: cores as f64,
+            heap: BinaryHeap::new(),
+            v: 0.0,
+            updated: 0,
+            version: 0,
+            busy: 0.0,
+        }
+    }
+
+    fn rate(&self) -> f64 {
+        (self.cores / self.heap.len() as f64).min(1.0)
+    }
+
+    fn advance(&mut self, now: u64) {
+        let dt = (now - self.updated) as f64;
+        if !self.heap.is_empty() && dt > 0.0 {
+            self.v += dt * self.rate();
+            self.busy += dt * (self.heap.len() as f64).min(self.cores);
+        }
+        self.updated = now;
+    }
+
+    /// When the earliest runnable phase ends, given the current set.
+    fn next_end(&self, now: u64) -> Option<u64> {
+        let Reverse((end, _)) = self.heap.peek()?;
+        let left = (f64::from_bits(*end) - self.v).max(0.0);
+        Some(now + (left / self.rate()).ceil() as u64)
+    }
+
+    /// `token` becomes runnable with `cost` ns of work; returns the new
+    /// earliest end (for the current `version`).
+    pub fn start(&mut self, token: u32, cost: u64, now: u64) -> Option<u64> {
+        self.advance(now);
+        let end = self.v + cost as f64;
+        self.heap.push(Reverse((end.to_bits(), token)));
+        self.version = self.version.wrapping_add(1);
+        self.next_end(now)
+    }
+
+    /// An end event of `version`: moves every phase whose work is done
+    /// into `done` and returns the next end, or `None` if stale or idle.
+    pub fn finish(&mut self, version: u32, now: u64, done: &mut Vec<u32>) -> Option<u64> {
+        if version != self.version {
+            return None;
+        }
+        self.advance(now);
+        // Sub-nanosecond leftovers are rounding, not work.
+        while let Some(&Reverse((end, token))) = self.heap.peek() {
+            if f64::from_bits(end) > self.v + 0.5 {
+                break;
+            }
+            self.heap.pop();
+            done.push(token);
+        }
+        self.version = self.version.wrapping_add(1);
+        self.next_end(now)
+    }
+
+    /// Core-nanoseconds of work done so far, up to the last change.
+    pub fn busy(&self) -> u64 {
+        self.busy as u64
+    }
+}
+
 /// One GPU under processor sharing.
 #[derive(Debug)]
 pub struct Gpu {
@@ -73,6 +168,8 @@ pub struct Gpu {
     /// Bumped on every change; completions carry it.
     pub version: u32,
     busy: u64,
+    /// Batches running elsewhere that hold the GPU ([`Gpu::hold`]).
+    held: u32,
 }
 
 impl Gpu {
@@ -83,7 +180,21 @@ impl Gpu {
             updated: 0,
             version: 0,
             busy: 0,
+            held: 0,
         }
+    }
+
+    /// A batch whose work runs elsewhere (on time-sliced cores) holds the
+    /// GPU: it counts as busy until [`Gpu::unhold`].
+    pub fn hold(&mut self, now: u64, eta: &[f64]) {
+        self.advance(now, eta);
+        self.held += 1;
+    }
+
+    /// A batch that held the GPU leaves it.
+    pub fn unhold(&mut self, now: u64, eta: &[f64]) {
+        self.advance(now, eta);
+        self.held -= 1;
     }
 
     fn rate(eta: &[f64], k: usize) -> f64 {
@@ -98,7 +209,7 @@ impl Gpu {
     /// Time with at least one job, up to `now`.
     pub fn busy(&self, now: u64) -> u64 {
         self.busy
-            + if self.jobs.is_empty() {
+            + if self.jobs.is_empty() && self.held == 0 {
                 0
             } else {
                 now - self.updated
@@ -107,7 +218,9 @@ impl Gpu {
 
     fn advance(&mut self, now: u64, eta: &[f64]) {
         let elapsed = now - self.updated;
-        if !self.jobs.is_empty() && elapsed > 0 {
+        if self.held > 0 && self.jobs.is_empty() {
+            self.busy += elapsed;
+        } else if !self.jobs.is_empty() && elapsed > 0 {
             self.busy += elapsed;
             let done = elapsed as f64 * Self::rate(eta, self.jobs.len());
             for (_, rem) in &mut self.jobs {
@@ -200,6 +313,65 @@ mod tests {
         assert_eq!(done, [1]);
         // Job 2 did 27·0.75 = 20.25, 39.75 left alone.
         assert_eq!(next, 37 + 40);
+    }
+
+    /// Each case: cores, phases `(token, cost, start)`, then the order and
+    /// times at which they end under processor sharing.
+    #[test]
+    fn sliced_cores_share_every_runnable_phase() {
+        /// `(token, cost, start)` of each phase; `(token, end)` expected.
+        type Case<'a> = (usize, &'a [(u32, u64, u64)], &'a [(u32, u64)]);
+        let cases: &[Case] = &[
+            // One core, two phases at once: 10 and 30 -> both at half speed
+            // until 20, then the long one alone: 20 + 20 = 40.
+            (1, &[(1, 10, 0), (2, 30, 0)], &[(1, 20), (2, 40)]),
+            // Two cores, two phases: each has a core.
+            (2, &[(1, 10, 0), (2, 30, 0)], &[(1, 10), (2, 30)]),
+            // Two cores, three phases from 0: 2/3 speed until the 10 ends at
+            // 15, then full speed: 20 and 30 have 10 and 20 left -> 25, 35.
+            (
+                2,
+                &[(1, 10, 0), (2, 20, 0), (3, 30, 0)],
+                &[(1, 15), (2, 25), (3, 35)],
+            ),
+            // A short phase arriving during a long one on one core is slowed,
+            // not queued: 100 alone for 50, then both at half speed.
+            (1, &[(1, 100, 0), (2, 10, 50)], &[(2, 70), (1, 110)]),
+        ];
+        for &(cores, phases, want) in cases {
+            let mut pool = SlicedCores::new(cores);
+            let mut pending: Vec<(u32, u64, u64)> = phases.to_vec();
+            pending.reverse();
+            let (mut next, mut got, mut done) = (None::<u64>, Vec::new(), Vec::new());
+            while !pending.is_empty() || next.is_some() {
+                let arrival = pending.last().map(|p| p.2);
+                match (arrival, next) {
+                    (Some(a), n) if n.is_none_or(|n| a <= n) => {
+                        let (token, cost, at) = pending.pop().unwrap();
+                        next = pool.start(token, cost, at);
+                    }
+                    (_, Some(t)) => {
+                        next = pool.finish(pool.version, t, &mut done);
+                        got.extend(done.drain(..).map(|token| (token, t)));
+                    }
+                    _ => unreachable!(),
+                }
+            }
+            assert_eq!(got, want, "cores {cores}, phases {phases:?}");
+            let work: u64 = phases.iter().map(|p| p.1).sum();
+            assert_eq!(pool.busy(), work, "cores {cores}, phases {phases:?}");
+        }
+    }
+
+    #[test]
+    fn sliced_cores_ignore_stale_ends() {
+        let mut pool = SlicedCores::new(1);
+        pool.start(1, 10, 0);
+        let stale = pool.version;
+        pool.start(2, 10, 5);
+        let mut done = Vec::new();
+        assert_eq!(pool.finish(stale, 10, &mut done), None);
+        assert!(done.is_empty());
     }
 
     #[test]

@@ -65,6 +65,8 @@ pub fn ocr_unbatched() -> Scenario {
             shared_cores: false,
             busy_cores: 0.0,
             interpreter: None,
+            time_slicing: false,
+            handoff_ms: 0.0,
         },
         services: vec![
             service("cnn", 0.60, 2, 2.0, 5.0, 0.3, 1.0),
@@ -88,6 +90,8 @@ pub fn single_server(gpu: Cost) -> Scenario {
             shared_cores: false,
             busy_cores: 0.0,
             interpreter: None,
+            time_slicing: false,
+            handoff_ms: 0.0,
         },
         services: vec![Service {
             name: "only".into(),

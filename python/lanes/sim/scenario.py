@@ -42,7 +42,7 @@ _BUILTIN_DIR = Path(__file__).with_name("scenarios")
 _TOP_KEYS = ("name", "description", "slo_ms", "host", "service")
 _HOST_KEYS = (
     "gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta", "shared_cores", "busy_cores",
-    "interpreter",
+    "interpreter", "time_slicing", "handoff_ms",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -125,6 +125,13 @@ class Host:
     """Cores' worth of CPU that work outside the requests (e.g. the load generator) keeps busy."""
     interpreter: Interpreter | None = None
     """The server's global interpreter lock (the GIL); ``None``: no such lock."""
+    time_slicing: bool = False
+    """The cores are time-sliced among every runnable phase (processor sharing, as an operating
+    system shares them) instead of served first come, first served; with ``shared_cores`` a
+    batch's runtime call is one of those phases."""
+    handoff_ms: float = 0.0
+    """A thread's wake-up before each request's CPU phase (pre, post), ms, no core held; 0 with
+    an ``interpreter`` (which has its own)."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -138,6 +145,10 @@ class Host:
         # Only when set, so scenarios without them hand over what they always did.
         if self.busy_cores:
             core["busy_cores"] = self.busy_cores
+        if self.time_slicing:
+            core["time_slicing"] = True
+        if self.handoff_ms:
+            core["handoff_ms"] = self.handoff_ms
         if self.interpreter is not None:
             core["interpreter"] = {
                 "batch_ms": self.interpreter.batch_ms,
@@ -338,7 +349,16 @@ def _host(t: Table) -> Host:
         )
         i.only(_INTERPRETER_KEYS)
         interpreter = Interpreter(*(i.number(k, low=0, default=0.0) for k in _INTERPRETER_KEYS))
-    return Host(gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter)
+    slicing = t.raw.get("time_slicing", False)
+    if not isinstance(slicing, bool):
+        t.fail("time_slicing", "must be true or false")
+    handoff = t.number("handoff_ms", low=0, default=0.0)
+    if handoff and interpreter is not None:
+        t.fail("handoff_ms", "must be 0 with [host.interpreter] (set its handoff_ms instead)")
+    return Host(
+        gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter, slicing,
+        handoff,
+    )  # fmt: skip
 
 
 def _service(t: Table, slo_ms: float, base_dir: Path) -> Service:

@@ -158,11 +158,29 @@ impl Sim<'_> {
 
     /// The batch in `slot` is ready for its runtime call: it starts on its
     /// device, after waiting for a core if the cores are shared.
+    /// With time-sliced cores the runtime call is a phase of those cores
+    /// (its device only counts as busy meanwhile).
     pub(super) fn batch_runtime(&mut self, slot: u32) {
-        let cost = self.batches[slot as usize].cost;
-        if !self.sc.host.shared_cores || self.cpu.request(slot | BATCH_TOKEN, cost).is_some() {
+        let b = &self.batches[slot as usize];
+        let (g, cost) = (b.device, b.cost);
+        if !self.sc.host.shared_cores {
             self.run_batch(slot);
+        } else {
+            if self.sliced.is_some() {
+                self.gpus[g].hold(self.now, &self.sc.host.eta);
+            }
+            self.take_core(slot | BATCH_TOKEN, cost);
         }
+    }
+
+    /// The batch in `slot` finished its runtime call on the time-sliced
+    /// cores: its device is free.
+    pub(super) fn batch_off_cores(&mut self, slot: u32) {
+        let g = self.batches[slot as usize].device;
+        self.gpus[g].unhold(self.now, &self.sc.host.eta);
+        let mut actions = std::mem::take(&mut self.actions);
+        self.batch_done(slot, &mut actions);
+        self.apply(actions);
     }
 
     /// The batch in `slot` starts on its device (holding a core if shared).
@@ -189,30 +207,36 @@ impl Sim<'_> {
         for &id in &done {
             if self.state.is_none() {
                 self.request_off_gpu(id);
-                continue;
+            } else {
+                self.batch_done(id, &mut actions);
             }
-            let batch = std::mem::take(&mut self.batches[id as usize]);
-            self.free_batches.push(id);
-            let held = self.now - batch.start;
-            if batch.measured {
-                self.gpu_time.effective += batch.cost;
-                self.gpu_time.overlap += held.saturating_sub(batch.cost);
-            }
-            if self.sc.host.shared_cores {
-                self.release_core();
-            }
-            let state = self.state.as_mut().expect("batch modes have a state");
-            state.complete(self.now, batch.job, Some(held), &mut actions);
-            for &r in &batch.reqs {
-                self.begin_cpu(r, Phase::Post);
-            }
-            let mut reqs = batch.reqs;
-            reqs.clear();
-            self.batches[id as usize].reqs = reqs;
         }
         done.clear();
         self.done = done;
         self.apply(actions);
+    }
+
+    /// The batch in `slot` is done: its core (if shared) and slot are free,
+    /// the serving state learns its time, and its requests go on to post.
+    fn batch_done(&mut self, slot: u32, actions: &mut Vec<Action>) {
+        let batch = std::mem::take(&mut self.batches[slot as usize]);
+        self.free_batches.push(slot);
+        let held = self.now - batch.start;
+        if batch.measured {
+            self.gpu_time.effective += batch.cost;
+            self.gpu_time.overlap += held.saturating_sub(batch.cost);
+        }
+        if self.sc.host.shared_cores {
+            self.release_core();
+        }
+        let state = self.state.as_mut().expect("batch modes have a state");
+        state.complete(self.now, batch.job, Some(held), actions);
+        for &r in &batch.reqs {
+            self.begin_cpu(r, Phase::Post);
+        }
+        let mut reqs = batch.reqs;
+        reqs.clear();
+        self.batches[slot as usize].reqs = reqs;
     }
 }
 

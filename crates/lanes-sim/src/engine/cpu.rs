@@ -6,11 +6,13 @@
 //! or [`BATCH_TOKEN`] (its runtime call holding a core, `host.shared_cores`),
 //! or [`BUSY_TOKEN`] (a background slice, `host.busy_cores`).
 //!
-//! **Rule.** A phase that holds the interpreter lock ([`holds_lock`]: pre,
-//! post and a batch's Python work; not a runtime call nor a background slice)
-//! first waits `handoff` ns for its thread to wake (lock free), then asks for
-//! the lock (FCFS, a pool of one), then for a core (FCFS, `cpu_cores`); it
-//! holds both for its cost and releases both at its end. A lock released to
+//! **Rule.** A request's pre or post and a batch's Python work
+//! ([`holds_lock`]; not a runtime call nor a background slice) first wait
+//! `handoff` ns for their thread to wake (nothing held). With an interpreter
+//! lock they then ask for the lock (FCFS, a pool of one); every phase then
+//! asks for a core (FCFS, `cpu_cores`; with `host.time_slicing` it runs at
+//! once on the time-sliced cores, [`crate::host::SlicedCores`]). A phase
+//! holds lock and core for its cost and releases both at its end. A lock released to
 //! a waiting phase stays idle `convoy` ns (that thread waking) before the
 //! phase asks for its core. Other phases only queue for a core. Background
 //! slices of [`crate::config::BUSY_SLICE_MS`] arrive every `busy_period` ns
@@ -19,7 +21,7 @@
 use super::event::Ev;
 use super::request::Phase;
 use super::Sim;
-use crate::host::CpuPool;
+use crate::host::{CpuPool, SlicedCores};
 
 /// CPU-pool tokens with this bit are batches waiting for a core
 /// (`host.shared_cores`); the rest are requests' CPU phases.
@@ -44,19 +46,29 @@ impl Sim<'_> {
         self.cpu_phase(r, cost);
     }
 
-    /// A CPU phase (`token`) of `cost` ns begins: if it holds the
-    /// interpreter lock ([`holds_lock`]) its thread wakes up (`handoff`, no
-    /// lock held) and asks for the lock; then it waits for a core.
+    /// A CPU phase (`token`) of `cost` ns begins: if it is a request's phase
+    /// or holds the interpreter lock ([`holds_lock`]) its thread wakes up
+    /// first (`handoff`, nothing held); then it asks for the lock if it holds
+    /// one, and for a core.
     pub(super) fn cpu_phase(&mut self, token: u32, cost: u64) {
-        if self.lock.is_some() && holds_lock(token) {
-            if self.handoff > 0 {
-                self.at(self.now + self.handoff, Ev::Woken(token));
-            } else {
-                self.ask_lock(token, cost);
-            }
+        if self.handoff > 0 && holds_lock(token) {
+            self.at(self.now + self.handoff, Ev::Woken(token));
             return;
         }
-        self.take_core(token, cost);
+        self.awake(token, cost);
+    }
+
+    /// A phase's thread woke up (`Ev::Woken`).
+    pub(super) fn woken(&mut self, token: u32) {
+        self.awake(token, self.phase_cost(token));
+    }
+
+    fn awake(&mut self, token: u32, cost: u64) {
+        if self.lock.is_some() && holds_lock(token) {
+            self.ask_lock(token, cost);
+        } else {
+            self.take_core(token, cost);
+        }
     }
 
     /// `token` asks for the lock: a free lock is taken at once; a held one
@@ -79,11 +91,50 @@ impl Sim<'_> {
         }
     }
 
+    /// `token` asks for a core: first come, first served, or with
+    /// `host.time_slicing` it runs at once on the time-sliced cores.
     #[inline]
     pub(super) fn take_core(&mut self, token: u32, cost: u64) {
+        if let Some(cores) = self.sliced.as_mut() {
+            if let Some(t) = cores.start(token, cost, self.now) {
+                let v = cores.version;
+                self.at(t, Ev::Cores(v));
+            }
+            return;
+        }
         if self.cpu.request(token, cost).is_some() {
             self.on_core(token, cost);
         }
+    }
+
+    /// The time-sliced cores' end event (stale unless `version` is
+    /// current): each phase whose work is done ends — a batch's runtime
+    /// call ([`BATCH_TOKEN`]) as its device's completion, any other as a CPU
+    /// phase.
+    pub(super) fn on_cores_done(&mut self, version: u32) {
+        let cores = self.sliced.as_mut().expect("only with time slicing");
+        let mut done = std::mem::take(&mut self.done);
+        if let Some(t) = cores.finish(version, self.now, &mut done) {
+            let v = cores.version;
+            self.at(t, Ev::Cores(v));
+        }
+        for &token in &done {
+            if token & BATCH_TOKEN != 0 {
+                self.batch_off_cores(token & !BATCH_TOKEN);
+            } else {
+                self.on_cpu_done(token);
+            }
+        }
+        done.clear();
+        self.done = done;
+    }
+
+    /// Core-nanoseconds of CPU work so far (phases and, with shared cores,
+    /// batches).
+    pub(super) fn cpu_busy(&self) -> u64 {
+        self.sliced
+            .as_ref()
+            .map_or(self.cpu.busy(), SlicedCores::busy)
     }
 
     /// The cost of the lock-holding phase `token`, ns.
@@ -143,8 +194,12 @@ impl Sim<'_> {
         self.at(self.now + self.busy_period, Ev::Busy);
     }
 
-    /// A core of the CPU pool is free: the next waiting phase or batch takes it.
+    /// A core of the CPU pool is free: the next waiting phase or batch takes
+    /// it (nothing to do when the cores are time-sliced).
     pub(super) fn release_core(&mut self) {
+        if self.sliced.is_some() {
+            return;
+        }
         if let Some((next, cost)) = self.cpu.release() {
             self.on_core(next, cost);
         }

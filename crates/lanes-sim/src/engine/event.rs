@@ -1,8 +1,9 @@
 //! The event queue: the simulation's clock.
 //!
 //! Events are arrivals (one pending per service), CPU-phase ends, GPU
-//! completions, the serving state's wake-ups, background slices and the
-//! interpreter lock's hand-overs. The queue pops them in time order, ties in
+//! completions, the serving state's wake-ups, background slices, the
+//! interpreter lock's hand-overs, threads waking and the time-sliced cores'
+//! ends. The queue pops them in time order, ties in
 //! the order they were scheduled: each push takes the next sequence number,
 //! and an event is one packed word. A heap entry compares by its key alone,
 //! `time · 2^64 + sequence` as one 128-bit integer (keys are unique, so the
@@ -21,8 +22,11 @@ pub(super) enum Ev {
     Busy,
     /// The phase that was handed the interpreter lock is awake (`convoy_ms`).
     Lock(u32),
-    /// A lock-holding phase's thread is awake and asks for the lock.
+    /// A phase's thread is awake and asks for the lock, or else a core.
     Woken(u32),
+    /// The time-sliced cores' earliest end (stale unless the version is
+    /// current; `host.time_slicing`).
+    Cores(u32),
 }
 
 impl Ev {
@@ -37,6 +41,7 @@ impl Ev {
             Self::Busy => 4 << 56,
             Self::Lock(t) => 5 << 56 | u64::from(t),
             Self::Woken(t) => 6 << 56 | u64::from(t),
+            Self::Cores(v) => 7 << 56 | u64::from(v),
         }
     }
 
@@ -49,7 +54,8 @@ impl Ev {
             3 => Self::Wake,
             4 => Self::Busy,
             5 => Self::Lock(word as u32),
-            _ => Self::Woken(word as u32),
+            6 => Self::Woken(word as u32),
+            _ => Self::Cores(word as u32),
         }
     }
 }

@@ -31,7 +31,7 @@ impl Sim<'_> {
         self.window_start = self.now;
         self.at_window_start = Snapshot {
             gpu_busy: self.gpus.iter().map(|g| g.busy(self.now)).collect(),
-            cpu_busy: self.cpu.busy(),
+            cpu_busy: self.cpu_busy(),
         };
     }
 
@@ -50,7 +50,7 @@ impl Sim<'_> {
             busy.iter().min().copied().unwrap_or(0),
             busy.iter().max().copied().unwrap_or(0),
         );
-        let cpu_used = (self.cpu.busy() - self.at_window_start.cpu_busy) as f64;
+        let cpu_used = (self.cpu_busy() - self.at_window_start.cpu_busy) as f64;
         let services = self
             .sc
             .services

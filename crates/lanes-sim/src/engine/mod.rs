@@ -24,7 +24,10 @@
 //! [`Interpreter`]) the CPU phases and each batch's Python
 //! work (`batch_ms`, before its runtime call, while the batch holds its
 //! device) wait for the lock, then for a core; with `host.busy_cores`
-//! background slices queue for cores throughout the run.
+//! background slices queue for cores throughout the run; with
+//! `host.handoff_ms` each request's CPU phase starts after its thread wakes;
+//! with `host.time_slicing` the cores are shared among every runnable phase
+//! (and, with `shared_cores`, every running batch) instead of queued for.
 //!
 //! Each concept's rule is in its (private) module, all methods of one run's
 //! `Sim`:
@@ -47,7 +50,7 @@ mod semaphore;
 use lanes_serving::{Action, ServingState};
 
 use crate::config::{Interpreter, Mode, Scenario, SimError, BUSY_SLICE_MS};
-use crate::host::{CpuPool, Gpu};
+use crate::host::{CpuPool, Gpu, SlicedCores};
 use crate::stats::{PointResult, Recorder};
 use batch::{serving_state, SimBatch};
 use event::{Ev, EventQueue};
@@ -67,10 +70,13 @@ struct Sim<'a> {
     reqs: Vec<Req>,
     free: Vec<u32>,
     cpu: CpuPool<u32>,
+    /// The cores time-sliced instead (`host.time_slicing`): `cpu` unused.
+    sliced: Option<SlicedCores>,
     /// The interpreter lock: a pool of one (`host.interpreter`).
     lock: Option<CpuPool<u32>>,
-    /// A batch's Python work, a thread's wake-up, the lock's idle time when
-    /// handed over, and a background slice (`busy`: its period), ns.
+    /// A batch's Python work, a thread's wake-up (the interpreter's, or
+    /// `host.handoff_ms`), the lock's idle time when handed over, and a
+    /// background slice (`busy`: its period), ns.
     batch_py: u64,
     handoff: u64,
     convoy: u64,
@@ -158,9 +164,16 @@ impl<'a> Sim<'a> {
             reqs: Vec::with_capacity(1024),
             free: Vec::new(),
             cpu: CpuPool::new(sc.host.cpu_cores),
+            sliced: sc
+                .host
+                .time_slicing
+                .then(|| SlicedCores::new(sc.host.cpu_cores)),
             lock: lock.map(|_| CpuPool::new(1)),
             batch_py: lock_ns(|i| i.batch_ms),
-            handoff: lock_ns(|i| i.handoff_ms),
+            handoff: match lock {
+                Some(i) => (i.handoff_ms * 1e6).round() as u64,
+                None => (sc.host.handoff_ms * 1e6).round() as u64,
+            },
             convoy: lock_ns(|i| i.convoy_ms),
             busy_slice: (BUSY_SLICE_MS * 1e6) as u64,
             busy_period: if sc.host.busy_cores > 0.0 {
@@ -212,7 +225,8 @@ impl<'a> Sim<'a> {
                 Ev::Wake => self.on_wake(t),
                 Ev::Busy => self.on_busy(),
                 Ev::Lock(token) => self.take_core(token, self.phase_cost(token)),
-                Ev::Woken(token) => self.ask_lock(token, self.phase_cost(token)),
+                Ev::Woken(token) => self.woken(token),
+                Ev::Cores(version) => self.on_cores_done(version),
             }
         }
     }

@@ -1,0 +1,114 @@
+//! Time-sliced cores (`host.time_slicing`) and thread wake-ups
+//! (`host.handoff_ms`): with shared cores, batches overlapping on one core
+//! form an M/G/1 processor-sharing queue (mean `S / (1 − ρ)` whatever the
+//! cost's spread) where first come, first served makes short phases wait for
+//! long ones; each request's pre and post start after one wake-up.
+
+mod common;
+
+use lanes_sim::config::{Dist, Interpreter, Mode};
+use lanes_sim::{simulate, Scenario, SimError};
+
+use common::{cost, single_server};
+
+fn mode(name: &str) -> Mode {
+    name.parse().unwrap()
+}
+
+/// One core that is also the one device; batches of one of cost `gpu`,
+/// as many overlapping as arrive (`independent`, 200 workers).
+fn one_shared_core(gpu: (Dist, f64), slicing: bool) -> Scenario {
+    let mut sc = single_server(cost(gpu.0, 1.0, gpu.1));
+    sc.host.shared_cores = true;
+    sc.host.time_slicing = slicing;
+    sc.services[0].workers_per_gpu = 200;
+    sc
+}
+
+#[test]
+fn time_sliced_cores_are_processor_sharing() {
+    // Service 1 ms, load 0.5: processor sharing gives S / (1 − ρ) = 2 ms
+    // whatever the cost's spread, and the device and cores are half busy.
+    for gpu in [
+        (Dist::Constant, 0.0),
+        (Dist::Lognormal, 0.5),
+        (Dist::Lognormal, 1.5),
+    ] {
+        let sc = one_shared_core(gpu, true);
+        let r = simulate(&sc, &mode("independent"), 0.5, 3, 400_000).unwrap();
+        let err = r.latency_ms.mean / 2.0 - 1.0;
+        assert!(err.abs() < 0.03, "{gpu:?}: mean {}", r.latency_ms.mean);
+        assert!(
+            (r.gpu_busy - 0.5).abs() < 0.02,
+            "{gpu:?}: device busy {}",
+            r.gpu_busy
+        );
+        assert!(
+            (r.cpu_idle - 0.5).abs() < 0.02,
+            "{gpu:?}: cores idle {}",
+            r.cpu_idle
+        );
+    }
+}
+
+#[test]
+fn first_come_first_served_cores_order_by_arrival_instead() {
+    // The same host with a queue for the core: equal batches do better than
+    // under sharing (at least M/D/1's 1.5 ms, the empty pre and post waiting
+    // behind batches too), spread ones worse (a long batch holds up short
+    // ones: at least M/G/1's 2.625 ms at cv 1.5).
+    let cases = [
+        ((Dist::Constant, 0.0), 1.5, 2.0),
+        ((Dist::Lognormal, 1.5), 2.625, 4.0),
+    ];
+    for (gpu, low, high) in cases {
+        let r = simulate(
+            &one_shared_core(gpu, false),
+            &mode("independent"),
+            0.5,
+            3,
+            100_000,
+        );
+        let mean = r.unwrap().latency_ms.mean;
+        assert!(low < mean && mean < high, "{gpu:?}: mean {mean}");
+    }
+}
+
+#[test]
+fn each_request_phase_starts_after_a_wake_up() {
+    // pre 1 ms, device 1 ms, post 0: a lone request takes 2 ms + 2 wake-ups.
+    for (handoff_ms, p50) in [(0.0, 2.0), (0.25, 2.5), (0.5, 3.0)] {
+        for slicing in [false, true] {
+            let mut sc = single_server(cost(Dist::Constant, 1.0, 0.0));
+            sc.services[0].pre = cost(Dist::Constant, 1.0, 0.0);
+            sc.host.handoff_ms = handoff_ms;
+            sc.host.time_slicing = slicing;
+            let r = simulate(&sc, &mode("fifo"), 0.01, 1, 5_000).unwrap();
+            let got = r.latency_ms.p50;
+            assert!(
+                (got - p50).abs() < 0.01,
+                "handoff {handoff_ms}, slicing {slicing}: {got}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_bad_handoff_is_refused_with_the_key() {
+    let mut negative = single_server(cost(Dist::Constant, 1.0, 0.0));
+    negative.host.handoff_ms = -1.0;
+    let mut both = single_server(cost(Dist::Constant, 1.0, 0.0));
+    both.host.handoff_ms = 0.5;
+    both.host.interpreter = Some(Interpreter {
+        batch_ms: 0.0,
+        handoff_ms: 0.5,
+        convoy_ms: 0.0,
+    });
+    for sc in [negative, both] {
+        let err = simulate(&sc, &mode("fifo"), 0.5, 1, 1_000).unwrap_err();
+        assert!(
+            matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.handoff_ms"),
+            "{err}"
+        );
+    }
+}
