@@ -22,9 +22,15 @@ each bounded in count and time, with a quiet gap between them:
 For each attack: what the attackers got (statuses, times to the cut), and the well-behaved
 client's success rate and latency (p50/p99) over the attack's window, beside a quiet baseline;
 the same for a well-behaved gRPC client (``--grpc-rate`` calls a second, each on a new channel).
-The whole run is wrapped in ``flock /tmp/lanes-bench.lock`` by whoever runs it:
+Each attack also records the server's resident memory right after it and again after the
+gap (once the server has given freed memory back). ``--only`` runs some attacks, ``--rounds``
+repeats them (does a second flood reuse the memory of the first?), ``--header-timeout`` is the
+server's option of that name (the idle and slowloris attacks last until it cuts them). The whole
+run is wrapped in ``flock /tmp/lanes-bench.lock`` by whoever runs it:
 
     flock /tmp/lanes-bench.lock .venv/bin/python bench/reliability/hostile.py [--json F]
+    flock /tmp/lanes-bench.lock .venv/bin/python bench/reliability/hostile.py \
+        --only idle,idle_grpc --rounds 2 --header-timeout 4 --hold 15
 """
 
 from __future__ import annotations
@@ -315,9 +321,10 @@ async def run(
         result["well_behaved_grpc"] = grpc_client.window(t0, t1)
         result["server_alive"] = server.alive()
         result["server_rss_mib_after"] = round(server.rss_bytes() / 2**20, 1)
+        await asyncio.sleep(args.gap)
+        result["server_rss_mib_after_gap"] = round(server.rss_bytes() / 2**20, 1)
         report[name] = result
         print(name, json.dumps(result))
-        await asyncio.sleep(args.gap)
 
     async def quiet() -> dict[str, Any]:
         await asyncio.sleep(args.baseline)
@@ -329,15 +336,24 @@ async def run(
             grpc_over_limit, server.grpc_port, args.grpc, args.max_body_mb
         )
 
-    await phase("baseline", quiet)
-    await phase("slowloris", lambda: slowloris(host, port_n, args.slow, args.hold))
-    await phase("idle", lambda: idle(server, host, port_n, args.idle, args.hold))
     assert server.grpc_port
     grpc_port = server.grpc_port
-    await phase("idle_grpc", lambda: idle(server, host, grpc_port, args.idle, args.hold))
-    await phase("big_header", lambda: big_header(host, port_n, args.big, 2**20))
-    await phase("stalled_body", lambda: stalled_body(host, port_n, args.stalled, args.body_hold))
-    await phase("grpc_over_limit", grpc_attack)
+    attacks: dict[str, Callable[[], Awaitable[dict[str, Any]]]] = {
+        "slowloris": lambda: slowloris(host, port_n, args.slow, args.hold),
+        "idle": lambda: idle(server, host, port_n, args.idle, args.hold),
+        "idle_grpc": lambda: idle(server, host, grpc_port, args.idle, args.hold),
+        "big_header": lambda: big_header(host, port_n, args.big, 2**20),
+        "stalled_body": lambda: stalled_body(host, port_n, args.stalled, args.body_hold),
+        "grpc_over_limit": grpc_attack,
+    }
+    only = args.only.split(",") if args.only else list(attacks)
+    unknown = set(only) - set(attacks)
+    if unknown:
+        raise SystemExit(f"--only: unknown {sorted(unknown)}; allowed: {', '.join(attacks)}")
+    await phase("baseline", quiet)
+    for round_ in range(args.rounds):
+        for name in only:
+            await phase(name if round_ == 0 else f"{name}_{round_ + 1}", attacks[name])
     await phase("baseline_after", quiet)
     return report
 
@@ -356,6 +372,9 @@ def main() -> None:
     p.add_argument("--baseline", type=float, default=10.0, help="s of quiet before and after")
     p.add_argument("--gap", type=float, default=3.0, help="s between attacks")
     p.add_argument("--max-body-mb", type=int, default=64)
+    p.add_argument("--only", help="comma-separated attacks to run (default: all, in order)")
+    p.add_argument("--rounds", type=int, default=1, help="times the attacks run")
+    p.add_argument("--header-timeout", type=float, help="the server's --header-timeout (s)")
     p.add_argument("--json", type=Path, help="write the result here")
     args = p.parse_args()
 
@@ -365,6 +384,8 @@ def main() -> None:
             "--models", str(repo), "--devices", "cpu", "--port", "0", "--grpc-port", "0",
             "--metrics-port", "off", "--max-body-mb", str(args.max_body_mb),
         ]  # fmt: skip
+        if args.header_timeout is not None:
+            serve_args += ["--header-timeout", str(args.header_timeout)]
         server = Server(serve_args, Path(tmp) / "serve.log")
         print(server.line)
         nofile = server.nofile_limit()

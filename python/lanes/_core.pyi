@@ -313,6 +313,9 @@ class NativeServer:
     def stop(self) -> None: ...
     def write_trace(self, path: str) -> None:
         """Writes the timeline (Chrome trace-event JSON) to ``path``."""
+    def trim_due(self) -> bool:
+        """True once after the process's open connections fell sharply (at least 1,000 closed,
+        to at most half their high-water mark): time to give freed memory back."""
     def notices(self) -> list[tuple[bool, str]]:
         """The server's notices for the logs since the last call, ``(warning, message)``,
         oldest first: the arbiter link's (daemon unreachable, connected, back, lost; refusals

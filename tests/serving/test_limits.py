@@ -3,12 +3,15 @@
 ``--header-timeout 0.5`` the first, a head begun and never finished, is answered 408 naming the
 deadline and closed, which frees the slot for the second. The options also come from the
 environment (``LANES_SERVE_<KEY>``); bad values are refused naming the option
-(tests/cli/test_serve_cli.py)."""
+(tests/cli/test_serve_cli.py). Memory freed when connections close is given back (glibc's
+``malloc_trim``, when the native server says a trim is due)."""
 
 from __future__ import annotations
 
 import json
+import platform
 import socket
+import sys
 from pathlib import Path
 
 from lanes.serving.config import ServeConfig, resolve
@@ -66,3 +69,11 @@ def test_the_limits_come_from_the_environment_too() -> None:
         60.0,
     )
     assert (defaults.max_header_kb, defaults.grpc_keepalive) == (64, 30.0)
+
+
+def test_freed_memory_is_given_back_where_glibc_is() -> None:
+    from lanes.serving.memory import give_memory_back, resident_bytes
+
+    glibc = sys.platform == "linux" and platform.libc_ver()[0] == "glibc"
+    assert give_memory_back() is glibc
+    assert resident_bytes() > 0 or sys.platform != "linux"

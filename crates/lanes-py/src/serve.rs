@@ -684,6 +684,12 @@ impl NativeServer {
         })
     }
 
+    /// True once after the process's open connections fell sharply
+    /// (lanes-server's `accept::trim_due`): time to give freed memory back.
+    fn trim_due(&self) -> bool {
+        lanes_server::accept::take_trim_due()
+    }
+
     /// The server's notices for the logs since the last call (the arbiter
     /// link's: daemon unreachable, connected, back, lost; refusals):
     /// `(warning, message)` pairs, oldest first.

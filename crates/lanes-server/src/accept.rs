@@ -9,10 +9,21 @@
 //! hyper bounds a REST connection's head by `header_read_timeout`; HTTP/2
 //! (tonic) has no such timer, so a gRPC [`Connection`] must send HTTP/2's
 //! connection preface within it, or its reads fail and the server closes it.
+//!
+//! **Rule** (giving memory back, [`trim_due`]): the connections open in the
+//! process, all listeners together, are counted with their high-water mark.
+//! When they fall by at least [`TRIM_MIN_FALL`] and to at most half the mark
+//! (a flood of idle connections cut at its deadline, say), a trim is due and
+//! the mark restarts from what is open. glibc's malloc keeps what such a
+//! flood freed (its arenas are fragmented, so only their tops shrink by
+//! themselves); whoever polls [`take_trim_due`] hands it back to the system
+//! (`lanes serve`'s log thread calls `malloc_trim(0)`; this workspace forbids
+//! `unsafe`, so not from here).
 
 use std::future::Future;
 use std::io;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -28,6 +39,58 @@ pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
 
 /// HTTP/2's client connection preface: `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`.
 const PREFACE_BYTES: usize = 24;
+
+/// The fewest connections whose closing makes a trim due.
+pub const TRIM_MIN_FALL: usize = 1_000;
+
+/// Connections open in this process (every listener), their high-water mark
+/// since the last trim was due, and whether one is due.
+static OPEN: AtomicUsize = AtomicUsize::new(0);
+static HIGH: AtomicUsize = AtomicUsize::new(0);
+static TRIM_DUE: AtomicBool = AtomicBool::new(false);
+
+/// Whether `open` connections, down from a high-water mark of `high`, make a
+/// trim due (the rule in the module's overview).
+pub fn trim_due(high: usize, open: usize) -> bool {
+    high.saturating_sub(open) >= TRIM_MIN_FALL && open <= high / 2
+}
+
+/// True once after each time a trim became due.
+pub fn take_trim_due() -> bool {
+    TRIM_DUE.swap(false, Ordering::Relaxed)
+}
+
+/// Connections open in this process, all listeners together.
+pub fn open_connections() -> usize {
+    OPEN.load(Ordering::Relaxed)
+}
+
+/// An open connection's place: its listener's slot, and its count in the
+/// process's open connections; both given back when dropped.
+#[derive(Debug)]
+pub struct Slot {
+    _permit: OwnedSemaphorePermit,
+}
+
+impl Slot {
+    fn new(permit: OwnedSemaphorePermit) -> Self {
+        let open = OPEN.fetch_add(1, Ordering::Relaxed) + 1;
+        HIGH.fetch_max(open, Ordering::Relaxed);
+        Self { _permit: permit }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        let open = OPEN.fetch_sub(1, Ordering::Relaxed) - 1;
+        let high = HIGH.load(Ordering::Relaxed);
+        // Racing closes may both see the mark: a trim is due either way.
+        if trim_due(high, open) {
+            HIGH.store(open, Ordering::Relaxed);
+            TRIM_DUE.store(true, Ordering::Relaxed);
+        }
+    }
+}
 
 /// A listener whose open connections are bounded.
 #[derive(Debug)]
@@ -46,7 +109,7 @@ impl Acceptor {
 
     /// The next connection (`TCP_NODELAY` set) and its slot, freed when
     /// dropped. Cancel-safe: a dropped call loses no connection.
-    pub async fn next(&self) -> (TcpStream, OwnedSemaphorePermit) {
+    pub async fn next(&self) -> (TcpStream, Slot) {
         let slot = Arc::clone(&self.slots)
             .acquire_owned()
             .await
@@ -55,7 +118,7 @@ impl Acceptor {
             match self.listener.accept().await {
                 Ok((stream, _)) => {
                     let _ = stream.set_nodelay(true);
-                    return (stream, slot);
+                    return (stream, Slot::new(slot));
                 }
                 Err(_) => tokio::time::sleep(ACCEPT_BACKOFF).await,
             }
@@ -68,13 +131,13 @@ impl Acceptor {
 #[derive(Debug)]
 pub struct Connection {
     stream: TcpStream,
-    _slot: OwnedSemaphorePermit,
+    _slot: Slot,
     /// The preface's bytes still expected and their deadline; None once sent.
     preface: Option<(usize, Pin<Box<Sleep>>)>,
 }
 
 impl Connection {
-    pub fn new(stream: TcpStream, slot: OwnedSemaphorePermit, within: Duration) -> Self {
+    pub fn new(stream: TcpStream, slot: Slot, within: Duration) -> Self {
         let deadline = Box::pin(tokio::time::sleep(within));
         Self {
             stream,
@@ -178,6 +241,24 @@ mod tests {
         assert!(waited.is_err(), "accepted past the bound");
         drop(slot);
         let _second_accepted = next.await; // the slot freed
+    }
+
+    #[test]
+    fn a_trim_is_due_after_a_sharp_fall_in_connections() {
+        let table = [
+            // (high-water mark, open now, due)
+            (10_000, 5_001, false), // fell 4,999: more than half still open
+            (10_000, 5_000, true),
+            (10_000, 0, true),
+            (2_001, 1_001, false), // fell 1,000 but not to half
+            (2_000, 1_000, true),
+            (1_500, 501, false), // half gone, but under TRIM_MIN_FALL closed
+            (999, 0, false),
+            (0, 0, false),
+        ];
+        for (high, open, due) in table {
+            assert_eq!(trim_due(high, open), due, "{high} -> {open}");
+        }
     }
 
     #[tokio::test(start_paused = true)]

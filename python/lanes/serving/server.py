@@ -56,6 +56,7 @@ from lanes.models.base import MODEL_INVALID, Device, Model
 from lanes.serving import bridge
 from lanes.serving.config import ServeConfig
 from lanes.serving.devices import cuda_counter, resolve_devices
+from lanes.serving.memory import give_memory_back
 from lanes.serving.warmup import Warmed, warm_up
 
 LOADING, WARMING, READY, DRAINING, STOPPED = "loading", "warming", "ready", "draining", "stopped"
@@ -302,6 +303,8 @@ class Server:
             records, dropped = native.logs(256, 0.2)
             for warning, notice in native.notices():
                 log.log(logging.WARNING if warning else logging.INFO, "%s", notice)
+            if native.trim_due():
+                give_memory_back()
             for method, path, status, duration_ms, model, message in records:
                 if status == 500:
                     log.warning(
