@@ -28,7 +28,7 @@ Run it under ``flock /tmp/lanes-bench.lock`` so that load tests of different peo
 shared host never overlap:
 
     flock /tmp/lanes-bench.lock .venv/bin/python bench/reliability/overload.py \
-        [--minutes 10] [--capacity R] [--json F]
+        [--minutes 10] [--capacity R] [--trace-events N] [--json F]
 """
 
 from __future__ import annotations
@@ -261,6 +261,11 @@ def main() -> None:
     p.add_argument("--per-item-ms", type=float, default=ModelKnobs.per_item_ms)
     p.add_argument("--max-batch-size", type=int, default=ModelKnobs.max_batch_size)
     p.add_argument("--max-enqueued-batches", type=int, default=ModelKnobs.max_enqueued_batches)
+    p.add_argument(
+        "--trace-events",
+        type=int,
+        help="the server's --trace-events (its timeline ring, in jobs; default: the server's)",
+    )
     p.add_argument("--json", type=Path, help="write the result here")
     args = p.parse_args()
 
@@ -273,6 +278,8 @@ def main() -> None:
             "--models", str(repo), "--devices", args.devices, "--port", "0",
             "--metrics-port", "off", "--grpc-port", "off",
         ]  # fmt: skip
+        if args.trace_events is not None:
+            serve_args += ["--trace-events", str(args.trace_events)]
         server = Server(serve_args, Path(tmp) / "serve.log")
         try:
             print(server.line)
