@@ -297,7 +297,9 @@ def batch_cost(service: Service, n: float) -> float:
     return y0 + (y1 - y0) * (n - x0) / (x1 - x0)
 
 
-def calibrated(scenario: Scenario, f: Fit, *, slicing: bool = True) -> Scenario:
+def calibrated(
+    scenario: Scenario, f: Fit, *, slicing: bool = True, handoff_dist: str = "exponential"
+) -> Scenario:
     """``scenario`` (measure.py's costs) on shared, time-sliced (or with ``slicing`` false,
     queued-for) cores with the run's figures ``f``."""
     if f.in_situ:
@@ -313,6 +315,7 @@ def calibrated(scenario: Scenario, f: Fit, *, slicing: bool = True) -> Scenario:
         time_slicing=slicing,
         busy_cores=f.busy_cores + f.server_cores,
         handoff_ms=f.handoff_ms,
+        handoff_dist=handoff_dist,
         interpreter=None,
     )
     return replace(scenario, host=host, services=tuple(services))

@@ -146,9 +146,16 @@ def test_every_example_loads(path: Path) -> None:
 def test_time_slicing_and_handoff_reach_the_core_only_when_set(tmp_path: Path) -> None:
     plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     assert "time_slicing" not in plain and "handoff_ms" not in plain
-    text = edit("cpu_cores = 8", "cpu_cores = 8\ntime_slicing = true\nhandoff_ms = 0.25")
+    text = edit(
+        "cpu_cores = 8",
+        'cpu_cores = 8\ntime_slicing = true\nhandoff_ms = 0.25\nhandoff_dist = "exponential"',
+    )
     host = Scenario.load(write(tmp_path, text)).to_core()["host"]
-    assert (host["time_slicing"], host["handoff_ms"]) == (True, 0.25)
+    assert (host["time_slicing"], host["handoff_ms"], host["handoff_dist"]) == (
+        True,
+        0.25,
+        "exponential",
+    )
 
 
 def test_interpreter_and_busy_cores_reach_the_core_only_when_set(tmp_path: Path) -> None:
@@ -541,6 +548,12 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\nhandoff_ms = -1",
         ["host.handoff_ms"],
+    ),
+    (
+        "handoff-dist-unknown",
+        "cpu_cores = 8",
+        'cpu_cores = 8\nhandoff_dist = "lognormal"',
+        ["host.handoff_dist", "constant or exponential"],
     ),
     (
         "handoff-with-interpreter",

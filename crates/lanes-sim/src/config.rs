@@ -204,6 +204,15 @@ pub struct Host {
     /// applies instead (this must be 0).
     #[serde(default)]
     pub handoff_ms: f64,
+    /// How each wake-up of `handoff_ms` is drawn: `constant` (the default,
+    /// every wake-up the mean) or `exponential` (memoryless: most are short,
+    /// a few long, as waits for a scheduler are).
+    #[serde(default = "constant")]
+    pub handoff_dist: Dist,
+}
+
+fn constant() -> Dist {
+    Dist::Constant
 }
 
 /// Length of one slice of [`Host::busy_cores`]' background work, ms.
@@ -297,6 +306,13 @@ impl Scenario {
                 "host.handoff_ms".into(),
                 h.handoff_ms,
                 "must be a number >= 0, and 0 with [host.interpreter] (use its handoff_ms)",
+            ));
+        }
+        if h.handoff_dist == Dist::Lognormal {
+            return Err(self.invalid(
+                "host.handoff_dist".into(),
+                "lognormal",
+                "must be constant or exponential",
             ));
         }
         if let Some(i) = &h.interpreter {

@@ -67,6 +67,7 @@ pub fn ocr_unbatched() -> Scenario {
             interpreter: None,
             time_slicing: false,
             handoff_ms: 0.0,
+            handoff_dist: lanes_sim::config::Dist::Constant,
         },
         services: vec![
             service("cnn", 0.60, 2, 2.0, 5.0, 0.3, 1.0),
@@ -92,6 +93,7 @@ pub fn single_server(gpu: Cost) -> Scenario {
             interpreter: None,
             time_slicing: false,
             handoff_ms: 0.0,
+            handoff_dist: lanes_sim::config::Dist::Constant,
         },
         services: vec![Service {
             name: "only".into(),

@@ -2,7 +2,8 @@
 //! (`host.handoff_ms`): with shared cores, batches overlapping on one core
 //! form an M/G/1 processor-sharing queue (mean `S / (1 − ρ)` whatever the
 //! cost's spread) where first come, first served makes short phases wait for
-//! long ones; each request's pre and post start after one wake-up.
+//! long ones; each request's pre and post start after one wake-up, constant
+//! or exponential.
 
 mod common;
 
@@ -94,6 +95,28 @@ fn each_request_phase_starts_after_a_wake_up() {
 }
 
 #[test]
+fn exponential_wake_ups_keep_the_mean_and_spread_the_latency() {
+    // pre 0, device 1 ms, post 0, wake-ups of mean 0.5 ms: a lone request
+    // takes 1 ms + two wake-ups. Constant: 2 ms every time. Exponential: the
+    // same 2 ms mean, the sum of two exponentials: median 1 + 0.5 x 1.678,
+    // p99 1 + 0.5 x 6.638 (Gamma(2) quantiles).
+    let cases = [
+        (Dist::Constant, 2.0, 2.0, 2.0),
+        (Dist::Exponential, 2.0, 1.839, 4.319),
+    ];
+    for (dist, mean, p50, p99) in cases {
+        let mut sc = single_server(cost(Dist::Constant, 1.0, 0.0));
+        sc.host.handoff_ms = 0.5;
+        sc.host.handoff_dist = dist;
+        let r = simulate(&sc, &mode("fifo"), 0.002, 1, 100_000).unwrap();
+        let l = r.latency_ms;
+        let near = |got: f64, want: f64| (got / want - 1.0).abs() < 0.03;
+        assert!(near(l.mean, mean) && near(l.p50, p50), "{dist:?}: {l:?}");
+        assert!(near(l.p99, p99), "{dist:?}: p99 {}", l.p99);
+    }
+}
+
+#[test]
 fn a_bad_handoff_is_refused_with_the_key() {
     let mut negative = single_server(cost(Dist::Constant, 1.0, 0.0));
     negative.host.handoff_ms = -1.0;
@@ -104,10 +127,17 @@ fn a_bad_handoff_is_refused_with_the_key() {
         handoff_ms: 0.5,
         convoy_ms: 0.0,
     });
-    for sc in [negative, both] {
+    let mut lognormal = single_server(cost(Dist::Constant, 1.0, 0.0));
+    lognormal.host.handoff_dist = Dist::Lognormal;
+    let cases = [
+        (negative, "host.handoff_ms"),
+        (both, "host.handoff_ms"),
+        (lognormal, "host.handoff_dist"),
+    ];
+    for (sc, want) in cases {
         let err = simulate(&sc, &mode("fifo"), 0.5, 1, 1_000).unwrap_err();
         assert!(
-            matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.handoff_ms"),
+            matches!(&err, SimError::InvalidScenario { key, .. } if key == want),
             "{err}"
         );
     }

@@ -42,7 +42,7 @@ _BUILTIN_DIR = Path(__file__).with_name("scenarios")
 _TOP_KEYS = ("name", "description", "slo_ms", "host", "service")
 _HOST_KEYS = (
     "gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta", "shared_cores", "busy_cores",
-    "interpreter", "time_slicing", "handoff_ms",
+    "interpreter", "time_slicing", "handoff_ms", "handoff_dist",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -132,6 +132,8 @@ class Host:
     handoff_ms: float = 0.0
     """A thread's wake-up before each request's CPU phase (pre, post), ms, no core held; 0 with
     an ``interpreter`` (which has its own)."""
+    handoff_dist: str = "constant"
+    """How each wake-up is drawn: ``constant`` (the mean) or ``exponential``."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -149,6 +151,8 @@ class Host:
             core["time_slicing"] = True
         if self.handoff_ms:
             core["handoff_ms"] = self.handoff_ms
+        if self.handoff_dist != "constant":
+            core["handoff_dist"] = self.handoff_dist
         if self.interpreter is not None:
             core["interpreter"] = {
                 "batch_ms": self.interpreter.batch_ms,
@@ -355,9 +359,12 @@ def _host(t: Table) -> Host:
     handoff = t.number("handoff_ms", low=0, default=0.0)
     if handoff and interpreter is not None:
         t.fail("handoff_ms", "must be 0 with [host.interpreter] (set its handoff_ms instead)")
+    handoff_dist = t.raw.get("handoff_dist", "constant")
+    if handoff_dist not in ("constant", "exponential"):
+        t.fail("handoff_dist", "must be constant or exponential")
     return Host(
         gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter, slicing,
-        handoff,
+        handoff, handoff_dist,
     )  # fmt: skip
 
 

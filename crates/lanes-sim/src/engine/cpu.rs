@@ -8,7 +8,8 @@
 //!
 //! **Rule.** A request's pre or post and a batch's Python work
 //! ([`holds_lock`]; not a runtime call nor a background slice) first wait
-//! `handoff` ns for their thread to wake (nothing held). With an interpreter
+//! for their thread to wake (nothing held): `handoff` ns, or with
+//! `host.handoff_dist = "exponential"` a draw with that mean. With an interpreter
 //! lock they then ask for the lock (FCFS, a pool of one); every phase then
 //! asks for a core (FCFS, `cpu_cores`; with `host.time_slicing` it runs at
 //! once on the time-sliced cores, [`crate::host::SlicedCores`]). A phase
@@ -52,7 +53,8 @@ impl Sim<'_> {
     /// one, and for a core.
     pub(super) fn cpu_phase(&mut self, token: u32, cost: u64) {
         if self.handoff > 0 && holds_lock(token) {
-            self.at(self.now + self.handoff, Ev::Woken(token));
+            let wake = self.wake.sample(&mut self.wake_rng);
+            self.at(self.now + wake, Ev::Woken(token));
             return;
         }
         self.awake(token, cost);

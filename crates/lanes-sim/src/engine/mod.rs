@@ -49,9 +49,13 @@ mod semaphore;
 
 use lanes_serving::{Action, ServingState};
 
-use crate::config::{Interpreter, Mode, Scenario, SimError, BUSY_SLICE_MS};
+use rand::SeedableRng;
+use rand_pcg::Pcg64Mcg;
+
+use crate::config::{Cost, Dist, Interpreter, Mode, Scenario, SimError, BUSY_SLICE_MS};
 use crate::host::{CpuPool, Gpu, SlicedCores};
 use crate::stats::{PointResult, Recorder};
+use crate::workload::CostSampler;
 use batch::{serving_state, SimBatch};
 use event::{Ev, EventQueue};
 use measure::{GpuTimeNs, Snapshot};
@@ -79,6 +83,9 @@ struct Sim<'a> {
     /// background slice (`busy`: its period), ns.
     batch_py: u64,
     handoff: u64,
+    /// Draws each wake-up (`host.handoff_dist`), from its own seeded stream.
+    wake: CostSampler,
+    wake_rng: Pcg64Mcg,
     convoy: u64,
     busy_slice: u64,
     busy_period: u64,
@@ -174,6 +181,16 @@ impl<'a> Sim<'a> {
                 Some(i) => (i.handoff_ms * 1e6).round() as u64,
                 None => (sc.host.handoff_ms * 1e6).round() as u64,
             },
+            wake: CostSampler::new(&Cost {
+                dist: if lock.is_some() {
+                    Dist::Constant
+                } else {
+                    sc.host.handoff_dist
+                },
+                mean_ms: lock.map_or(sc.host.handoff_ms, |i| i.handoff_ms),
+                cv: 0.0,
+            }),
+            wake_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x005E_ED0F_3A4E),
             convoy: lock_ns(|i| i.convoy_ms),
             busy_slice: (BUSY_SLICE_MS * 1e6) as u64,
             busy_period: if sc.host.busy_cores > 0.0 {
