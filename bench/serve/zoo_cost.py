@@ -40,7 +40,7 @@ def main() -> None:
     base = statistics.median(times["char_cnn"])
     print(f"# {platform.processor() or platform.machine()}, batch {args.batch}, "
           f"{args.rounds} interleaved rounds, 1 intra-op thread")
-    print("| model | per item (ms, median) | × char_cnn |")
+    print("| model | per item (ms, median) | x char_cnn |")
     print("|---|---|---|")
     for name in ZOO_NAMES:
         med = statistics.median(times[name])
