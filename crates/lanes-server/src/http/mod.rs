@@ -36,8 +36,9 @@ pub use routes::route;
 /// finish their current request. The app's [`crate::app::Limits`] bound what
 /// each client holds: a connection slot ([`Acceptor`]: waiting in the backlog
 /// past `max_connections`), the time to send a head (408 and closed past it,
-/// or closed silently when idle), the head's size (431) and the time to send
-/// a body (408).
+/// or closed silently when idle), the head's size (431, then a lingering
+/// close so that the rest of the head does not reset the answer) and the
+/// time to send a body (408).
 pub async fn serve<B>(listener: TcpListener, app: Arc<App<B>>, shutdown: impl Future<Output = ()>)
 where
     B: Backend<Input = crate::runner::Admitted, Output = crate::runner::Produced>,
@@ -66,6 +67,9 @@ where
             match served {
                 Err(e) if e.is_timeout() && !parts.read_buf.is_empty() => {
                     slow::refuse(stream, limits.header_read_timeout).await;
+                }
+                Err(e) if e.is_parse_too_large() => {
+                    slow::linger(stream, slow::LINGER_BYTES_TOO_LARGE).await;
                 }
                 _ => {
                     let _ = stream.shutdown().await;

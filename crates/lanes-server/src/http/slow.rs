@@ -1,13 +1,15 @@
-//! What a client gets whose request head missed its deadline: `408` with
-//! lanes' JSON error body and `Connection: close`, written on the raw socket
-//! (hyper gives the connection back without answering), then a lingering
-//! close.
+//! How a refused connection ends: what a client gets whose request head
+//! missed its deadline (`408` with lanes' JSON error body and
+//! `Connection: close`, written on the raw socket: hyper gives the connection
+//! back without answering), and the lingering close after that 408 and after
+//! hyper's own `431` for a head over the limit.
 //!
 //! **Rule** (lingering close): after the answer the server shuts its write
 //! side and reads and discards what the client still sends, until the
-//! client closes, [`LINGER`] passes or [`LINGER_BYTES`] were read, then
+//! client closes, [`LINGER`] passes or the byte budget was read, then
 //! closes. Closing at once with unread bytes in the socket would make the
-//! kernel send a reset, which can destroy the 408 before the client reads it.
+//! kernel send a reset, which can destroy the answer before the client reads
+//! it.
 
 use std::time::Duration;
 
@@ -19,8 +21,12 @@ use crate::app::Failure;
 /// The longest a refused connection is kept to drain the client's bytes.
 pub const LINGER: Duration = Duration::from_secs(1);
 
-/// The most bytes read and discarded while lingering.
+/// The most bytes read and discarded while lingering after a 408.
 pub const LINGER_BYTES: usize = 64 * 1024;
+
+/// The most bytes read and discarded while lingering after a 431: the rest
+/// of a head over the limit, which the client is still sending.
+pub const LINGER_BYTES_TOO_LARGE: usize = 16 * 1024 * 1024;
 
 /// The whole HTTP/1.1 response for `failure`: its status, the JSON error
 /// body the routes answer with, and `Connection: close`.
@@ -49,13 +55,29 @@ pub async fn refuse(mut stream: TcpStream, within: Duration) {
         stream.write_all(&answer).await?;
         stream.shutdown().await
     });
-    if !matches!(written.await, Ok(Ok(()))) {
-        return;
+    if matches!(written.await, Ok(Ok(()))) {
+        drain(stream, LINGER_BYTES).await;
     }
+}
+
+/// The lingering close after an answer hyper wrote itself (`431` for a head
+/// over the limit): shut the write side, then drain up to `budget` bytes.
+pub async fn linger(mut stream: TcpStream, budget: usize) {
+    if matches!(
+        tokio::time::timeout(LINGER, stream.shutdown()).await,
+        Ok(Ok(()))
+    ) {
+        drain(stream, budget).await;
+    }
+}
+
+/// Reads and discards until the client closes, [`LINGER`] passes or
+/// `budget` bytes were read.
+async fn drain(mut stream: TcpStream, budget: usize) {
     let mut sink = [0u8; 4096];
     let mut read = 0;
     let _ = tokio::time::timeout(LINGER, async {
-        while read < LINGER_BYTES {
+        while read < budget {
             match stream.read(&mut sink).await {
                 Ok(0) | Err(_) => return,
                 Ok(n) => read += n,
