@@ -71,7 +71,7 @@ def refused(capsys: pytest.CaptureFixture[str], args: list[str]) -> str:
         (["--max-body-mb", "0"], "max_body_mb = 0.0: must be in (0, 4096]"),
         (["--zoo-backend", "tf"], "zoo_backend = 'tf': allowed are onnx, torch"),
         (["--max-connections", "0"], "max_connections = 0: must be 1..1000000"),
-        (["--max-connections", "many"], "--max_connections = 'many': not a valid value"),
+        (["--max-connections", "many"], "--max-connections = 'many': not a valid value"),
         (["--header-timeout", "0"], "header_timeout = 0.0: must be 0.001..86400 seconds"),
         (["--body-timeout", "-1"], "body_timeout = -1.0: must be 0.001..86400 seconds"),
         (["--grpc-keepalive", "1e9"], "grpc_keepalive = 1000000000.0: must be 0.001..86400"),

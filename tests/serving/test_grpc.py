@@ -110,7 +110,7 @@ def test_the_grpc_port_setting() -> None:
     assert "grpc_port = 70000: must be 0..65535" in err.value.message
     with pytest.raises(LanesError) as err:
         resolve({"grpc_port": "x"}, env={})
-    assert err.value.message == "--grpc_port = 'x': not a valid value"
+    assert err.value.message == "--grpc-port = 'x': not a valid value"
 
 
 def test_grpc_off_and_a_busy_grpc_port() -> None:

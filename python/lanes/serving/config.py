@@ -151,7 +151,8 @@ def _convert(key: str, value: Any, where: str) -> Any:
         else:
             v = str(value)
     except (TypeError, ValueError):
-        raise LanesError(BAD_ARGUMENT, f"{where}{key} = {value!r}: not a valid value") from None
+        name = key.replace("_", "-") if where == "--" else key  # a flag as it is typed
+        raise LanesError(BAD_ARGUMENT, f"{where}{name} = {value!r}: not a valid value") from None
     return v
 
 
