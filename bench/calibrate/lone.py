@@ -55,6 +55,16 @@ def bench(model: str, corpus: Path, out: Path, rate: float | None, seed: int) ->
     }
 
 
+def wait_ready(port: int) -> None:
+    """Polls the server's readiness on ``port`` every 0.5 s, for up to 120 tries."""
+    for _ in range(120):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=1)
+            return
+        except OSError:
+            time.sleep(0.5)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("corpus", type=Path)
@@ -76,12 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     rounds: dict[str, list[dict[str, float]]] = {m: [] for m in RATES}
     closed: dict[str, list[float]] = {m: [] for m in RATES}
     try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{PORT}/v2/health/ready", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
+        wait_ready(PORT)
         rng = random.Random(1)
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "r.json"

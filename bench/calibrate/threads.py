@@ -16,7 +16,8 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
+
+from lone import wait_ready  # beside this script, whose folder Python puts on sys.path
 
 PORT = 18733
 MIX = {"char_cnn": 0.60, "line_rnn_zh": 0.25, "line_rnn_en": 0.15}
@@ -44,12 +45,7 @@ def main() -> int:
     serve += ["--metrics-port", "off"]
     server = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        for _ in range(120):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{PORT}/v2/health/ready", timeout=1)
-                break
-            except OSError:
-                time.sleep(0.5)
+        wait_ready(PORT)
 
         def load(seconds: int) -> list[subprocess.Popen[bytes]]:
             return [
