@@ -7,7 +7,7 @@
 //! [`ACCEPT_BACKOFF`] instead of spinning on a listener that stays readable.
 //!
 //! hyper bounds a REST connection's head by `header_read_timeout`; HTTP/2
-//! (tonic) has no such timer, so a gRPC [`Connection`] must send HTTP/2's
+//! (hyper's) has no such timer, so a gRPC [`Connection`] must send HTTP/2's
 //! connection preface within it, or its reads fail and the server closes it.
 //!
 //! **Rule** (giving memory back, [`trim_due`]): the connections open in the
@@ -32,7 +32,6 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
-use tonic::transport::server::{Connected, TcpConnectInfo};
 
 /// How long the loop waits after a failed `accept` before trying again.
 pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
@@ -206,14 +205,6 @@ impl AsyncWrite for Connection {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.get_mut().stream).poll_shutdown(cx)
-    }
-}
-
-impl Connected for Connection {
-    type ConnectInfo = TcpConnectInfo;
-
-    fn connect_info(&self) -> Self::ConnectInfo {
-        self.stream.connect_info()
     }
 }
 

@@ -67,7 +67,7 @@ pub struct Limits {
     /// The largest request head (request line and headers): 431 past it.
     pub max_header_bytes: usize,
     /// A gRPC connection is pinged this often; a peer that does not answer
-    /// within 20 s (tonic's default) is closed.
+    /// within 20 s (`grpc::KEEPALIVE_TIMEOUT`) is closed.
     pub keepalive_interval: Duration,
 }
 

@@ -1,20 +1,22 @@
 //! The KServe v2 gRPC front end (`inference.GRPCInferenceService`, the
-//! published proto vendored in lanes-kserve) on tonic: what `tritonclient.grpc`
-//! and other KServe clients call on port 8001.
+//! published proto vendored in lanes-kserve): tonic's generated service on
+//! hyper's HTTP/2 server, what `tritonclient.grpc` and other KServe clients
+//! call on port 8001.
 //!
 //! Each RPC answers as its REST route does, through the same [`App`]: the
 //! same model lookup, readiness, inference path and errors ([`Failure`]'s
 //! gRPC code). A request's deadline is its `timeout` parameter, else the
 //! call's `grpc-timeout` (the client's per-call timeout), else the model's
-//! default. A call the client cancels, or whose `grpc-timeout` passes, is
-//! dropped by tonic, and with it the request's reply: a still-queued request
-//! leaves its queue. Messages over the codec's `max_body_bytes` are refused by
+//! default. A call whose `grpc-timeout` passes answers `DEADLINE_EXCEEDED`;
+//! one the client cancels (`RST_STREAM`) is dropped by hyper. Either way the
+//! request's reply goes with it: a still-queued request leaves its queue.
+//! Messages over the codec's `max_body_bytes` are refused by
 //! tonic with `OUT_OF_RANGE` ("decoded message length too large").
 //!
 //! Connections are bounded as REST's are ([`crate::accept`]): at most
 //! `max_connections` open, the HTTP/2 preface within `header_read_timeout`,
 //! and a keep-alive ping every `keepalive_interval` that a peer must answer
-//! within 20 s (tonic's default), or its connection is closed.
+//! within [`KEEPALIVE_TIMEOUT`], or its connection is closed.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -29,8 +31,14 @@ use lanes_kserve::proto::{
     ServerLiveRequest, ServerLiveResponse, ServerMetadataRequest, ServerMetadataResponse,
     ServerReadyRequest, ServerReadyResponse,
 };
+use std::time::Duration;
+
+use hyper::body::Incoming;
+use hyper::server::conn::http2;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpListener;
-use tokio_stream::wrappers::ReceiverStream;
+use tonic::codegen::Service;
 use tonic::{Request, Response, Status};
 
 use crate::accept::{Acceptor, Connection};
@@ -160,6 +168,7 @@ where
         request: Request<ModelInferRequest>,
     ) -> Result<Response<ModelInferResponse>, Status> {
         let _in_flight = self.app.in_flight.enter();
+        let started = tokio::time::Instant::now();
         let arrival = self.app.handle.clock().now();
         let edge_deadline = request
             .metadata()
@@ -167,53 +176,91 @@ where
             .and_then(|v| v.to_str().ok())
             .and_then(grpc_timeout_ns);
         let message = request.into_inner();
+        let ix = self
+            .app
+            .find(&message.model_name, version(&message.model_version))
+            .map_err(|e| status(&e))?;
         let run = async {
-            let ix = self
-                .app
-                .find(&message.model_name, version(&message.model_version))?;
             let decoded = grpc::decode_request(message, &self.app.codec)?;
             let (response, choice) = self.app.infer(ix, decoded, edge_deadline, arrival).await?;
             Ok::<_, Failure>(grpc::encode_response(&response, &choice)?)
         };
-        run.await.map(Response::new).map_err(|e| status(&e))
+        // The call's deadline is the server's too (gRPC's rule): past it the
+        // call answers DEADLINE_EXCEEDED, and dropping `run` takes a
+        // still-queued request out of its queue.
+        let answer = match edge_deadline {
+            Some(ns) => {
+                let within = Duration::from_nanos(ns.min(u64::MAX as f64) as u64);
+                tokio::time::timeout_at(started + within, run)
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(Failure::Expired(format!(
+                            "model '{}': the call's grpc-timeout passed",
+                            self.app.models[ix].name
+                        )))
+                    })
+            }
+            None => run.await,
+        };
+        answer.map(Response::new).map_err(|e| status(&e))
     }
 }
 
-/// Serves gRPC on `listener` until `shutdown` resolves.
-pub async fn serve<B>(
-    listener: TcpListener,
-    app: Arc<App<B>>,
-    shutdown: impl Future<Output = ()>,
-) -> Result<(), tonic::transport::Error>
+/// How long a peer has to answer a keep-alive ping (hyper's default, and tonic's).
+pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Serves gRPC on `listener` until `shutdown` resolves: one hyper HTTP/2
+/// connection task per client, each call into the generated tonic service.
+///
+/// **Rule** (why not tonic's own server): tonic's transport answers a call
+/// whose `grpc-timeout` passes with `CANCELLED` from its own timer, racing
+/// the deadline this front end enforces; the gRPC spec asks for
+/// `DEADLINE_EXCEEDED`. Served here, only [`GrpcFront::model_infer`]'s
+/// deadline applies. At shutdown the listener closes, and each open
+/// connection gets a GOAWAY and finishes its calls in flight.
+pub async fn serve<B>(listener: TcpListener, app: Arc<App<B>>, shutdown: impl Future<Output = ()>)
 where
     B: Backend<Input = Admitted, Output = Produced>,
 {
-    let limit = app.codec.max_body_bytes;
     let limits = app.limits;
-    let service = GrpcInferenceServiceServer::new(GrpcFront { app })
-        .max_decoding_message_size(limit)
-        .max_encoding_message_size(usize::MAX);
-    // The accept loop feeds tonic through a channel; tonic drops the stream
-    // at shutdown, which ends the loop and closes the listener.
-    let (sender, receiver) = tokio::sync::mpsc::channel::<std::io::Result<Connection>>(1);
+    let service = GrpcInferenceServiceServer::new(GrpcFront {
+        app: Arc::clone(&app),
+    })
+    .max_decoding_message_size(app.codec.max_body_bytes)
+    .max_encoding_message_size(usize::MAX);
+    let mut builder = http2::Builder::new(TokioExecutor::new());
+    builder
+        .timer(TokioTimer::new())
+        .keep_alive_interval(limits.keepalive_interval)
+        .keep_alive_timeout(KEEPALIVE_TIMEOUT);
     let acceptor = Acceptor::new(listener, limits.max_connections);
-    tokio::spawn(async move {
-        loop {
-            let (stream, slot) = tokio::select! {
-                accepted = acceptor.next() => accepted,
-                () = sender.closed() => return,
-            };
-            let connection = Connection::new(stream, slot, limits.header_read_timeout);
-            if sender.send(Ok(connection)).await.is_err() {
-                return;
+    let (closing, _) = tokio::sync::watch::channel(false);
+    tokio::pin!(shutdown);
+    loop {
+        let (stream, slot) = tokio::select! {
+            accepted = acceptor.next() => accepted,
+            () = &mut shutdown => break,
+        };
+        let io = TokioIo::new(Connection::new(stream, slot, limits.header_read_timeout));
+        let service = service.clone();
+        let calls = service_fn(move |request: http::Request<Incoming>| {
+            let mut service = service.clone();
+            async move { service.call(request.map(tonic::body::Body::new)).await }
+        });
+        let connection = builder.serve_connection(io, calls);
+        let mut closing = closing.subscribe();
+        tokio::spawn(async move {
+            tokio::pin!(connection);
+            tokio::select! {
+                _ = connection.as_mut() => return,
+                _ = closing.changed() => connection.as_mut().graceful_shutdown(),
             }
-        }
-    });
-    tonic::transport::Server::builder()
-        .http2_keepalive_interval(Some(limits.keepalive_interval))
-        .add_service(service)
-        .serve_with_incoming_shutdown(ReceiverStream::new(receiver), shutdown)
-        .await
+            let _ = connection.await;
+        });
+    }
+    drop(acceptor); // the listener closes: new clients are refused, not left hanging
+    let _ = closing.send(true);
+    closing.closed().await;
 }
 
 #[cfg(test)]

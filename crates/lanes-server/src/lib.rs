@@ -17,7 +17,7 @@
 //!   a Python model, …): an input per request in, an output per request out.
 //! - [`clock`]: the driver's clock (tokio's, so tests can pause it).
 //! - [`error`]: [`ServerError`], the coded errors a client can get back.
-//! - [`grpc`]: the KServe v2 gRPC front end on tonic (`tritonclient.grpc`).
+//! - [`grpc`]: the KServe v2 gRPC front end: tonic's service on hyper's HTTP/2 (`tritonclient.grpc`).
 //! - [`http`]: the KServe v2 REST front end on hyper (routes, statuses and
 //!   error bodies of today's server).
 //! - [`signature`]: a model's declared tensors and the edge's check of a
