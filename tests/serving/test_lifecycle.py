@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
 
 from lanes.errors import LanesError
 from lanes.models import Batching, Model, TensorSpec
@@ -282,21 +284,27 @@ def test_a_second_signal_exits_at_once(launch: Callable[..., ServeProcess]):
     assert "second SIGTERM: exiting at once" in p.log.read_text()
 
 
+class Held(Model):
+    """``y = x``, batches of one; ``predict`` sets ``entered`` and waits for ``gate``."""
+
+    def __init__(self, gate: threading.Event, entered: threading.Event) -> None:
+        super().__init__(
+            name="held",
+            inputs=[TensorSpec("x", "FP32", (-1, 2))],
+            outputs=[TensorSpec("y", "FP32", (-1, 2))],
+            batching=Batching(max_batch_size=1),
+        )
+        self.gate, self.entered = gate, entered
+
+    def predict(self, batch: Any) -> Any:
+        self.entered.set()
+        self.gate.wait(10)
+        return {"y": batch["x"]}
+
+
 def test_handle_stop_drains_too(tmp_path: Path):
     gate, entered = threading.Event(), threading.Event()
-
-    class Held(Model):
-        def predict(self, batch: Any) -> Any:
-            entered.set()
-            gate.wait(10)
-            return {"y": batch["x"]}
-
-    model = Held(
-        name="held",
-        inputs=[TensorSpec("x", "FP32", (-1, 2))],
-        outputs=[TensorSpec("y", "FP32", (-1, 2))],
-        batching=Batching(max_batch_size=1),
-    )
+    model = Held(gate, entered)
     handle = start_in_thread(
         ServeConfig(port=0, devices="cpu", metrics_port=None, warmup_batches=0), [model]
     )
@@ -308,5 +316,28 @@ def test_handle_stop_drains_too(tmp_path: Path):
         wait_until(lambda: handle.server.state == "draining")
         gate.set()
         assert reply.result(timeout=10)[0] == 200
+        stopping.result(timeout=10)
+    assert handle.server.state == "stopped"
+
+
+def test_handle_stop_lets_a_grpc_call_in_flight_finish_and_refuses_new_ones(tmp_path: Path):
+    gate, entered = threading.Event(), threading.Event()
+    model = Held(gate, entered)
+    config = ServeConfig(port=0, devices="cpu", metrics_port=None, grpc_port="0", warmup_batches=0)
+    handle = start_in_thread(config, [model])
+    target = f"127.0.0.1:{handle.server.grpc_port}"
+    x = grpcclient.InferInput("x", [1, 2], "FP32")
+    x.set_data_from_numpy(np.array([[1.0, 2.0]], dtype=np.float32))
+    with grpcclient.InferenceServerClient(target) as c, ThreadPoolExecutor(2) as pool:
+        reply = pool.submit(c.infer, "held", [x])
+        wait_until(entered.is_set)  # its batch runs
+        stopping = pool.submit(handle.stop, drain_timeout=10)
+        wait_until(lambda: handle.server.state == "draining")
+        late = grpcclient.InferenceServerClient(target)  # a new connection: refused
+        with late, pytest.raises(InferenceServerException) as err:
+            late.infer("held", [x], client_timeout=5)
+        assert err.value.status() == "StatusCode.UNAVAILABLE", err.value
+        gate.set()
+        np.testing.assert_array_equal(reply.result(timeout=10).as_numpy("y"), [[1.0, 2.0]])
         stopping.result(timeout=10)
     assert handle.server.state == "stopped"
