@@ -123,6 +123,23 @@ def sample_memory(server: Server, every: float, stop: threading.Event) -> list[l
     return samples
 
 
+def memory_summary(memory: list[list[float]], every_s: float) -> dict[str, Any]:
+    """The samples of :func:`sample_memory` and, after the first minute, their first, last,
+    min, max and median (MiB)."""
+    after = [mb for t, mb in memory if t >= 60]
+    return {
+        "every_s": every_s,
+        "samples": [[t, round(mb, 1)] for t, mb in memory],
+        "after_1min": {
+            "first": round(after[0], 1) if after else None,
+            "last": round(after[-1], 1) if after else None,
+            "min": round(min(after), 1) if after else None,
+            "max": round(max(after), 1) if after else None,
+            "median": round(statistics.median(after), 1) if after else None,
+        },
+    }
+
+
 async def probe(
     url: str, rate: float, seconds: float, deadline_ms: float
 ) -> list[tuple[int, float]]:
@@ -185,7 +202,6 @@ def overload(server: Server, rate: float, args: argparse.Namespace) -> dict[str,
     by_status: dict[int, list[float]] = {}
     for status, ms in probed:
         by_status.setdefault(status, []).append(ms)
-    after = [mb for t, mb in memory if t >= 60]
     ok_ms = by_status.get(200, [])
     within = sum(ms < args.slo_ms for ms in ok_ms) / len(ok_ms) if ok_ms else 0.0
     return {
@@ -209,17 +225,7 @@ def overload(server: Server, rate: float, args: argparse.Namespace) -> dict[str,
             "status_codes": dict(Counter(s for s, _ in probed)),
             "latency_ms_by_status": {str(s): percentiles(v) for s, v in sorted(by_status.items())},
         },
-        "memory_mib": {
-            "every_s": args.sample_seconds,
-            "samples": [[t, round(mb, 1)] for t, mb in memory],
-            "after_1min": {
-                "first": round(after[0], 1) if after else None,
-                "last": round(after[-1], 1) if after else None,
-                "min": round(min(after), 1) if after else None,
-                "max": round(max(after), 1) if after else None,
-                "median": round(statistics.median(after), 1) if after else None,
-            },
-        },
+        "memory_mib": memory_summary(memory, args.sample_seconds),
     }
 
 
