@@ -62,20 +62,20 @@ def refused(capsys: pytest.CaptureFixture[str], args: list[str]) -> str:
         (["--devices", "sim:0"], "--devices 'sim:0': count must be 1..64"),
         (["--devices", "cpu,sim:2"], "mixes kinds ['cpu', 'sim']"),
         (["--devices", "cuda:63"], "cuda:63 is not present"),
-        (["--policy", "fastest"], "policy = 'fastest': "),
-        (["--policy", "limit:x"], "policy = 'limit:x': "),
+        (["--policy", "fastest"], "--policy = 'fastest': "),
+        (["--policy", "limit:x"], "--policy = 'limit:x': "),
         (["--port", "http"], "--port = 'http': not a valid value"),
-        (["--port", "70000"], "port = 70000: must be 0..65535 (0: any free port)"),
-        (["--port", "-1"], "port = -1: must be 0..65535"),
-        (["--workers", "0"], "workers = 0: must be >= 1"),
-        (["--max-body-mb", "0"], "max_body_mb = 0.0: must be in (0, 4096]"),
-        (["--zoo-backend", "tf"], "zoo_backend = 'tf': allowed are onnx, torch"),
-        (["--max-connections", "0"], "max_connections = 0: must be 1..1000000"),
+        (["--port", "70000"], "--port = 70000: must be 0..65535 (0: any free port)"),
+        (["--port", "-1"], "--port = -1: must be 0..65535"),
+        (["--workers", "0"], "--workers = 0: must be >= 1"),
+        (["--max-body-mb", "0"], "--max-body-mb = 0.0: must be in (0, 4096]"),
+        (["--zoo-backend", "tf"], "--zoo-backend = 'tf': allowed are onnx, torch"),
+        (["--max-connections", "0"], "--max-connections = 0: must be 1..1000000"),
         (["--max-connections", "many"], "--max-connections = 'many': not a valid value"),
-        (["--header-timeout", "0"], "header_timeout = 0.0: must be 0.001..86400 seconds"),
-        (["--body-timeout", "-1"], "body_timeout = -1.0: must be 0.001..86400 seconds"),
-        (["--grpc-keepalive", "1e9"], "grpc_keepalive = 1000000000.0: must be 0.001..86400"),
-        (["--max-header-kb", "4"], "max_header_kb = 4: must be 8..1024"),
+        (["--header-timeout", "0"], "--header-timeout = 0.0: must be 0.001..86400 seconds"),
+        (["--body-timeout", "-1"], "--body-timeout = -1.0: must be 0.001..86400 seconds"),
+        (["--grpc-keepalive", "1e9"], "--grpc-keepalive = 1000000000.0: must be 0.001..86400"),
+        (["--max-header-kb", "4"], "--max-header-kb = 4: must be 8..1024"),
     ],
 )
 def test_a_bad_setting_is_one_line_and_exit_2(
@@ -87,7 +87,7 @@ def test_a_bad_setting_is_one_line_and_exit_2(
 def test_a_missing_models_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     missing = tmp_path / "nowhere"
     assert refused(capsys, ["--models", str(missing), "--devices", "cpu"]) == (
-        f"models = '{missing}': not a folder (a model repository is a folder)"
+        f"--models = '{missing}': not a folder (a model repository is a folder)"
     )
 
 

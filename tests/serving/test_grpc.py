@@ -8,6 +8,7 @@ import asyncio
 import socket
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -19,7 +20,7 @@ from tritonclient.utils import InferenceServerException
 from lanes.errors import LanesError
 from lanes.models.base import Batching, Model, TensorSpec
 from lanes.serving import Handle, ServeConfig, start_in_thread
-from lanes.serving.config import resolve
+from lanes.serving.config import check, resolve
 
 X = [TensorSpec("x", "FP32", (-1, 2))]
 Y = [TensorSpec("y", "FP32", (-1, 2))]
@@ -107,7 +108,14 @@ def test_the_grpc_port_setting() -> None:
     assert resolve({}, env={"LANES_SERVE_GRPC_PORT": "7001"}).grpc_bind == 7001
     with pytest.raises(LanesError) as err:
         resolve({"grpc_port": "70000"}, env={})
-    assert "grpc_port = 70000: must be 0..65535" in err.value.message
+    assert "--grpc-port = 70000: must be 0..65535" in err.value.message
+    # A range error names the setting where its value came from.
+    with pytest.raises(LanesError) as err:
+        resolve({}, env={"LANES_SERVE_GRPC_PORT": "70000"})
+    assert err.value.message.startswith("LANES_SERVE_GRPC_PORT = 70000: must be 0..65535")
+    with pytest.raises(LanesError) as err:
+        check(replace(ServeConfig(), grpc_port="70000"))  # the Python API: the field
+    assert err.value.message.startswith("grpc_port = 70000: must be 0..65535")
     with pytest.raises(LanesError) as err:
         resolve({"grpc_port": "x"}, env={})
     assert err.value.message == "--grpc-port = 'x': not a valid value"

@@ -14,6 +14,9 @@ import socket
 import sys
 from pathlib import Path
 
+import pytest
+
+from lanes.errors import LanesError
 from lanes.serving.config import ServeConfig, resolve
 from serve_process import model_toml, running, write_model
 
@@ -69,6 +72,31 @@ def test_the_limits_come_from_the_environment_too() -> None:
         60.0,
     )
     assert (defaults.max_header_kb, defaults.grpc_keepalive) == (64, 30.0)
+
+
+@pytest.mark.parametrize(
+    ("cli", "env", "file", "says"),
+    [
+        ({"max_header_kb": "4"}, {}, "", "--max-header-kb = 4: must be 8..1024"),
+        ({}, {"LANES_SERVE_MAX_HEADER_KB": "4"}, "", "LANES_SERVE_MAX_HEADER_KB = 4: must be"),
+        ({}, {}, "max_header_kb = 4", "serve.toml: max_header_kb = 4: must be 8..1024"),
+        # The flag wins over the variable, and the error names the flag.
+        (
+            {"header_timeout": "0"},
+            {"LANES_SERVE_HEADER_TIMEOUT": "1"},
+            "",
+            "--header-timeout = 0.0",
+        ),
+    ],
+)
+def test_a_range_error_names_where_the_value_came_from(
+    tmp_path: Path, cli: dict[str, str], env: dict[str, str], file: str, says: str
+) -> None:
+    config = tmp_path / "serve.toml"
+    config.write_text(f"[serve]\n{file}\n")
+    with pytest.raises(LanesError) as err:
+        resolve(cli, config if file else None, env)
+    assert says in err.value.message
 
 
 def test_freed_memory_is_given_back_where_glibc_is() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
@@ -167,66 +168,91 @@ def _flag(value: Any) -> bool:
     raise ValueError(text)
 
 
-def check(cfg: ServeConfig) -> ServeConfig:
-    """Refuse out-of-range values with a message naming the key and what is allowed."""
+def check(cfg: ServeConfig, origin: Mapping[str, str] | None = None) -> ServeConfig:
+    """Refuse out-of-range values with a message naming the setting and what is allowed: as
+    ``origin`` names where each key's value came from (``--grpc-port``,
+    ``LANES_SERVE_GRPC_PORT``, ``serve.toml: grpc_port``), else by its key (the Python API)."""
+    named = origin or {}
+
+    def at(key: str) -> str:
+        return named.get(key, key)
+
     if not 0 <= cfg.port <= 65535:
-        raise LanesError(BAD_ARGUMENT, f"port = {cfg.port}: must be 0..65535 (0: any free port)")
+        raise LanesError(
+            BAD_ARGUMENT, f"{at('port')} = {cfg.port}: must be 0..65535 (0: any free port)"
+        )
     if cfg.workers < 1:
-        raise LanesError(BAD_ARGUMENT, f"workers = {cfg.workers}: must be >= 1")
+        raise LanesError(BAD_ARGUMENT, f"{at('workers')} = {cfg.workers}: must be >= 1")
     if cfg.cpu_threads is not None and cfg.cpu_threads < 1:
-        raise LanesError(BAD_ARGUMENT, f"cpu_threads = {cfg.cpu_threads}: must be >= 1 or auto")
+        raise LanesError(
+            BAD_ARGUMENT, f"{at('cpu_threads')} = {cfg.cpu_threads}: must be >= 1 or auto"
+        )
     if cfg.zoo_backend not in ("onnx", "torch"):
         raise LanesError(
-            BAD_ARGUMENT, f"zoo_backend = {cfg.zoo_backend!r}: allowed are onnx, torch"
+            BAD_ARGUMENT, f"{at('zoo_backend')} = {cfg.zoo_backend!r}: allowed are onnx, torch"
         )
     if cfg.metrics_port is not None and not 0 <= cfg.metrics_port <= 65535:
         raise LanesError(
             BAD_ARGUMENT,
-            f"metrics_port = {cfg.metrics_port}: must be 0..65535 (0: any free port) or off",
+            f"{at('metrics_port')} = {cfg.metrics_port}: "
+            "must be 0..65535 (0: any free port) or off",
         )
     if cfg.grpc_port not in ("auto", "off") and not 0 <= int(cfg.grpc_port) <= 65535:
         raise LanesError(
             BAD_ARGUMENT,
-            f"grpc_port = {cfg.grpc_port}: must be 0..65535 (0: any free port), auto or off",
+            f"{at('grpc_port')} = {cfg.grpc_port}: "
+            "must be 0..65535 (0: any free port), auto or off",
         )
     if cfg.trace_events < 1000:
-        raise LanesError(BAD_ARGUMENT, f"trace_events = {cfg.trace_events}: must be >= 1000")
+        raise LanesError(
+            BAD_ARGUMENT, f"{at('trace_events')} = {cfg.trace_events}: must be >= 1000"
+        )
     if not 0 <= cfg.warmup_batches <= 100:
-        raise LanesError(BAD_ARGUMENT, f"warmup_batches = {cfg.warmup_batches}: must be 0..100")
+        raise LanesError(
+            BAD_ARGUMENT, f"{at('warmup_batches')} = {cfg.warmup_batches}: must be 0..100"
+        )
     if not 0 <= cfg.drain_timeout <= 3600:
         raise LanesError(
-            BAD_ARGUMENT, f"drain_timeout = {cfg.drain_timeout}: must be 0..3600 seconds"
+            BAD_ARGUMENT, f"{at('drain_timeout')} = {cfg.drain_timeout}: must be 0..3600 seconds"
         )
     if cfg.log_format not in ("text", "json"):
-        raise LanesError(BAD_ARGUMENT, f"log_format = {cfg.log_format!r}: allowed are text, json")
+        raise LanesError(
+            BAD_ARGUMENT, f"{at('log_format')} = {cfg.log_format!r}: allowed are text, json"
+        )
     if cfg.log_level not in ("debug", "info", "warning", "error"):
         raise LanesError(
             BAD_ARGUMENT,
-            f"log_level = {cfg.log_level!r}: allowed are debug, info, warning, error",
+            f"{at('log_level')} = {cfg.log_level!r}: allowed are debug, info, warning, error",
         )
     if cfg.arbiter is not None and not (
         cfg.arbiter.startswith("unix:") and len(cfg.arbiter) > len("unix:")
     ):
         raise LanesError(
-            BAD_ARGUMENT, f"arbiter = {cfg.arbiter!r}: must be unix:PATH (a lanes arbiter socket)"
+            BAD_ARGUMENT,
+            f"{at('arbiter')} = {cfg.arbiter!r}: must be unix:PATH (a lanes arbiter socket)",
         )
     if cfg.arbiter_fallback not in ("fail_open", "fail_closed"):
         raise LanesError(
             BAD_ARGUMENT,
-            f"arbiter_fallback = {cfg.arbiter_fallback!r}: allowed are fail_open, fail_closed",
+            f"{at('arbiter_fallback')} = {cfg.arbiter_fallback!r}: "
+            "allowed are fail_open, fail_closed",
         )
     if not 0 < cfg.max_body_mb <= 4096:
-        raise LanesError(BAD_ARGUMENT, f"max_body_mb = {cfg.max_body_mb}: must be in (0, 4096]")
+        raise LanesError(
+            BAD_ARGUMENT, f"{at('max_body_mb')} = {cfg.max_body_mb}: must be in (0, 4096]"
+        )
     if not 1 <= cfg.max_connections <= 1_000_000:
         raise LanesError(
-            BAD_ARGUMENT, f"max_connections = {cfg.max_connections}: must be 1..1000000"
+            BAD_ARGUMENT, f"{at('max_connections')} = {cfg.max_connections}: must be 1..1000000"
         )
     for key in ("header_timeout", "body_timeout", "grpc_keepalive"):
         seconds = getattr(cfg, key)
         if not 0.001 <= seconds <= 86_400:
-            raise LanesError(BAD_ARGUMENT, f"{key} = {seconds}: must be 0.001..86400 seconds")
+            raise LanesError(BAD_ARGUMENT, f"{at(key)} = {seconds}: must be 0.001..86400 seconds")
     if not 8 <= cfg.max_header_kb <= 1024:
-        raise LanesError(BAD_ARGUMENT, f"max_header_kb = {cfg.max_header_kb}: must be 8..1024")
+        raise LanesError(
+            BAD_ARGUMENT, f"{at('max_header_kb')} = {cfg.max_header_kb}: must be 8..1024"
+        )
     if cfg.policy != "independent":
         from lanes._core import Scheduler
 
@@ -234,7 +260,8 @@ def check(cfg: ServeConfig) -> ServeConfig:
             Scheduler(cfg.policy, [1])
         except LanesError as err:
             raise LanesError(
-                err.code, f"policy = {cfg.policy!r}: {err.message} (serve allows {POLICIES})"
+                err.code,
+                f"{at('policy')} = {cfg.policy!r}: {err.message} (serve allows {POLICIES})",
             ) from None
     from lanes.serving.devices import cuda_counter, parse_devices
 
@@ -243,7 +270,8 @@ def check(cfg: ServeConfig) -> ServeConfig:
     )
     if cfg.models is not None and not cfg.models.is_dir():
         raise LanesError(
-            BAD_ARGUMENT, f"models = '{cfg.models}': not a folder (a model repository is a folder)"
+            BAD_ARGUMENT,
+            f"{at('models')} = '{cfg.models}': not a folder (a model repository is a folder)",
         )
     return cfg
 
@@ -273,13 +301,18 @@ def resolve(
     """CLI values (None: not given) over environment over file over defaults, checked."""
     env = dict(os.environ) if env is None else env
     cfg = ServeConfig()
+    origin: dict[str, str] = {}
     if file is not None:
-        cfg = replace(cfg, **read_file(file))
+        from_file = read_file(file)
+        cfg = replace(cfg, **from_file)
+        origin.update((k, f"{file}: {k}") for k in from_file)
     from_env = {
         k: _convert(k, env[f"LANES_SERVE_{k.upper()}"], f"LANES_SERVE_{k.upper()}: ")
         for k in _KEYS
         if f"LANES_SERVE_{k.upper()}" in env
     }
     cfg = replace(cfg, **from_env)
+    origin.update((k, f"LANES_SERVE_{k.upper()}") for k in from_env)
     given = {k: _convert(k, v, "--") for k, v in cli.items() if v is not None and k in _KEYS}
-    return check(replace(cfg, **given))
+    origin.update((k, "--" + k.replace("_", "-")) for k in given)
+    return check(replace(cfg, **given), origin)
