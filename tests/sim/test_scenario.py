@@ -145,16 +145,18 @@ def test_every_example_loads(path: Path) -> None:
 
 def test_time_slicing_and_handoff_reach_the_core_only_when_set(tmp_path: Path) -> None:
     plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
-    assert "time_slicing" not in plain and "handoff_ms" not in plain
+    assert "time_slicing" not in plain and "handoff_ms" not in plain and "slice_ms" not in plain
     text = edit(
         "cpu_cores = 8",
-        'cpu_cores = 8\ntime_slicing = true\nhandoff_ms = 0.25\nhandoff_dist = "exponential"',
+        'cpu_cores = 8\ntime_slicing = true\nhandoff_ms = 0.25\nhandoff_dist = "exponential"\n'
+        "slice_ms = 1.5",
     )
     host = Scenario.load(write(tmp_path, text)).to_core()["host"]
-    assert (host["time_slicing"], host["handoff_ms"], host["handoff_dist"]) == (
+    assert (host["time_slicing"], host["handoff_ms"], host["handoff_dist"], host["slice_ms"]) == (
         True,
         0.25,
         "exponential",
+        1.5,
     )
 
 
@@ -542,6 +544,18 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\ntime_slicing = 1",
         ["host.time_slicing = 1", "true or false"],
+    ),
+    (
+        "slice-without-time-slicing",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nslice_ms = 1.5",
+        ["host.slice_ms = 1.5", "without time_slicing"],
+    ),
+    (
+        "slice-negative",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nslice_ms = -1",
+        ["host.slice_ms"],
     ),
     (
         "handoff-negative",

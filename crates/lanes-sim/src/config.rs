@@ -198,6 +198,12 @@ pub struct Host {
     /// does not apply: the cores, not the device, set its speed).
     #[serde(default)]
     pub time_slicing: bool,
+    /// With `time_slicing`: the cores are handed out in slices of this many
+    /// ms, round-robin (`slices::RoundRobin`: a phase woken onto busy cores
+    /// waits for a running one's slice to end), as Linux shares a core; 0
+    /// (the default): processor sharing.
+    #[serde(default)]
+    pub slice_ms: f64,
     /// A thread's wake-up before each request's CPU phase (pre, post), ms,
     /// no core held: the hops between a server's threads (I/O thread, hook
     /// pool, device thread). With an `interpreter`, its own `handoff_ms`
@@ -306,6 +312,13 @@ impl Scenario {
                 "host.handoff_ms".into(),
                 h.handoff_ms,
                 "must be a number >= 0, and 0 with [host.interpreter] (use its handoff_ms)",
+            ));
+        }
+        if !non_negative(h.slice_ms) || (h.slice_ms > 0.0 && !h.time_slicing) {
+            return Err(self.invalid(
+                "host.slice_ms".into(),
+                h.slice_ms,
+                "must be a number >= 0, and 0 without host.time_slicing",
             ));
         }
         if h.handoff_dist == Dist::Lognormal {

@@ -6,7 +6,9 @@
 //! are shared as an operating system shares them instead ([`SlicedCores`]):
 //! every runnable phase runs at once, each at `min(1, C/n)` of a core with n
 //! runnable (processor sharing), so a short phase is slowed by a long one but
-//! never waits for it to end.
+//! never waits for it to end. With `host.slice_ms` as well they are handed
+//! out in slices instead ([`crate::slices::RoundRobin`]); [`TimeShared`] is
+//! either.
 //!
 //! **GPU contention.** With k jobs on one GPU, each progresses at `η(k)/k`
 //! of its solo speed (processor sharing). With the default `η(k) = 1` two 50 ms
@@ -17,6 +19,8 @@
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+
+use crate::slices::RoundRobin;
 
 /// A FCFS pool of identical cores.
 #[derive(Debug)]
@@ -159,6 +163,62 @@ impl SlicedCores {
     }
 }
 
+/// Time-shared cores (`host.time_slicing`): processor sharing, or with
+/// `host.slice_ms` slices handed out round-robin.
+#[derive(Debug)]
+pub enum TimeShared {
+    Sharing(SlicedCores),
+    Slices(RoundRobin),
+}
+
+impl TimeShared {
+    /// `cores` idle cores; slices of `slice` ns, or with 0 processor sharing.
+    pub fn new(cores: usize, slice: u64) -> Self {
+        if slice == 0 {
+            Self::Sharing(SlicedCores::new(cores))
+        } else {
+            Self::Slices(RoundRobin::new(cores, slice))
+        }
+    }
+
+    /// Bumped on every change; end events carry it.
+    #[inline]
+    pub fn version(&self) -> u32 {
+        match self {
+            Self::Sharing(c) => c.version,
+            Self::Slices(c) => c.version,
+        }
+    }
+
+    /// `token` becomes runnable with `cost` ns of work; returns the next
+    /// event (for the current version).
+    #[inline]
+    pub fn start(&mut self, token: u32, cost: u64, now: u64) -> Option<u64> {
+        match self {
+            Self::Sharing(c) => c.start(token, cost, now),
+            Self::Slices(c) => c.start(token, cost, now),
+        }
+    }
+
+    /// An event of `version`: every phase whose work is done goes into
+    /// `done`; returns the next event, or `None` if stale or idle.
+    #[inline]
+    pub fn finish(&mut self, version: u32, now: u64, done: &mut Vec<u32>) -> Option<u64> {
+        match self {
+            Self::Sharing(c) => c.finish(version, now, done),
+            Self::Slices(c) => c.finish(version, now, done),
+        }
+    }
+
+    /// Core-nanoseconds of work done so far, up to the last change.
+    pub fn busy(&self) -> u64 {
+        match self {
+            Self::Sharing(c) => c.busy(),
+            Self::Slices(c) => c.busy(),
+        }
+    }
+}
+
 /// One GPU under processor sharing.
 #[derive(Debug)]
 pub struct Gpu {
@@ -278,6 +338,37 @@ impl Default for Gpu {
     }
 }
 
+/// Runs `phases` (`(token, cost, start)`, by start) on `cores`; returns
+/// `(token, end)` in order of ending, and checks that every phase's work is
+/// done once.
+#[cfg(test)]
+pub(crate) fn play(cores: &mut TimeShared, phases: &[(u32, u64, u64)]) -> Vec<(u32, u64)> {
+    let mut pending: Vec<(u32, u64, u64)> = phases.to_vec();
+    pending.reverse();
+    let (mut next, mut got, mut done) = (None::<u64>, Vec::new(), Vec::new());
+    while !pending.is_empty() || next.is_some() {
+        let arrival = pending.last().map(|p| p.2);
+        match (arrival, next) {
+            (Some(a), n) if n.is_none_or(|n| a <= n) => {
+                let (token, cost, at) = pending.pop().unwrap();
+                next = cores.start(token, cost, at);
+            }
+            (_, Some(t)) => {
+                next = cores.finish(cores.version(), t, &mut done);
+                got.extend(done.drain(..).map(|token| (token, t)));
+            }
+            _ => unreachable!(),
+        }
+    }
+    let work: u64 = phases.iter().map(|p| p.1).sum();
+    assert_eq!(
+        cores.busy(),
+        work,
+        "every phase's work is done once: {phases:?}"
+    );
+    got
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -339,27 +430,8 @@ mod tests {
             (1, &[(1, 100, 0), (2, 10, 50)], &[(2, 70), (1, 110)]),
         ];
         for &(cores, phases, want) in cases {
-            let mut pool = SlicedCores::new(cores);
-            let mut pending: Vec<(u32, u64, u64)> = phases.to_vec();
-            pending.reverse();
-            let (mut next, mut got, mut done) = (None::<u64>, Vec::new(), Vec::new());
-            while !pending.is_empty() || next.is_some() {
-                let arrival = pending.last().map(|p| p.2);
-                match (arrival, next) {
-                    (Some(a), n) if n.is_none_or(|n| a <= n) => {
-                        let (token, cost, at) = pending.pop().unwrap();
-                        next = pool.start(token, cost, at);
-                    }
-                    (_, Some(t)) => {
-                        next = pool.finish(pool.version, t, &mut done);
-                        got.extend(done.drain(..).map(|token| (token, t)));
-                    }
-                    _ => unreachable!(),
-                }
-            }
+            let got = play(&mut TimeShared::new(cores, 0), phases);
             assert_eq!(got, want, "cores {cores}, phases {phases:?}");
-            let work: u64 = phases.iter().map(|p| p.1).sum();
-            assert_eq!(pool.busy(), work, "cores {cores}, phases {phases:?}");
         }
     }
 

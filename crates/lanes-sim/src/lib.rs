@@ -14,6 +14,7 @@
 //! - [`config`]: the scenario (validated) and its errors;
 //! - [`workload`]: arrival processes and cost distributions;
 //! - [`host`]: the CPU pool and the GPU contention model;
+//! - [`slices`]: cores handed out in slices, as an operating system does;
 //! - [`engine`]: the event loop;
 //! - [`stats`]: what a run measures;
 //! - [`capacity`](mod@capacity): the highest load that meets the SLO, by bisection.
@@ -22,6 +23,7 @@ pub mod capacity;
 pub mod config;
 pub mod engine;
 pub mod host;
+pub mod slices;
 pub mod stats;
 pub mod workload;
 

@@ -142,3 +142,60 @@ fn a_bad_handoff_is_refused_with_the_key() {
         );
     }
 }
+
+/// One shared core, `independent` with as many batches as arrive: a long
+/// service (10 ms batches, 4 % of requests) and a short one (0.1 ms).
+fn long_and_short(slice_ms: f64) -> Scenario {
+    let mut sc = one_shared_core((Dist::Constant, 0.0), true);
+    sc.host.slice_ms = slice_ms;
+    let mut short = sc.services[0].clone();
+    short.name = "short".into();
+    short.share = 0.96;
+    short.gpu = cost(Dist::Constant, 0.1, 0.0);
+    sc.services[0].name = "long".into();
+    sc.services[0].share = 0.04;
+    sc.services[0].gpu = cost(Dist::Constant, 10.0, 0.0);
+    sc.services.push(short);
+    sc
+}
+
+#[test]
+fn in_slices_short_phases_run_at_once_and_long_ones_absorb_them() {
+    // Load 0.15 of the core (the scenario's rate is set by the mean cost,
+    // 0.496 ms): the long batches keep it about 0.12 busy, the short ones
+    // 0.03. Processor sharing is M/G/1-PS: a short batch takes 0.1 / (1 -
+    // 0.15) = 0.118 ms on average; in slices of 4 ms it preempts the long
+    // one and takes 0.1 ms plus the short ones that preempt it in turn
+    // (about 0.1 x 1.03). A long batch absorbs the short ones' work (at
+    // least 10 x 1.03 ms on average).
+    let means = |slice_ms: f64| {
+        let r = simulate(
+            &long_and_short(slice_ms),
+            &mode("independent"),
+            0.15,
+            1,
+            200_000,
+        );
+        let r = r.unwrap();
+        (
+            r.services["short"].latency_ms.mean,
+            r.services["long"].latency_ms.mean,
+        )
+    };
+    let (shared, _) = means(0.0);
+    let (sliced, sliced_long) = means(4.0);
+    assert!(shared > 0.112, "processor sharing: short mean {shared}");
+    assert!(sliced < 0.105, "slices: short mean {sliced}");
+    assert!(sliced_long > 10.3, "slices: long mean {sliced_long}");
+}
+
+#[test]
+fn slices_need_time_slicing() {
+    let mut sc = single_server(cost(Dist::Constant, 1.0, 0.0));
+    sc.host.slice_ms = 4.0;
+    let err = simulate(&sc, &mode("fifo"), 0.5, 1, 1_000).unwrap_err();
+    assert!(
+        matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.slice_ms"),
+        "{err}"
+    );
+}

@@ -42,7 +42,7 @@ _BUILTIN_DIR = Path(__file__).with_name("scenarios")
 _TOP_KEYS = ("name", "description", "slo_ms", "host", "service")
 _HOST_KEYS = (
     "gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta", "shared_cores", "busy_cores",
-    "interpreter", "time_slicing", "handoff_ms", "handoff_dist",
+    "interpreter", "time_slicing", "handoff_ms", "handoff_dist", "slice_ms",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -134,6 +134,9 @@ class Host:
     an ``interpreter`` (which has its own)."""
     handoff_dist: str = "constant"
     """How each wake-up is drawn: ``constant`` (the mean) or ``exponential``."""
+    slice_ms: float = 0.0
+    """With ``time_slicing``: the cores are handed out in slices of this many ms, round-robin (a
+    phase woken onto busy cores waits for a running one's slice to end); 0: processor sharing."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -153,6 +156,8 @@ class Host:
             core["handoff_ms"] = self.handoff_ms
         if self.handoff_dist != "constant":
             core["handoff_dist"] = self.handoff_dist
+        if self.slice_ms:
+            core["slice_ms"] = self.slice_ms
         if self.interpreter is not None:
             core["interpreter"] = {
                 "batch_ms": self.interpreter.batch_ms,
@@ -362,9 +367,12 @@ def _host(t: Table) -> Host:
     handoff_dist = t.raw.get("handoff_dist", "constant")
     if handoff_dist not in ("constant", "exponential"):
         t.fail("handoff_dist", "must be constant or exponential")
+    slice_ms = t.number("slice_ms", low=0, default=0.0)
+    if slice_ms and not slicing:
+        t.fail("slice_ms", "must be 0 without time_slicing = true")
     return Host(
         gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter, slicing,
-        handoff, handoff_dist,
+        handoff, handoff_dist, slice_ms,
     )  # fmt: skip
 
 

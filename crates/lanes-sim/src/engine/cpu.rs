@@ -12,7 +12,7 @@
 //! `host.handoff_dist = "exponential"` a draw with that mean. With an interpreter
 //! lock they then ask for the lock (FCFS, a pool of one); every phase then
 //! asks for a core (FCFS, `cpu_cores`; with `host.time_slicing` it runs at
-//! once on the time-sliced cores, [`crate::host::SlicedCores`]). A phase
+//! once on the time-sliced cores, [`crate::host::TimeShared`]). A phase
 //! holds lock and core for its cost and releases both at its end. A lock released to
 //! a waiting phase stays idle `convoy` ns (that thread waking) before the
 //! phase asks for its core. Other phases only queue for a core. Background
@@ -22,7 +22,7 @@
 use super::event::Ev;
 use super::request::Phase;
 use super::Sim;
-use crate::host::{CpuPool, SlicedCores};
+use crate::host::{CpuPool, TimeShared};
 
 /// CPU-pool tokens with this bit are batches waiting for a core
 /// (`host.shared_cores`); the rest are requests' CPU phases.
@@ -99,7 +99,7 @@ impl Sim<'_> {
     pub(super) fn take_core(&mut self, token: u32, cost: u64) {
         if let Some(cores) = self.sliced.as_mut() {
             if let Some(t) = cores.start(token, cost, self.now) {
-                let v = cores.version;
+                let v = cores.version();
                 self.at(t, Ev::Cores(v));
             }
             return;
@@ -117,7 +117,7 @@ impl Sim<'_> {
         let cores = self.sliced.as_mut().expect("only with time slicing");
         let mut done = std::mem::take(&mut self.done);
         if let Some(t) = cores.finish(version, self.now, &mut done) {
-            let v = cores.version;
+            let v = cores.version();
             self.at(t, Ev::Cores(v));
         }
         for &token in &done {
@@ -136,7 +136,7 @@ impl Sim<'_> {
     pub(super) fn cpu_busy(&self) -> u64 {
         self.sliced
             .as_ref()
-            .map_or(self.cpu.busy(), SlicedCores::busy)
+            .map_or(self.cpu.busy(), TimeShared::busy)
     }
 
     /// The cost of the lock-holding phase `token`, ns.

@@ -27,7 +27,8 @@
 //! background slices queue for cores throughout the run; with
 //! `host.handoff_ms` each request's CPU phase starts after its thread wakes;
 //! with `host.time_slicing` the cores are shared among every runnable phase
-//! (and, with `shared_cores`, every running batch) instead of queued for.
+//! (and, with `shared_cores`, every running batch) instead of queued for —
+//! with `host.slice_ms` in slices, round-robin.
 //!
 //! Each concept's rule is in its (private) module, all methods of one run's
 //! `Sim`:
@@ -53,7 +54,7 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
 use crate::config::{Cost, Dist, Interpreter, Mode, Scenario, SimError, BUSY_SLICE_MS};
-use crate::host::{CpuPool, Gpu, SlicedCores};
+use crate::host::{CpuPool, Gpu, TimeShared};
 use crate::stats::{PointResult, Recorder};
 use crate::workload::CostSampler;
 use batch::{serving_state, SimBatch};
@@ -75,7 +76,7 @@ struct Sim<'a> {
     free: Vec<u32>,
     cpu: CpuPool<u32>,
     /// The cores time-sliced instead (`host.time_slicing`): `cpu` unused.
-    sliced: Option<SlicedCores>,
+    sliced: Option<TimeShared>,
     /// The interpreter lock: a pool of one (`host.interpreter`).
     lock: Option<CpuPool<u32>>,
     /// A batch's Python work, a thread's wake-up (the interpreter's, or
@@ -171,10 +172,9 @@ impl<'a> Sim<'a> {
             reqs: Vec::with_capacity(1024),
             free: Vec::new(),
             cpu: CpuPool::new(sc.host.cpu_cores),
-            sliced: sc
-                .host
-                .time_slicing
-                .then(|| SlicedCores::new(sc.host.cpu_cores)),
+            sliced: sc.host.time_slicing.then(|| {
+                TimeShared::new(sc.host.cpu_cores, (sc.host.slice_ms * 1e6).round() as u64)
+            }),
             lock: lock.map(|_| CpuPool::new(1)),
             batch_py: lock_ns(|i| i.batch_ms),
             handoff: match lock {
