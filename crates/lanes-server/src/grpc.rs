@@ -36,7 +36,7 @@ use std::time::Duration;
 use hyper::body::Incoming;
 use hyper::server::conn::http2;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tonic::codegen::Service;
 use tonic::{Request, Response, Status};
@@ -46,7 +46,6 @@ use crate::app::{App, Failure};
 use crate::backend::Backend;
 use crate::runner::{Admitted, Produced};
 use crate::signature::Spec;
-use crate::streams::{Served, Streams};
 
 /// The gRPC service over an [`App`].
 pub struct GrpcFront<B: Backend> {
@@ -211,8 +210,7 @@ where
 pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Serves gRPC on `listener` until `shutdown` resolves: one hyper HTTP/2
-/// connection task per client, its calls (into the generated tonic service)
-/// polled in that task ([`crate::streams`]).
+/// connection task per client, each call into the generated tonic service.
 ///
 /// **Rule** (why not tonic's own server): tonic's transport answers a call
 /// whose `grpc-timeout` passes with `CANCELLED` from its own timer, racing
@@ -230,6 +228,11 @@ where
     })
     .max_decoding_message_size(app.codec.max_body_bytes)
     .max_encoding_message_size(usize::MAX);
+    let mut builder = http2::Builder::new(TokioExecutor::new());
+    builder
+        .timer(TokioTimer::new())
+        .keep_alive_interval(limits.keepalive_interval)
+        .keep_alive_timeout(KEEPALIVE_TIMEOUT);
     let acceptor = Acceptor::new(listener, limits.max_connections);
     let (closing, _) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
@@ -244,20 +247,15 @@ where
             let mut service = service.clone();
             async move { service.call(request.map(tonic::body::Body::new)).await }
         });
-        let streams = Streams::default();
-        let connection = http2::Builder::new(streams.clone())
-            .timer(TokioTimer::new())
-            .keep_alive_interval(limits.keepalive_interval)
-            .keep_alive_timeout(KEEPALIVE_TIMEOUT)
-            .serve_connection(io, calls);
-        let mut served = Served::new(connection, streams);
+        let connection = builder.serve_connection(io, calls);
         let mut closing = closing.subscribe();
         tokio::spawn(async move {
+            tokio::pin!(connection);
             tokio::select! {
-                _ = &mut served => return,
-                _ = closing.changed() => served.connection().graceful_shutdown(),
+                _ = connection.as_mut() => return,
+                _ = closing.changed() => connection.as_mut().graceful_shutdown(),
             }
-            let _ = served.await;
+            let _ = connection.await;
         });
     }
     drop(acceptor); // the listener closes: new clients are refused, not left hanging

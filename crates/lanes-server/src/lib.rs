@@ -18,7 +18,6 @@
 //! - [`clock`]: the driver's clock (tokio's, so tests can pause it).
 //! - [`error`]: [`ServerError`], the coded errors a client can get back.
 //! - [`grpc`]: the KServe v2 gRPC front end: tonic's service on hyper's HTTP/2 (`tritonclient.grpc`).
-//! - [`streams`]: an HTTP/2 connection whose streams (calls) run in its own task.
 //! - [`http`]: the KServe v2 REST front end on hyper (routes, statuses and
 //!   error bodies of today's server).
 //! - [`signature`]: a model's declared tensors and the edge's check of a
@@ -61,7 +60,6 @@ pub mod runner;
 pub mod server;
 pub mod signature;
 pub mod stats;
-pub mod streams;
 pub mod timeline;
 pub mod zoo;
 
