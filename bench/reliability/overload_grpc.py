@@ -82,12 +82,12 @@ def request(deadline_ms: float | None) -> dict[str, Any]:
 def ghz(
     target: str, rate: float, seconds: float, deadline_ms: float | None, workers: int
 ) -> dict[str, Any]:
-    """One bounded fixed-rate ghz run; its report in protocols' common shape plus the raw
-    counts, and the command."""
+    """One bounded fixed-rate ghz run (at ``rate`` rounded: ghz takes whole calls a second);
+    its report in protocols' common shape plus the raw counts, and the command."""
     with tempfile.TemporaryDirectory() as tmp:
         data, out = Path(tmp) / "request.json", Path(tmp) / "report.json"
         data.write_text(json.dumps(request(deadline_ms)))
-        cmd = ghz_command(find_ghz(), PROTO, target, data, rate, seconds, out)
+        cmd = ghz_command(find_ghz(), PROTO, target, data, round(rate), seconds, out)
         cmd[cmd.index("-c") + 1] = str(workers)
         subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, timeout=seconds + 120)
         report = json.loads(out.read_text())
