@@ -25,12 +25,16 @@ figure enters, so every p50, p99 and goodput is a prediction):
    ``independent`` it is, and that is the model's time slicing, not the cost). A cell is one
    run's batches of one model and size, counted with at least 10 batches. Each point of a
    service's cost curve (batch of 1, and each ``batch_ms`` size) becomes the median over runs of
-   the cell's median ``measured_ms`` where at least 3 runs have that cell; else measure.py's
-   figure x the model's factor (the median over its cells of ``measured_ms`` ÷ measure.py's cost
-   at that size: the live server's runtime calls run about 1.2x slower than the native timer's,
-   back to back on an otherwise idle core). Then every point gains the median time a device is
-   held beyond its runtime call (``hold_ms``: the driver and the device thread handing the
-   batch over and back). Without ``timelines.json`` the scenario's costs are used as they are.
+   the cell's median ``measured_ms`` where at least 3 runs have that cell; else the point read
+   off at the nearest size below (or above) times the scenario's own ratio between the two
+   sizes, the hold taken off its points as this rule writes them (so a scenario written from
+   this script's output comes back unchanged); else, with no point read off at all, the
+   scenario's figure x the model's factor (the median over its cells of ``measured_ms`` ÷ the
+   scenario's cost at that size: the live server's runtime calls run about 1.2x slower than
+   measure.py's native timer, back to back on an otherwise idle core). Then every point gains
+   the median time a device is held beyond its runtime call (``hold_ms``: the driver and the
+   device thread handing the batch over and back). Without ``timelines.json`` the scenario's
+   costs are used as they are.
 
 1. ``busy_cores`` — *measured*: the machine's busy cores minus the server process's, per run
    (``server.cpu_busy_per_core`` summed, minus ``process_cpu_s / window_s``), median over runs.
@@ -60,11 +64,29 @@ figure enters, so every p50, p99 and goodput is a prediction):
    ``lone.json``, that closed-loop figure is used (``p50 / slowdown`` in every run; median over
    models and server starts). The client's own latency is in both.
 
+4. With the per-thread CPU of a live server (``threads/*.md`` in the results folder, or
+   ``--threads DIR``: ``bench/calibrate/threads.py``'s output, each thread's CPU and run delay
+   at one rate under ``fifo``, one file per rate, with the lab run's build), rules 0 and 2 split
+   a batch's wall time as the threads show it instead. A device thread is on a core for ``cpu /
+   (cpu + run delay)`` of its time (*measured*; 0.86 at 600 req/s on this host; a later build's
+   device threads: 0.91 at 200, 0.83 at 1,000): each of rule 0's cells (a run's median runtime
+   call) is scaled by that share at the run's offered rate (linear between the measured rates)
+   before anything else (the hold is added as it is), because the simulated cores add the
+   waiting themselves — charged as work too, it counted twice under load. The I/O threads' and
+   the other threads' CPU, least squares over the rates as ``a + p * rate`` (*measured*; with one
+   rate ``a`` = 0), replace rule 2's ``a`` and ``p``, with ``q`` = 0. The fit of rule 2 is still
+   made, and printed, as a check of the split against the runs' process CPU.
+5. ``host.slice_ms`` — *measured*, with ``--slices`` only: the slice two threads that both run
+   on one core alternate at (``slices.json`` in the results folder, by
+   ``bench/calibrate/slices.py``: its ``runs`` p50). Without ``--slices`` the scenario's own
+   ``slice_ms`` is kept.
+
 Every level and every policy is then simulated with that one scenario (``--fcfs``: with the
 cores first come, first served instead of time-sliced, to see what the slicing changes).
 
 Run:  python bench/calibrate/compare.py RESULTS [--scenario FILE] [--seeds 3]
-      [--requests 40000] [--fcfs] [--markdown OUT.md]
+      [--requests 40000] [--fcfs] [--wall-time] [--threads DIR] [--slices] [--markdown OUT.md]
+      (``--wall-time``: rules 0 and 2 as without rule 4)
 """
 
 from __future__ import annotations
@@ -73,8 +95,10 @@ import argparse
 import itertools
 import json
 import math
+import re
 import statistics
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -102,6 +126,83 @@ def load_runs(results: Path) -> list[dict[str, Any]]:
 
 
 @dataclass(frozen=True)
+class ThreadLevel:
+    """threads.py at one rate: CPU by thread, cores."""
+
+    rate_rps: float
+    device_cpu: float
+    """The device threads' CPU."""
+    device_delay: float
+    """The device threads' run delay (runnable, waiting for a core)."""
+    io_cores: float
+    """The I/O threads' CPU (they also run the hooks)."""
+    other_cores: float
+    """Every other thread's CPU."""
+
+
+@dataclass(frozen=True)
+class Threads:
+    """Rule 4 of the module docs: a live server's CPU by thread, at several rates."""
+
+    levels: tuple[ThreadLevel, ...]
+    """By rate."""
+
+    def on_core(self, rate: float) -> float:
+        """The device threads' CPU ÷ (CPU + run delay) at ``rate``: linear between the measured
+        rates, the nearest one's outside them."""
+        pts = [(t.rate_rps, t.device_cpu / (t.device_cpu + t.device_delay)) for t in self.levels]
+        if rate <= pts[0][0]:
+            return pts[0][1]
+        for (x0, y0), (x1, y1) in itertools.pairwise(pts):
+            if rate <= x1:
+                return y0 + (y1 - y0) * (rate - x0) / (x1 - x0)
+        return pts[-1][1]
+
+    def io_fit(self) -> tuple[float, float]:
+        """``(a, p)``: least squares of ``I/O + other threads' cores = a + p * rate``; ``a`` in
+        cores, ``p`` in ms per request."""
+        xs = [t.rate_rps for t in self.levels]
+        ys = [t.io_cores + t.other_cores for t in self.levels]
+        if len(xs) == 1:
+            return 0.0, ys[0] / xs[0] * 1e3
+        mx, my = statistics.fmean(xs), statistics.fmean(ys)
+        p = math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+        p /= math.fsum((x - mx) ** 2 for x in xs)
+        return my - p * mx, p * 1e3
+
+
+def load_threads(folder: Path) -> Threads | None:
+    """Every ``*.md`` of ``folder`` (threads.py's output: a ``# ... RATE req/s ...`` head and the
+    table ``| name | count | CPU, cores | run delay, cores |``), or ``None`` if there is none."""
+    levels = []
+    for path in sorted(folder.glob("*.md")):
+        text = path.read_text()
+        rate = re.search(r"^# .*?(\d[\d,]*) req/s", text, re.M)
+        rows = re.findall(r"^\| ([\w-]+)[^|]*\| (\d+) \| ([\d.]+) \| ([\d.]+) \|$", text, re.M)
+        if rate is None or not rows:
+            sys.exit(f"compare: {path} holds no rate or thread table")
+        device = [(float(c), float(d)) for name, _, c, d in rows if name.startswith("lanes-device")]
+        io = sum(float(c) for name, _, c, _ in rows if name == "lanes-serve-io")
+        other = sum(
+            float(c)
+            for name, _, c, _ in rows
+            if name != "lanes-serve-io" and not name.startswith("lanes-device")
+        )
+        levels.append(
+            ThreadLevel(
+                float(rate.group(1).replace(",", "")),
+                sum(c for c, _ in device),
+                sum(d for _, d in device),
+                io,
+                other,
+            )
+        )
+    if not levels:
+        return None
+    return Threads(tuple(sorted(levels, key=lambda t: t.rate_rps)))
+
+
+@dataclass(frozen=True)
 class Fit:
     """What :func:`fit` reads off a run (see the module docs)."""
 
@@ -119,6 +220,10 @@ class Fit:
     """A lone request's latency beyond its modelled work, per wake-up, ms."""
     in_situ: tuple[InSitu, ...] = ()
     """Rule 0: each service's cost curve in the live server."""
+    threads: Threads | None = None
+    """Rule 4: the split by thread, when it was applied."""
+    check: tuple[float, float, float] | None = None
+    """Rule 4's check: rule 2's ``(a, p, q)`` with the split's device costs."""
 
 
 ENGINE_POLICIES = ("fifo", "sjf")
@@ -131,8 +236,13 @@ MIN_RUNS = 3
 """Rule 0: a cost-curve point is read off the timelines when this many runs have its cell."""
 
 
-def in_situ(timelines: dict[str, Any], scenario: Scenario) -> tuple[InSitu, ...]:
-    """Rule 0 of the module docs: each service's measured points, factor and the hold."""
+def in_situ(
+    timelines: dict[str, Any],
+    scenario: Scenario,
+    on_core: Callable[[str], float] = lambda run: 1.0,
+) -> tuple[InSitu, ...]:
+    """Rule 0 of the module docs: each service's measured points, factor and the hold; each
+    cell's runtime call x ``on_core(run)`` (rule 4)."""
     by_name = {s.name: s for s in scenario.services}
     cells: dict[tuple[str, int], list[float]] = {}
     ratios: dict[str, list[float]] = {name: [] for name in by_name}
@@ -147,8 +257,9 @@ def in_situ(timelines: dict[str, Any], scenario: Scenario) -> tuple[InSitu, ...]
                 continue
             for n, cell in per_size.items():
                 if cell["batches"] >= MIN_BATCHES:
-                    cells.setdefault((model, int(n)), []).append(cell["measured_ms"])
-                    ratios[model].append(cell["measured_ms"] / batch_cost(by_name[model], int(n)))
+                    ms = cell["measured_ms"] * on_core(run)
+                    cells.setdefault((model, int(n)), []).append(ms)
+                    ratios[model].append(ms / batch_cost(by_name[model], int(n)))
     if not holds or not all(ratios.values()):
         sys.exit(f"compare: the timelines hold no {' or '.join(ENGINE_POLICIES)} batches")
     hold = statistics.median(holds)
@@ -156,12 +267,22 @@ def in_situ(timelines: dict[str, Any], scenario: Scenario) -> tuple[InSitu, ...]
     for name, s in by_name.items():
         factor = statistics.median(ratios[name])
         sizes = [1] + ([n for n, _ in s.batching.batch_ms] if s.batching is not None else [])
+        read = {
+            n: statistics.median(cells[(name, n)])
+            for n in sizes
+            if len(cells.get((name, n), [])) >= MIN_RUNS
+        }
         points = {}
         for n in sizes:
-            xs = cells.get((name, n), [])
-            measured = len(xs) >= MIN_RUNS
-            ms = statistics.median(xs) if measured else batch_cost(s, n) * factor
-            points[n] = (ms + hold, measured)
+            if n in read:
+                ms = read[n]
+            elif read:
+                # The scenario's curve from the nearest point read off (below n if any).
+                m = max((k for k in read if k < n), default=min(read))
+                ms = read[m] * (batch_cost(s, n) - hold) / (batch_cost(s, m) - hold)
+            else:
+                ms = batch_cost(s, n) * factor
+            points[n] = (ms + hold, n in read)
         out.append(InSitu(name, factor, hold, tuple(sorted(points.items()))))
     return tuple(out)
 
@@ -201,13 +322,16 @@ def fit(
     scenario: Scenario,
     timelines: dict[str, Any] | None = None,
     lone: dict[str, Any] | None = None,
+    threads: Threads | None = None,
 ) -> Fit:
     """The run's figures the model takes, by the rules in the module docs; ``scenario`` has
     measure.py's device costs (rule 0 scales them when ``timelines`` are given; rule 3 reads
-    ``lone`` when given)."""
+    ``lone`` when given; rule 4 splits them by ``threads`` when given)."""
     costs: tuple[InSitu, ...] = ()
     if timelines:
-        costs = in_situ(timelines, scenario)
+        share = (lambda run: 1.0) if threads is None else threads.on_core
+        rates = {r["id"]: r["offered"]["rate_rps"] for r in runs}
+        costs = in_situ(timelines, scenario, lambda run: share(rates[run]))
         scenario = with_costs(scenario, costs)
     others, rows, ys, sizes = [], [], [], []
     for r in runs:
@@ -234,6 +358,16 @@ def fit(
         statistics.median(sizes),
         in_situ=costs,
     )
+    if threads is not None:
+        io_a, io_p = threads.io_fit()
+        f = replace(
+            f,
+            server_cores=max(0.0, io_a),
+            request_ms=io_p,
+            batch_ms=0.0,
+            threads=threads,
+            check=(a, p * 1e3, q * 1e3),
+        )
     scaled = calibrated(scenario, replace(f, in_situ=()))
     return replace(f, handoff_ms=handoff_ms(runs, scaled, lone))
 
@@ -298,10 +432,16 @@ def batch_cost(service: Service, n: float) -> float:
 
 
 def calibrated(
-    scenario: Scenario, f: Fit, *, slicing: bool = True, handoff_dist: str = "exponential"
+    scenario: Scenario,
+    f: Fit,
+    *,
+    slicing: bool = True,
+    handoff_dist: str = "exponential",
+    slice_ms: float | None = None,
 ) -> Scenario:
     """``scenario`` (measure.py's costs) on shared, time-sliced (or with ``slicing`` false,
-    queued-for) cores with the run's figures ``f``."""
+    queued-for) cores with the run's figures ``f``; ``slice_ms`` (rule 5) when given, else the
+    scenario's own."""
     if f.in_situ:
         scenario = with_costs(scenario, f.in_situ)
     mix = sum(s.share * (s.pre.mean_ms + s.post.mean_ms) for s in scenario.services)
@@ -317,6 +457,7 @@ def calibrated(
         handoff_ms=f.handoff_ms,
         handoff_dist=handoff_dist,
         interpreter=None,
+        slice_ms=(scenario.host.slice_ms if slice_ms is None else slice_ms) if slicing else 0.0,
     )
     return replace(scenario, host=host, services=tuple(services))
 
@@ -328,6 +469,7 @@ def scenario_lines(scenario: Scenario) -> str:
         f"busy_cores = {h.busy_cores:.3f}",
         f"handoff_ms = {h.handoff_ms:.3f}",
         f"time_slicing = {str(h.time_slicing).lower()}",
+        f"slice_ms = {h.slice_ms:g}",
     ]
     for s in scenario.services:
         lines.append(f"# {s.name}")
@@ -453,6 +595,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--fcfs", action="store_true", help="cores first come, first served, not time-sliced"
     )
+    ap.add_argument(
+        "--wall-time", action="store_true", help="rules 0 and 2 without threads/ (rule 4)"
+    )
+    ap.add_argument(
+        "--threads", type=Path, help="rule 4's folder of threads.py outputs (RESULTS/threads)"
+    )
+    ap.add_argument("--slices", action="store_true", help="host.slice_ms from slices.json (rule 5)")
     args = ap.parse_args(argv)
     runs = load_runs(args.results)
     base = Scenario.load(args.scenario)
@@ -460,8 +609,15 @@ def main(argv: list[str] | None = None) -> int:
     timelines = json.loads(tl.read_text()) if tl.exists() else None
     lone_file = args.results / "lone.json"
     lone = json.loads(lone_file.read_text()) if lone_file.exists() else None
-    f = fit(runs, base, timelines, lone)
-    scenario = calibrated(base, f, slicing=not args.fcfs)
+    threads = None if args.wall_time else load_threads(args.threads or args.results / "threads")
+    f = fit(runs, base, timelines, lone, threads)
+    slice_ms = None
+    if args.slices:
+        slices_file = args.results / "slices.json"
+        if not slices_file.exists():
+            sys.exit(f"compare: --slices needs {slices_file} (bench/calibrate/slices.py)")
+        slice_ms = json.loads(slices_file.read_text())["runs"]["p50_ms"]
+    scenario = calibrated(base, f, slicing=not args.fcfs, slice_ms=slice_ms)
     meas = measured(runs)
     variants = sorted({k[0] for k in meas})
     rates = sorted({k[1] for k in meas})
@@ -470,13 +626,25 @@ def main(argv: list[str] | None = None) -> int:
     head = (
         f"read off the run: load generators {f.busy_cores:.3f} cores (measured); server "
         f"{f.server_cores:.3f} cores + {f.request_ms:.3f} ms per request + {f.batch_ms:.3f} ms "
-        f"per batch (median batch {f.batch_size:.2f}) beyond its devices (fitted); thread "
+        f"per batch (median batch {f.batch_size:.2f}) beyond its devices "
+        f"({'measured by thread, rule 4' if f.threads else 'fitted'}); thread "
         f"wake-up {f.handoff_ms:.3f} ms (measured, {'lone.json' if lone else 'closed loop'}). "
         f"Scenario {args.scenario.name} with shared "
         f"{cores} cores, busy_cores {scenario.host.busy_cores:.3f}, pre + "
         f"{scenario.services[0].pre.mean_ms - base.services[0].pre.mean_ms:.3f} ms; "
         f"{args.seeds} seeds x {args.requests} requests"
     )
+    if f.threads is not None and f.check is not None:
+        a, p, q = f.check
+        shares = ", ".join(
+            f"{t.rate_rps:.0f} req/s {f.threads.on_core(t.rate_rps):.3f}" for t in f.threads.levels
+        )
+        head += (
+            f"; split by thread: device threads on a core ({shares}), I/O and other threads "
+            f"{f.server_cores:.3f} cores + {f.request_ms:.3f} ms per request (rule 2's fit with "
+            f"these device costs, a check: {a:.3f} cores + {p:.3f} ms per request + {q:.3f} ms "
+            f"per batch)"
+        )
     if f.in_situ:
         head += (
             "; device costs in situ (timelines): "
