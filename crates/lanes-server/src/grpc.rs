@@ -232,7 +232,10 @@ where
     builder
         .timer(TokioTimer::new())
         .keep_alive_interval(limits.keepalive_interval)
-        .keep_alive_timeout(KEEPALIVE_TIMEOUT);
+        .keep_alive_timeout(KEEPALIVE_TIMEOUT)
+        // gRPC servers send no `Date` (grpc-go and C-core do not); hyper would
+        // format and HPACK-encode one on every response.
+        .auto_date_header(false);
     let acceptor = Acceptor::new(listener, limits.max_connections);
     let (closing, _) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);

@@ -191,6 +191,7 @@ async fn refusals_carry_the_rest_messages_and_canonical_codes() {
 
 /// One unary `ModelInfer` call over a fresh HTTP/2 connection, framed by
 /// hand, with `grpc-timeout: timeout`: its `grpc-status` and `grpc-message`.
+/// Checks that the answer has no `Date` header (gRPC servers send none).
 async fn raw_call(
     address: SocketAddr,
     request: &ModelInferRequest,
@@ -220,6 +221,7 @@ async fn raw_call(
     .unwrap();
     let response = sender.send_request(call).await.unwrap();
     let head = response.headers().clone();
+    assert!(head.get("date").is_none(), "{head:?}");
     let body = response.into_body().collect().await.unwrap();
     let trailers = body.trailers().cloned().unwrap_or_default();
     let field = |name: &str| {
