@@ -66,7 +66,7 @@ def test_nodes_from_ray_keeps_alive_nodes_and_counts_gpus():
         (FleetConfig(models=Path("/no/such/repo")), "--models /no/such/repo: no such folder"),
         (FleetConfig(serve_args=("--port", "1")), "lanes serve option '--port'"),
         (FleetConfig(serve_args=("--devices=sim:1",)), "lanes serve option '--devices=sim:1'"),
-        (FleetConfig(serve_args=("--policy", "nope")), "lanes serve options: policy = 'nope'"),
+        (FleetConfig(serve_args=("--policy", "nope")), "lanes serve options: --policy = 'nope'"),
         (FleetConfig(serve_args=("--bogus",)), "lanes serve options: unrecognized arguments"),
         (FleetConfig(devices="gpu:1"), "lanes serve options: --devices 'gpu:1'"),
     ],
