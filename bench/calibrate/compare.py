@@ -530,14 +530,16 @@ def scenario_rate(scenario: Scenario) -> float:
 
 KNEE = 0.90
 """A level is below the knee when its measured goodput is at least this share of the offer."""
+TARGET = 0.15
+"""Issue 15's target: predictions within this share of the measurement up to the knee."""
 
 
 def summary(
     meas: dict[tuple[str, float], dict[str, float]],
     pred: dict[tuple[str, float], dict[str, float]],
 ) -> str:
-    """Per variant, the relative errors' range over the levels below the knee, and how many
-    predictions fall within the repeats' own range."""
+    """Per variant, the relative errors' range over the levels below the knee, how many
+    predictions fall within the repeats' own range and how many within ``TARGET``."""
     lines = [f"below the knee (measured goodput >= {KNEE:.0%} of the offer):"]
     for variant in sorted({k[0] for k in meas}):
         keys = [k for k in sorted(meas) if k[0] == variant and meas[k]["goodput"] >= KNEE * k[1]]
@@ -549,8 +551,10 @@ def summary(
             inside = sum(
                 meas[k][name + "_lo"] <= pred[k][name] <= meas[k][name + "_hi"] for k in keys
             )
+            near = sum(abs(e) <= TARGET * 100 for e in errs)
             parts.append(
-                f"{name} {min(errs):+.0f} to {max(errs):+.0f} % ({inside}/{len(keys)} in range)"
+                f"{name} {min(errs):+.0f} to {max(errs):+.0f} % ({inside}/{len(keys)} in range, "
+                f"{near}/{len(keys)} within {TARGET:.0%})"
             )
         rates = ", ".join(f"{k[1]:.0f}" for k in keys)
         lines.append(f"- {variant} ({rates} req/s): " + "; ".join(parts))
