@@ -45,6 +45,7 @@ import threading
 import time
 import urllib.request
 from collections import Counter
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,13 @@ def capacity(url: str, args: argparse.Namespace) -> tuple[float, list[dict[str, 
         print(f"  capacity step {rate:.0f}/s: {'pass' if ok else 'fail'} {steps[-1]}")
         return ok
 
-    low, high = 0.0, args.start_rate
+    return highest_passing(step, args.start_rate), steps
+
+
+def highest_passing(step: Callable[[float], bool], start_rate: float) -> float:
+    """The highest rate ``step`` passes: rates x1.5 from ``start_rate`` until one fails, then
+    three bisections of the bracket [last pass, first fail]; 0 when the first fails."""
+    low, high = 0.0, start_rate
     while step(high):
         low, high = high, high * 1.5
     for _ in range(3):
@@ -111,7 +118,7 @@ def capacity(url: str, args: argparse.Namespace) -> tuple[float, list[dict[str, 
             low = mid
         else:
             high = mid
-    return low, steps
+    return low
 
 
 def sample_memory(server: Server, every: float, stop: threading.Event) -> list[list[float]]:
@@ -145,7 +152,6 @@ async def probe(
 ) -> list[tuple[int, float]]:
     """(status, latency ms from the intended send) of an open-loop Poisson stream; status 0 for
     a failed request."""
-    rng = random.Random(2)
     records: list[tuple[int, float]] = []
     headers = {"Content-Type": "application/json", "lanes-timeout-ms": f"{deadline_ms:g}"}
     timeout = aiohttp.ClientTimeout(total=10)
@@ -160,17 +166,25 @@ async def probe(
                 status = 0
             records.append((status, (time.monotonic() - intended) * 1e3))
 
-        tasks: list[asyncio.Task[None]] = []
-        start = time.monotonic()
-        at = start
-        while True:
-            at += rng.expovariate(rate)
-            if at - start >= seconds:
-                break
-            await asyncio.sleep(max(0.0, at - time.monotonic()))
-            tasks.append(asyncio.create_task(one(at)))
-        await asyncio.gather(*tasks)
+        await poisson(rate, seconds, one)
     return records
+
+
+async def poisson(
+    rate: float, seconds: float, one: Callable[[float], Coroutine[Any, Any, None]]
+) -> None:
+    """Calls ``one(intended send time)`` at Poisson arrivals of ``rate`` a second (seeded) for
+    ``seconds``, each in its own task, and waits for all of them."""
+    rng = random.Random(2)
+    tasks: list[asyncio.Task[None]] = []
+    start = at = time.monotonic()
+    while True:
+        at += rng.expovariate(rate)
+        if at - start >= seconds:
+            break
+        await asyncio.sleep(max(0.0, at - time.monotonic()))
+        tasks.append(asyncio.create_task(one(at)))
+    await asyncio.gather(*tasks)
 
 
 def overload(server: Server, rate: float, args: argparse.Namespace) -> dict[str, Any]:

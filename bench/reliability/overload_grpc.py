@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import random
 import shutil
 import subprocess
 import sys
@@ -50,7 +49,7 @@ from tritonclient.grpc import service_pb2
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve" / "peers"))
-from overload import memory_summary, ready, sample_memory
+from overload import highest_passing, memory_summary, poisson, ready, sample_memory
 from protocols import GRPC_CONNECTIONS, ghz_command, grpc_request, read_ghz
 from server import ModelKnobs, Server, percentiles, write_repository
 
@@ -113,23 +112,13 @@ def capacity(target: str, args: argparse.Namespace) -> tuple[float, list[dict[st
         print(f"  capacity step {rate:.0f}/s: {'pass' if ok else 'fail'} {steps[-1]}")
         return ok
 
-    low, high = 0.0, args.start_rate
-    while step(high):
-        low, high = high, high * 1.5
-    for _ in range(3):
-        mid = (low + high) / 2
-        if step(mid):
-            low = mid
-        else:
-            high = mid
-    return low, steps
+    return highest_passing(step, args.start_rate), steps
 
 
 async def probe(
     target: str, rate: float, seconds: float, deadline_ms: float
 ) -> list[tuple[str, float]]:
     """(code name, latency ms from the intended send) of an open-loop Poisson stream."""
-    rng = random.Random(2)
     message = service_pb2.ModelInferRequest(model_name="affine")
     message.inputs.add(name="x", datatype="FP32", shape=[1, 4])
     message.raw_input_contents.append(np.arange(1, 5, dtype="<f4").tobytes())
@@ -147,15 +136,7 @@ async def probe(
                 code = e.code().name
             records.append((code, (time.monotonic() - intended) * 1e3))
 
-        tasks: list[asyncio.Task[None]] = []
-        start = at = time.monotonic()
-        while True:
-            at += rng.expovariate(rate)
-            if at - start >= seconds:
-                break
-            await asyncio.sleep(max(0.0, at - time.monotonic()))
-            tasks.append(asyncio.create_task(one(at)))
-        await asyncio.gather(*tasks)
+        await poisson(rate, seconds, one)
     return records
 
 

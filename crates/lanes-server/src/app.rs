@@ -166,6 +166,12 @@ impl Failure {
     }
 }
 
+/// The deadline `ns` nanoseconds after `arrival`, the wait cut to
+/// [`MAX_TIMEOUT_NS`].
+pub fn deadline_after(arrival: Nanos, ns: f64) -> Nanos {
+    arrival.saturating_add(ns.min(MAX_TIMEOUT_NS as f64) as Nanos)
+}
+
 /// A server's lifecycle, in order: only `Ready` serves inferences; the
 /// others answer readiness and inference with 503 naming the phase.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -417,7 +423,7 @@ where
         let rows = entry
             .signature
             .check(&request, entry.batching.max_batch_size > 0)?;
-        let after = |ns: f64| arrival.saturating_add(ns.min(MAX_TIMEOUT_NS as f64) as Nanos);
+        let after = |ns: f64| deadline_after(arrival, ns);
         let deadline = match request.timeout_us {
             Some(0) => {
                 return Err(Failure::BadRequest(

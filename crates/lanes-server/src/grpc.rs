@@ -20,7 +20,12 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
+use hyper::body::Incoming;
+use hyper::server::conn::http2;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use lanes_kserve::grpc;
 use lanes_kserve::proto::grpc_inference_service_server::{
     GrpcInferenceService, GrpcInferenceServiceServer,
@@ -31,18 +36,12 @@ use lanes_kserve::proto::{
     ServerLiveRequest, ServerLiveResponse, ServerMetadataRequest, ServerMetadataResponse,
     ServerReadyRequest, ServerReadyResponse,
 };
-use std::time::Duration;
-
-use hyper::body::Incoming;
-use hyper::server::conn::http2;
-use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use tokio::net::TcpListener;
 use tonic::codegen::Service;
 use tonic::{Request, Response, Status};
 
 use crate::accept::{Acceptor, Connection};
-use crate::app::{App, Failure};
+use crate::app::{deadline_after, App, Failure};
 use crate::backend::Backend;
 use crate::runner::{Admitted, Produced};
 use crate::signature::Spec;
@@ -168,7 +167,6 @@ where
         request: Request<ModelInferRequest>,
     ) -> Result<Response<ModelInferResponse>, Status> {
         let _in_flight = self.app.in_flight.enter();
-        let started = tokio::time::Instant::now();
         let arrival = self.app.handle.clock().now();
         let edge_deadline = request
             .metadata()
@@ -190,15 +188,13 @@ where
         // still-queued request out of its queue.
         let answer = match edge_deadline {
             Some(ns) => {
-                let within = Duration::from_nanos(ns.min(u64::MAX as f64) as u64);
-                tokio::time::timeout_at(started + within, run)
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(Failure::Expired(format!(
-                            "model '{}': the call's grpc-timeout passed",
-                            self.app.models[ix].name
-                        )))
-                    })
+                let cut = self.app.handle.clock().instant(deadline_after(arrival, ns));
+                tokio::time::timeout_at(cut, run).await.unwrap_or_else(|_| {
+                    Err(Failure::Expired(format!(
+                        "model '{}': the call's grpc-timeout passed",
+                        self.app.models[ix].name
+                    )))
+                })
             }
             None => run.await,
         };
