@@ -16,13 +16,18 @@
 //! double becomes null). Responses carry every output in
 //! `raw_output_contents`, which is what `tritonclient.grpc` reads; the REST
 //! `binary_data` flags do not apply.
+//!
+//! The other way, for clients (`lanes bench` sending a REST body over gRPC):
+//! [`encode_request`] writes a validated request as the `ModelInferRequest`
+//! that [`decode_request`] maps back to it — every input in
+//! `raw_input_contents`, parameters as the `InferParameter` of their JSON type.
 
 use bytes::Bytes;
 use serde_json::{Map, Number, Value};
 
 use crate::error::KserveError;
 use crate::proto::infer_parameter::ParameterChoice;
-use crate::proto::model_infer_request::InferInputTensor;
+use crate::proto::model_infer_request::{InferInputTensor, InferRequestedOutputTensor};
 use crate::proto::model_infer_response::InferOutputTensor;
 use crate::proto::{InferParameter, InferTensorContents, ModelInferRequest, ModelInferResponse};
 use crate::request::{
@@ -267,6 +272,95 @@ fn parameters_of(map: std::collections::HashMap<String, InferParameter>) -> Para
     out
 }
 
+/// The `ModelInferRequest` of `request`, which [`decode_request`] maps back to
+/// it: inputs in order with their data in `raw_input_contents`, the named
+/// outputs with their parameters, request parameters by JSON type (a boolean,
+/// an integer as `int64` or, past it, `uint64`, another number as `double`, a
+/// string). A parameter that is null, an array or an object has no gRPC form:
+/// a 400 naming it.
+pub fn encode_request(request: &InferRequest) -> Result<ModelInferRequest, KserveError> {
+    let inputs = request
+        .inputs
+        .iter()
+        .map(|input| InferInputTensor {
+            name: input.name.clone(),
+            datatype: input.tensor.datatype().name().to_owned(),
+            shape: dims(input.tensor.shape()),
+            parameters: Default::default(),
+            contents: None,
+        })
+        .collect();
+    let raw_input_contents = request.inputs.iter().map(|i| i.tensor.raw()).collect();
+    let outputs = match &request.outputs {
+        None => Vec::new(),
+        Some(outputs) => outputs
+            .iter()
+            .map(|o| {
+                Ok(InferRequestedOutputTensor {
+                    name: o.name.clone(),
+                    parameters: infer_parameters(&o.parameters, &format!("output '{}'", o.name))?,
+                })
+            })
+            .collect::<Result<_, KserveError>>()?,
+    };
+    Ok(ModelInferRequest {
+        model_name: request.model.name.clone(),
+        model_version: request.model.version.clone().unwrap_or_default(),
+        id: request.id.clone().unwrap_or_default(),
+        parameters: infer_parameters(&request.parameters, "the request")?,
+        inputs,
+        outputs,
+        raw_input_contents,
+    })
+}
+
+/// A validated shape as gRPC dims (validated tensors hold at most the body
+/// limit's elements, so every dim fits).
+fn dims(shape: &[u64]) -> Vec<i64> {
+    shape
+        .iter()
+        .map(|&d| i64::try_from(d).unwrap_or(i64::MAX))
+        .collect()
+}
+
+fn infer_parameters(
+    parameters: &Parameters,
+    owner: &str,
+) -> Result<std::collections::HashMap<String, InferParameter>, KserveError> {
+    parameters
+        .iter()
+        .map(|(key, value)| {
+            let choice = match value {
+                Value::Bool(b) => ParameterChoice::BoolParam(*b),
+                Value::String(s) => ParameterChoice::StringParam(s.clone()),
+                Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                    (Some(i), _, _) => ParameterChoice::Int64Param(i),
+                    (None, Some(u), _) => ParameterChoice::Uint64Param(u),
+                    (None, None, Some(d)) => ParameterChoice::DoubleParam(d),
+                    _ => {
+                        return Err(bad(format!(
+                            "{owner}: parameter '{key}' is not a number gRPC can carry"
+                        )))
+                    }
+                },
+                other => {
+                    return Err(bad(format!(
+                        "{owner}: parameter '{key}' is {}; gRPC parameters are booleans, \
+                         integers, numbers or strings",
+                        crate::request::json_type(other)
+                    )))
+                }
+            };
+            Ok((
+                key.clone(),
+                InferParameter {
+                    parameter_choice: Some(choice),
+                },
+            ))
+        })
+        .collect()
+}
+
 /// The `ModelInferResponse` of `response`: the outputs `choice` names (every
 /// output when it names none; a name the model did not produce is a 400), each
 /// in `raw_output_contents` in output order.
@@ -282,12 +376,7 @@ pub fn encode_response(
         outputs.push(InferOutputTensor {
             name: output.name.clone(),
             datatype: tensor.datatype().name().to_owned(),
-            // Shapes come from validated tensors of at most the body limit's elements.
-            shape: tensor
-                .shape()
-                .iter()
-                .map(|&d| i64::try_from(d).unwrap_or(i64::MAX))
-                .collect(),
+            shape: dims(tensor.shape()),
             parameters: Default::default(),
             contents: None,
         });

@@ -350,3 +350,72 @@ fn responses_carry_every_chosen_output_in_raw_output_contents() {
         grpc::encode_response(&response, &OutputChoice::new(Some(&missing), false)).unwrap_err();
     assert_eq!(e.to_status().code(), Code::InvalidArgument);
 }
+
+/// A REST body decoded, written as a `ModelInferRequest`, sent through the
+/// protobuf wire form and decoded again gives the same request.
+fn round_trip(body: serde_json::Value, version: Option<&str>) -> (InferRequest, InferRequest) {
+    use prost::Message;
+    let model = lanes_kserve::ModelRef {
+        name: "m".into(),
+        version: version.map(str::to_owned),
+    };
+    let rest = lanes_kserve::rest::decode_request(
+        model,
+        Bytes::from(body.to_string()),
+        None,
+        &CodecConfig::default(),
+    )
+    .unwrap();
+    let wire = grpc::encode_request(&rest).unwrap().encode_to_vec();
+    let back = decode(ModelInferRequest::decode(Bytes::from(wire)).unwrap()).unwrap();
+    (rest, back)
+}
+
+#[test]
+fn encoded_requests_decode_to_the_same_request() {
+    let (rest, back) = round_trip(
+        json!({
+            "id": "r1",
+            "parameters": {"timeout": 20000, "priority": -3, "big": 18446744073709551615u64,
+                           "w": 0.5, "tag": "x", "flag": true},
+            "inputs": [
+                {"name": "x", "shape": [2, 2], "datatype": "FP32", "data": [1.0, -2.5, 3.0, 4.0]},
+                {"name": "s", "shape": [2], "datatype": "BYTES", "data": ["ab", ""]},
+                {"name": "b", "shape": [1], "datatype": "BOOL", "data": [true]},
+                {"name": "e", "shape": [0, 3], "datatype": "INT64", "data": []}
+            ],
+            "outputs": [{"name": "y", "parameters": {"note": "k"}}, {"name": "z"}]
+        }),
+        Some("3"),
+    );
+    assert_eq!(back, rest);
+    assert_eq!(back.model.version.as_deref(), Some("3"));
+    assert_eq!(back.timeout_us, Some(20_000));
+    let (rest, back) = round_trip(
+        json!({"inputs": [{"name": "x", "shape": [1], "datatype": "UINT8", "data": [7]}]}),
+        None,
+    );
+    assert_eq!(back, rest);
+    assert!(back.outputs.is_none() && back.id.is_none());
+}
+
+#[test]
+fn parameters_without_a_grpc_form_are_refused_by_name() {
+    let rest = lanes_kserve::rest::decode_request(
+        lanes_kserve::ModelRef::default(),
+        Bytes::from(
+            json!({"parameters": {"shape": [1, 2]},
+                   "inputs": [{"name": "x", "shape": [1], "datatype": "INT32", "data": [1]}]})
+            .to_string(),
+        ),
+        None,
+        &CodecConfig::default(),
+    )
+    .unwrap();
+    let err = grpc::encode_request(&rest).unwrap_err();
+    assert_eq!(err.grpc_code(), Code::InvalidArgument);
+    assert!(
+        err.to_string().contains("parameter 'shape' is an array"),
+        "{err}"
+    );
+}

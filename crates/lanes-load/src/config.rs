@@ -12,7 +12,10 @@
 //! its intended time; method GET, or POST when a body or a corpus folder is
 //! given. Frame targets may add a hello frame per connection and send
 //! sequences of frames per exchange ([`FrameOptions`]); both are refused on
-//! HTTP targets.
+//! HTTP targets. gRPC targets spread the calls over `grpc_connections` HTTP/2
+//! connections per sender thread (default 1), and send KServe REST requests as
+//! `ModelInferRequest`s ([`crate::kserve`]); both options are refused on other
+//! targets.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -85,6 +88,11 @@ pub struct RunSpec {
     /// frames, sent one after another's reply; one exchange is the sequence.
     #[serde(default)]
     pub frame_seq: bool,
+    /// gRPC targets: HTTP/2 connections per sender thread (default 1).
+    pub grpc_connections: Option<usize>,
+    /// gRPC targets: the model of KServe REST bodies whose path does not name
+    /// one (a single `body`/`body_file`); they are sent as `ModelInferRequest`s.
+    pub kserve_model: Option<String>,
 }
 
 fn default_seed() -> u64 {
@@ -132,6 +140,8 @@ pub struct RunConfig {
     pub send_log: Option<PathBuf>,
     /// Frame targets: hello and sequences.
     pub frames: FrameOptions,
+    /// gRPC targets: HTTP/2 connections per sender thread.
+    pub grpc_connections: usize,
 }
 
 fn seconds(what: &str, value: f64) -> Result<Duration, LoadError> {
@@ -248,6 +258,42 @@ impl RunSpec {
             None => Corpus::single(template),
         };
         let frames = self.frame_options(target.protocol, &corpus)?;
+        let grpc_connections = self.grpc_connections.unwrap_or(1);
+        let corpus = if target.protocol == Protocol::Grpc {
+            if !(1..=MAX_CONNECTIONS).contains(&grpc_connections) {
+                return Err(LoadError::BadArgument(format!(
+                    "grpc-connections must be in 1..={MAX_CONNECTIONS}, not {grpc_connections}"
+                )));
+            }
+            let model = self.kserve_model.as_deref();
+            if model.is_some_and(str::is_empty) {
+                return Err(LoadError::BadArgument(
+                    "kserve-model must not be empty".into(),
+                ));
+            }
+            corpus.try_map(|entry, number| {
+                crate::kserve::to_grpc(entry, number, &target.path, model)
+            })?
+        } else {
+            if self.grpc_connections.is_some() || self.kserve_model.is_some() {
+                return Err(LoadError::BadArgument(
+                    "grpc-connections and kserve-model need a grpc:// target".into(),
+                ));
+            }
+            corpus
+        };
+        if let Some((i, e)) = corpus
+            .entries()
+            .iter()
+            .enumerate()
+            .find(|(_, e)| u32::try_from(e.body.len()).is_err())
+        {
+            return Err(LoadError::Corpus(format!(
+                "request {} has a body of {} bytes; the most is 4 GiB",
+                i + 1,
+                e.body.len()
+            )));
+        }
         Ok(RunConfig {
             target,
             load,
@@ -261,6 +307,7 @@ impl RunSpec {
             corpus: Arc::new(corpus),
             send_log: self.send_log.clone(),
             frames,
+            grpc_connections,
         })
     }
 

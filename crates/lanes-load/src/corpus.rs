@@ -174,6 +174,21 @@ impl Corpus {
         }
     }
 
+    /// The same corpus with every entry rewritten by `f`, which gets it with
+    /// its number from 1 (weights, order and seed unchanged).
+    pub fn try_map(
+        self,
+        mut f: impl FnMut(Entry, usize) -> Result<Entry, LoadError>,
+    ) -> Result<Self, LoadError> {
+        let entries = self
+            .entries
+            .into_iter()
+            .enumerate()
+            .map(|(i, e)| f(e, i + 1))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self { entries, ..self })
+    }
+
     /// All entries, in load order.
     pub fn entries(&self) -> &[Entry] {
         &self.entries

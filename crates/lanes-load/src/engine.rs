@@ -33,6 +33,7 @@ use tokio::task::LocalSet;
 
 use crate::config::{Load, RunConfig};
 use crate::error::LoadError;
+use crate::grpc::GrpcConnector;
 use crate::pacer::{Claims, Slot, Timer};
 use crate::recorder::{Failure, Recorder};
 use crate::sender::{Connect, Exchange, FrameConnector, HttpConnector};
@@ -136,6 +137,12 @@ impl Run {
                 FrameConnector::new(&config.target, config.frames.clone()),
                 config,
             ),
+            Protocol::Grpc => {
+                let connector =
+                    GrpcConnector::new(&config.target, &config.corpus, config.grpc_connections)
+                        .map_err(|e| LoadError::BadUrl(format!("{}: {e}", config.target.url)))?;
+                Self::start_with(connector, config)
+            }
         }
     }
 
@@ -542,6 +549,9 @@ async fn connection<C: Connect>(ctx: &Context<C>, mut conn: Option<C::Conn>) {
         match result {
             Ok(Ok(reply)) => {
                 rec.on_reply(intended, sent, done, reply.status, reply.bytes);
+                if let Some(code) = reply.grpc {
+                    rec.on_grpc(code);
+                }
                 counters.replies.fetch_add(1, Ordering::Relaxed);
                 if reply.status >= 400 {
                     counters.errors.fetch_add(1, Ordering::Relaxed);

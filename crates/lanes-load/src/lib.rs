@@ -2,7 +2,8 @@
 //!
 //! Kept apart, as design.md asks: the [`pacer`] decides *when* (one global
 //! seeded schedule), the [`sender`] decides *how* (HTTP/1.1 over TCP or Unix
-//! sockets, raw frames), the [`recorder`] keeps *what happened*
+//! sockets, raw frames; [`grpc`]: gRPC unary calls over HTTP/2, with
+//! [`kserve`] turning KServe REST requests into gRPC ones), the [`recorder`] keeps *what happened*
 //! (HdrHistograms, errors by class, a per-second series), the [`engine`]
 //! wires them onto threads, and [`report`] turns a recorder into the result.
 //! [`config`] is the one typed configuration; [`corpus`] the requests.
@@ -22,6 +23,8 @@ pub mod config;
 pub mod corpus;
 pub mod engine;
 pub mod error;
+pub mod grpc;
+pub mod kserve;
 pub mod pacer;
 pub mod recorder;
 pub mod report;

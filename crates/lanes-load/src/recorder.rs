@@ -123,6 +123,8 @@ pub struct Recorder {
     pub errors: Errors,
     /// Replies by status code (frame replies count under 0).
     pub status_codes: BTreeMap<u16, u64>,
+    /// gRPC replies by `grpc-status` code.
+    pub grpc_codes: BTreeMap<u8, u64>,
     /// Requests that left (whatever became of them).
     pub sent: u64,
     /// Requests that left later than the threshold.
@@ -153,6 +155,7 @@ impl Recorder {
             seconds: Vec::new(),
             errors: Errors::default(),
             status_codes: BTreeMap::new(),
+            grpc_codes: BTreeMap::new(),
             sent: 0,
             late: 0,
             bytes_sent: 0,
@@ -181,6 +184,12 @@ impl Recorder {
         if let Some(log) = &mut self.send_log {
             log.push([index, intended, sent]);
         }
+    }
+
+    /// Counts a gRPC reply's `grpc-status` (besides [`Self::on_reply`]).
+    #[inline]
+    pub fn on_grpc(&mut self, code: u8) {
+        *self.grpc_codes.entry(code).or_insert(0) += 1;
     }
 
     /// Records a reply with `status` (0 for frames) that ended at `done`.
@@ -245,6 +254,9 @@ impl Recorder {
         self.errors.add(&other.errors);
         for (code, n) in &other.status_codes {
             *self.status_codes.entry(*code).or_insert(0) += n;
+        }
+        for (code, n) in &other.grpc_codes {
+            *self.grpc_codes.entry(*code).or_insert(0) += n;
         }
         self.sent += other.sent;
         self.late += other.late;

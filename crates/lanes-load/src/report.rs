@@ -187,6 +187,10 @@ pub struct Report {
     pub errors: Errors,
     /// Replies by status code (`"0"`: frame replies).
     pub status_codes: BTreeMap<String, u64>,
+    /// gRPC targets: replies by `grpc-status` name (`"OK"`, `"RESOURCE_EXHAUSTED"`, …);
+    /// `status_codes` then holds each code's HTTP equivalent.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub grpc_codes: BTreeMap<String, u64>,
     /// Per-second series.
     pub timeseries: Vec<Point>,
     /// Requests actually sent per 10 ms bin (absent from older results: empty).
@@ -280,6 +284,11 @@ fn build(rec: &Recorder, info: Info) -> Report {
             .status_codes
             .iter()
             .map(|(k, v)| (k.to_string(), *v))
+            .collect(),
+        grpc_codes: rec
+            .grpc_codes
+            .iter()
+            .map(|(k, v)| (crate::grpc::code_name(*k), *v))
             .collect(),
         timeseries: rec
             .seconds
@@ -399,6 +408,12 @@ impl Report {
                 .parse()
                 .map_err(|_| LoadError::Result(format!("status code {code:?} is not a number")))?;
             r.status_codes.insert(code, *n);
+        }
+        for (name, n) in &self.grpc_codes {
+            let code = crate::grpc::code_of(name).ok_or_else(|| {
+                LoadError::Result(format!("gRPC status {name:?} is not a gRPC code name"))
+            })?;
+            r.grpc_codes.insert(code, *n);
         }
         r.sent = self.sent;
         r.sends = self.sends_10ms.counts.clone();
@@ -564,6 +579,7 @@ mod tests {
                 r.on_failure(Failure::Timeout, done);
             } else {
                 r.on_reply(intended, sent, done, if i % 13 == 0 { 500 } else { 200 }, 5);
+                r.on_grpc(if i % 13 == 0 { 13 } else { 0 });
             }
         }
         r
@@ -582,6 +598,11 @@ mod tests {
         assert_eq!(merged, direct);
         assert_eq!(merged.requests, both.replies());
         assert_eq!(merged.errors.timeout, a.errors.timeout + b.errors.timeout);
+        assert_eq!(merged.grpc_codes["INTERNAL"], merged.status_codes["500"]);
+        assert_eq!(
+            merged.grpc_codes["OK"] + merged.grpc_codes["INTERNAL"],
+            merged.requests
+        );
     }
 
     #[test]

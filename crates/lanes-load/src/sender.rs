@@ -59,6 +59,8 @@ pub struct Reply {
     pub status: u16,
     /// Body or payload bytes read.
     pub bytes: u64,
+    /// gRPC replies: the `grpc-status` code (`status` is then its HTTP equivalent).
+    pub grpc: Option<u8>,
 }
 
 /// Opens connections to one target.
@@ -303,6 +305,7 @@ impl HttpConn {
         Ok(Reply {
             status: decoder.status,
             bytes: decoder.body_bytes,
+            grpc: None,
         })
     }
 }
@@ -696,7 +699,11 @@ impl Exchange for FrameConn {
         } else {
             self.one(None, &entry.body).await?
         };
-        Ok(Reply { status: 0, bytes })
+        Ok(Reply {
+            status: 0,
+            bytes,
+            grpc: None,
+        })
     }
 }
 

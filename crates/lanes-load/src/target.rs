@@ -6,6 +6,10 @@
 //! | `unix:/run/x.sock`           | Unix stream socket            | HTTP/1.1, path `/`        |
 //! | `unix:/run/x.sock:/v2/path`  | Unix stream socket            | HTTP/1.1, path `/v2/path` |
 //! | `frame+unix:/run/x.sock`     | Unix stream socket            | length-prefixed frames    |
+//! | `grpc://host:port[/pkg.Svc/Method]` | TCP                    | gRPC (HTTP/2), unary      |
+//!
+//! A `grpc://` target calls one unary method, by default KServe v2's
+//! [`KSERVE_MODEL_INFER`]; each request body is the method's protobuf message.
 //!
 //! A frame is a 4-byte big-endian payload length followed by the payload; the
 //! reply is one frame (the arbiter protocol's framing). Host names resolve once,
@@ -49,7 +53,12 @@ pub enum Protocol {
     Http1,
     /// Length-prefixed frames: `u32` big-endian length, then the payload.
     Frame,
+    /// gRPC unary calls over HTTP/2 (prior knowledge, no TLS).
+    Grpc,
 }
+
+/// The method a `grpc://` target without a path calls.
+pub const KSERVE_MODEL_INFER: &str = "/inference.GRPCInferenceService/ModelInfer";
 
 impl Target {
     /// Parses `url` (see the module table) and resolves its host.
@@ -87,8 +96,9 @@ impl Target {
             });
         }
         let uri: Uri = url.parse().map_err(|e| bad(&format!("{e}")))?;
-        match uri.scheme() {
-            Some(s) if *s == Scheme::HTTP => {}
+        let protocol = match uri.scheme() {
+            Some(s) if *s == Scheme::HTTP => Protocol::Http1,
+            Some(s) if s.as_str() == "grpc" => Protocol::Grpc,
             Some(s) if *s == Scheme::HTTPS => {
                 return Err(bad(
                     "https is not supported (lanes bench measures plain HTTP/1.1 on loopback)",
@@ -96,17 +106,22 @@ impl Target {
             }
             Some(s) => {
                 return Err(bad(&format!(
-                    "unsupported scheme {s:?}; use http://, unix: or frame+unix:"
+                    "unsupported scheme {s:?}; use http://, grpc://, unix: or frame+unix:"
                 )))
             }
             None => {
                 return Err(bad(
-                    "no scheme; use http://host:port/path, unix:PATH or frame+unix:PATH",
+                    "no scheme; use http://host:port/path, grpc://host:port, unix:PATH or \
+                     frame+unix:PATH",
                 ))
             }
-        }
+        };
         let authority = uri.authority().ok_or_else(|| bad("no host"))?;
-        let port = authority.port_u16().unwrap_or(80);
+        let port = match (authority.port_u16(), protocol) {
+            (Some(port), _) => port,
+            (None, Protocol::Grpc) => return Err(bad("a grpc:// target needs a port")),
+            (None, _) => 80,
+        };
         let host = authority.host();
         let host_for_lookup = host.trim_start_matches('[').trim_end_matches(']');
         let addr = (host_for_lookup, port)
@@ -114,17 +129,40 @@ impl Target {
             .map_err(|e| bad(&format!("cannot resolve host {host:?}: {e}")))?
             .next()
             .ok_or_else(|| bad(&format!("host {host:?} has no address")))?;
-        let path = uri
+        let mut path = uri
             .path_and_query()
             .cloned()
             .unwrap_or_else(|| PathAndQuery::from_static("/"));
+        if protocol == Protocol::Grpc {
+            path = grpc_method(&path).map_err(|why| bad(&why))?;
+        }
         Ok(Self {
             endpoint: Endpoint::Tcp(addr),
-            protocol: Protocol::Http1,
+            protocol,
             path,
             host: authority.as_str().to_string(),
             url: url.into(),
         })
+    }
+}
+
+/// A gRPC target's method path: `/` is [`KSERVE_MODEL_INFER`]; anything else
+/// must be `/package.Service/Method` with no query.
+fn grpc_method(path: &PathAndQuery) -> Result<PathAndQuery, String> {
+    if path.as_str() == "/" {
+        return Ok(PathAndQuery::from_static(KSERVE_MODEL_INFER));
+    }
+    let parts: Vec<&str> = path.path().split('/').collect();
+    match parts.as_slice() {
+        ["", service, method]
+            if !service.is_empty() && !method.is_empty() && path.query().is_none() =>
+        {
+            Ok(path.clone())
+        }
+        _ => Err(format!(
+            "gRPC method {:?}: expected /package.Service/Method (or none: {KSERVE_MODEL_INFER})",
+            path.as_str()
+        )),
     }
 }
 
@@ -156,6 +194,20 @@ mod tests {
     }
 
     #[test]
+    fn grpc_urls_call_model_infer_unless_a_method_is_given() {
+        let t = Target::parse("grpc://127.0.0.1:8001").unwrap();
+        assert_eq!(t.protocol, Protocol::Grpc);
+        assert_eq!(t.path.as_str(), KSERVE_MODEL_INFER);
+        assert_eq!(t.host, "127.0.0.1:8001");
+        let t = Target::parse("grpc://127.0.0.1:8001/inference.GRPCInferenceService/ServerLive")
+            .unwrap();
+        assert_eq!(
+            t.path.as_str(),
+            "/inference.GRPCInferenceService/ServerLive"
+        );
+    }
+
+    #[test]
     fn bad_urls_name_the_problem() {
         for (url, needle) in [
             ("https://x/", "https is not supported"),
@@ -165,6 +217,15 @@ mod tests {
             ("frame+unix:", "socket path"),
             ("http://no-such-host.invalid/", "cannot resolve"),
             ("http://[::1/", "bad URL"),
+            ("grpc://127.0.0.1/", "needs a port"),
+            (
+                "grpc://127.0.0.1:8001/v2/models/m/infer",
+                "expected /package.Service/Method",
+            ),
+            (
+                "grpc://127.0.0.1:8001/a.B/C?x=1",
+                "expected /package.Service/Method",
+            ),
         ] {
             let err = Target::parse(url).unwrap_err();
             assert_eq!(err.code(), "bad_url");

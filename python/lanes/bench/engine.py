@@ -58,12 +58,20 @@ def spec(
     send_log: str | os.PathLike[str] | None = None,
     frame_hello: str | os.PathLike[str] | None = None,
     frame_seq: bool = False,
+    grpc_connections: int | None = None,
+    kserve_model: str | None = None,
 ) -> dict[str, Any]:
     """The engine's run spec (docs/bench.md); times in seconds. ``rate`` selects open loop.
 
     Frame targets only: ``frame_hello`` is a file whose bytes are one payload sent once on each
     new connection (its reply is not recorded); ``frame_seq`` makes every body a sequence of
     whole length-prefixed frames, each sent after the previous reply, timed as one exchange.
+
+    gRPC targets only (``grpc://HOST:PORT[/pkg.Service/Method]``): ``grpc_connections`` is the
+    number of HTTP/2 connections per sender thread (default 1) that the ``connections`` streams
+    share; ``kserve_model`` names the model of a KServe v2 REST body (JSON or the binary
+    extension) that is sent as a ``ModelInferRequest`` (corpus entries whose path is a REST infer
+    path are converted with the model that path names).
     """
     if isinstance(headers, Mapping):
         header_lines = [f"{k}: {v}" for k, v in headers.items()]
@@ -91,6 +99,8 @@ def spec(
         "send_log": _path(send_log),
         "frame_hello": _path(frame_hello),
         "frame_seq": frame_seq or None,
+        "grpc_connections": grpc_connections,
+        "kserve_model": kserve_model,
     }
     return {k: v for k, v in out.items() if v is not None}
 

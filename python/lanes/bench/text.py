@@ -74,6 +74,9 @@ def render(result: Result) -> str:
     codes = ", ".join(f"{code}: {n:,}" for code, n in d["status_codes"].items() if code != "0")
     if codes:
         lines.append(f"  Status codes: {codes}")
+    grpc = ", ".join(f"{name}: {n:,}" for name, n in d.get("grpc_codes", {}).items())
+    if grpc:
+        lines.append(f"  gRPC status: {grpc}")
     if d.get("unfinished"):
         lines.append(f"  Unfinished when the run ended: {d['unfinished']:,}")
     return "\n".join(lines) + "\n"

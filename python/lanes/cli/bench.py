@@ -64,7 +64,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--connections. Also: `lanes bench corpus` builds KServe v2 request corpora, and "
         "`lanes bench run EXPERIMENT.toml` runs a lab experiment (docs/lab.md).",
         epilog="targets: http://HOST:PORT/PATH, unix:/SOCKET[:/HTTP/PATH] (HTTP over a Unix "
-        "socket), frame+unix:/SOCKET (4-byte big-endian length-prefixed frames). "
+        "socket), frame+unix:/SOCKET (4-byte big-endian length-prefixed frames), "
+        "grpc://HOST:PORT[/pkg.Service/Method] (gRPC unary calls over HTTP/2; default method "
+        "KServe v2's ModelInfer; the body is the protobuf message, or see --kserve-model). "
         "Times take units: 10s, 500ms, 2m, 250us.",
     )
     p.add_argument("url", metavar="URL", help="the target (see below)")
@@ -142,6 +144,20 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         action="store_true",
         help="frame targets: each body is a sequence of whole length-prefixed frames, each "
         "sent after the previous reply; the exchange timed is the whole sequence",
+    )
+    req.add_argument(
+        "--grpc-connections",
+        type=positive_int,
+        metavar="N",
+        help="grpc:// targets: HTTP/2 connections per sender thread, shared by the "
+        "--connections streams (default 1)",
+    )
+    req.add_argument(
+        "--kserve-model",
+        metavar="MODEL",
+        help="grpc:// targets: the body is a KServe v2 REST infer request (JSON or binary "
+        "extension) for MODEL; it is sent as a ModelInferRequest (corpus entries with a "
+        "/v2/models/M/infer path are converted for M without this)",
     )
     prof = p.add_argument_group("diagnosis (docs/diagnosis.md)")
     prof.add_argument(
@@ -258,6 +274,8 @@ def _run(args: argparse.Namespace, after: Callable[[Result], None] | None = None
         send_log=args.send_log,
         frame_hello=args.frame_hello,
         frame_seq=args.frame_seq,
+        grpc_connections=args.grpc_connections,
+        kserve_model=args.kserve_model,
     )
     if show:
         print("\r" + " " * 72 + "\r", end="", file=sys.stderr, flush=True)
