@@ -21,7 +21,9 @@
 - ``grpc``: per server with a KServe v2 gRPC port (lanes, MLServer, the native example) and
   model, capacity over REST driven by oha and over gRPC driven by ghz, both at fixed rates
   (``oha -q``, ``ghz --rps``) with the same search as ``race``; the gRPC request carries the
-  input in ``raw_input_contents``, as ``tritonclient.grpc`` sends it.
+  input in ``raw_input_contents``, as ``tritonclient.grpc`` sends it. ``--client lanes``:
+  ``lanes bench`` drives both instead (open loop, Poisson, the same JSON body, sent over gRPC
+  as a ``ModelInferRequest`` with ``--kserve-model``), so one client measures both protocols.
 - ``all``: the first four in order (about 22 minutes; ``--quick``: a smoke run of about 5).
 
 **Capacity search** (one server, one model): rates step up by x2 from ``START_RATE`` until a
@@ -425,17 +427,29 @@ def cpu_busy() -> tuple[float, float]:
 
 
 def bench(
-    url: str, body: Path, rate: float, seconds: float, out: Path, arrival: str = "poisson"
+    url: str,
+    body: Path,
+    rate: float,
+    seconds: float,
+    out: Path,
+    arrival: str = "poisson",
+    kserve_model: str | None = None,
 ) -> dict[str, Any]:
-    """One open-loop ``lanes bench`` run; the parsed JSON plus the host's busy fraction."""
+    """One open-loop ``lanes bench`` run; the parsed JSON plus the host's busy fraction. With
+    ``kserve_model`` the target is ``grpc://`` and the JSON body goes as a ``ModelInferRequest``
+    for that model (``lanes bench --kserve-model``)."""
+    how = (
+        ["--kserve-model", kserve_model]
+        if kserve_model
+        else ["-H", "Content-Type: application/json"]
+    )
     cmd = [
         str(LANES_VENV / "bin" / "lanes"),
         "bench",
         url,
         "--body-file",
         str(body),
-        "-H",
-        "Content-Type: application/json",
+        *how,
         "-R",
         f"{rate:g}",
         "--arrival",
@@ -791,6 +805,30 @@ def grpc_body_file(out: Path, model: str) -> Path:
     return protocols.write_json(out / "bodies" / f"{model}.grpc.json", request)
 
 
+def lanes_step(
+    protocol: str, server: str, model: str, rate: float, seconds: float, out: Path, pid: int
+) -> dict[str, Any]:
+    """One bounded open-loop ``lanes bench`` step over REST or gRPC (the same client, sender
+    thread, connections/streams and body either way; :func:`passes`), with the CPU per request
+    of the server (process group ``pid``) and of the client."""
+    body = body_file(out, model)
+    server0, client0 = group_cpu_s(pid), children_cpu_s()
+    if protocol == "rest":
+        result = bench(infer_url(server, model), body, rate, seconds, out / "runs" / "step.json")
+    else:
+        url = f"grpc://127.0.0.1:{PORTS[server] + 1}"
+        step = out / "runs" / "step.json"
+        result = bench(url, body, rate, seconds, step, kserve_model=model)
+    server1, client1 = group_cpu_s(pid), children_cpu_s()
+    result.update(
+        rate=rate,
+        server_cpu_us_per_request=(server1 - server0) * 1e6 / max(result["requests"], 1),
+        client_cpu_us_per_request=(client1 - client0) * 1e6 / max(result["requests"], 1),
+    )
+    result["pass"] = passes(result)
+    return result
+
+
 def fixed_rate(
     protocol: str, server: str, model: str, rate: float, seconds: float, out: Path, pid: int
 ) -> dict[str, Any]:
@@ -825,11 +863,25 @@ def fixed_rate(
     return result
 
 
-def grpc(settings: Settings, bare: dict[str, models.Bare]) -> list[dict[str, Any]]:
+def grpc(
+    settings: Settings, bare: dict[str, models.Bare], client: str = "peers"
+) -> list[dict[str, Any]]:
     """Per server with a gRPC port and model, interleaved over repeats: capacity over REST
-    (oha) and over gRPC (ghz), in alternating order, each with :func:`search`; the step at
-    ``OVERHEAD_RATE`` (on the x2 ladder) gives the latency at 100 req/s."""
+    and over gRPC, in alternating order, each with :func:`search`; the step at
+    ``OVERHEAD_RATE`` (on the x2 ladder) gives the latency at 100 req/s. ``client`` ``peers``:
+    oha over REST, ghz over gRPC (records in grpc.json); ``lanes``: ``lanes bench`` over both,
+    open loop, Poisson (records in grpc-lanes.json)."""
     records: list[dict[str, Any]] = []
+    step_fn = lanes_step if client == "lanes" else fixed_rate
+    names = (
+        {"rest": "lanes bench", "grpc": "lanes bench"}
+        if client == "lanes"
+        else {
+            "rest": "oha",
+            "grpc": "ghz",
+        }
+    )
+    path = settings.out / ("grpc-lanes.json" if client == "lanes" else "grpc.json")
     servers = tuple(s for s in settings.servers if s in GRPC_SERVERS)
     for turn in turns(settings, "grpc", servers):
         repeat, model, server = turn.repeat, turn.model, turn.server
@@ -838,7 +890,7 @@ def grpc(settings: Settings, bare: dict[str, models.Bare]) -> list[dict[str, Any
             for protocol in ("rest", "grpc") if repeat % 2 == 0 else ("grpc", "rest"):
                 log(f"  {protocol}")
                 step = functools.partial(
-                    fixed_rate,
+                    step_fn,
                     protocol,
                     server,
                     model,
@@ -854,7 +906,7 @@ def grpc(settings: Settings, bare: dict[str, models.Bare]) -> list[dict[str, Any
                     "server": server,
                     "model": model,
                     "protocol": protocol,
-                    "client": "oha" if protocol == "rest" else "ghz",
+                    "client": names[protocol],
                     "capacity_rps": cap,
                     "p50_ms_at_100": lat["p50"],
                     "p99_ms_at_100": lat["p99"],
@@ -870,7 +922,7 @@ def grpc(settings: Settings, bare: dict[str, models.Bare]) -> list[dict[str, Any
                     "capacity_runs": steps,
                 }
                 log(f"  {protocol}: capacity {cap:.0f} req/s")
-                save(records, record, settings.out / "grpc.json")
+                save(records, record, path)
     return records
 
 
@@ -1017,6 +1069,12 @@ def main() -> None:
     parser.add_argument("--servers", default=",".join(SERVERS))
     parser.add_argument("--models", default="identity,char_cnn")
     parser.add_argument("--out", type=Path, default=HERE / "out")
+    parser.add_argument(
+        "--client",
+        choices=("peers", "lanes"),
+        default="peers",
+        help="grpc step: oha (REST) and ghz (gRPC), or lanes bench over both",
+    )
     args = parser.parse_args()
     servers = tuple(s for s in args.servers.split(",") if s)
     for s in servers:
@@ -1045,7 +1103,7 @@ def main() -> None:
     setup(
         need_oha=args.what in ("all", "setup", "crosscheck", "cpu", "grpc"),
         servers=servers,
-        need_ghz=args.what in ("setup", "grpc"),
+        need_ghz=args.what == "setup" or (args.what == "grpc" and args.client == "peers"),
     )
     if args.what == "setup":
         return
@@ -1064,8 +1122,10 @@ def main() -> None:
         for m in chosen
     }
     meta["bare"] = {m: asdict(b) for m, b in bare.items()}
+    lanes_client = args.what == "grpc" and args.client == "lanes"
+    step_name = f"{args.what}-lanes" if lanes_client else args.what
     meta_path = settings.out / (
-        "meta.json" if args.what in ("all", "race") else f"meta-{args.what}.json"
+        "meta.json" if args.what in ("all", "race") else f"meta-{step_name}.json"
     )
     meta_path.write_text(json.dumps(meta, indent=1) + "\n")
     summary_path = settings.out / "summary.json"
@@ -1091,7 +1151,7 @@ def main() -> None:
     if args.what in ("all", "cpu"):
         cpu(settings)  # writes cpu.json as it goes
     if args.what == "grpc":
-        print_protocols(grpc(settings, bare))  # writes grpc.json as it goes
+        print_protocols(grpc(settings, bare, args.client))  # writes grpc*.json as it goes
     meta["finished"] = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     meta_path.write_text(json.dumps(meta, indent=1) + "\n")
 
