@@ -2,9 +2,15 @@
 //! any, is a client error (400 or 413); a request's tensors hold exactly their
 //! shape's elements; and the inputs sent back as outputs encode in the REST
 //! JSON and binary forms and as a gRPC response whose raw contents are the
-//! tensors' own bytes.
+//! tensors' own bytes; and the request written as a gRPC `ModelInferRequest`
+//! (what `lanes bench` sends for a REST body) decodes back to itself, or is
+//! refused with a 400 for a parameter gRPC cannot carry.
 
+use bytes::Bytes;
+use lanes_kserve::proto::ModelInferRequest;
 use lanes_kserve::rest::encode_response;
+use lanes_kserve::CodecConfig;
+use prost::Message;
 use lanes_kserve::{
     grpc, InferRequest, InferResponse, KserveError, OutputChoice, OutputTensor, Tensor,
 };
@@ -17,6 +23,16 @@ pub fn check(result: Result<InferRequest, KserveError>) {
             return;
         }
     };
+    match grpc::encode_request(&request) {
+        Ok(message) => {
+            let wire = Bytes::from(message.encode_to_vec());
+            let decoded = ModelInferRequest::decode(wire).expect("prost reads what it wrote");
+            let again = grpc::decode_request(decoded, &CodecConfig::default())
+                .expect("a request's own gRPC form is accepted");
+            assert_eq!(again, request);
+        }
+        Err(error) => assert_eq!(error.http_status(), 400, "{error:?}"),
+    }
     let mut outputs = Vec::with_capacity(request.inputs.len());
     for input in &request.inputs {
         let t = &input.tensor;
