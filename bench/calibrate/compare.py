@@ -27,14 +27,19 @@ figure enters, so every p50, p99 and goodput is a prediction):
    service's cost curve (batch of 1, and each ``batch_ms`` size) becomes the median over runs of
    the cell's median ``measured_ms`` where at least 3 runs have that cell; else the point read
    off at the nearest size below (or above) times the scenario's own ratio between the two
-   sizes, the hold taken off its points as this rule writes them (so a scenario written from
-   this script's output comes back unchanged); else, with no point read off at all, the
-   scenario's figure x the model's factor (the median over its cells of ``measured_ms`` ÷ the
-   scenario's cost at that size: the live server's runtime calls run about 1.2x slower than
-   measure.py's native timer, back to back on an otherwise idle core). Then every point gains
-   the median time a device is held beyond its runtime call (``hold_ms``: the driver and the
-   device thread handing the batch over and back). Without ``timelines.json`` the scenario's
-   costs are used as they are.
+   sizes, the hold taken off its points if the scenario's costs carry it (a scenario without
+   ``host.device_hold_ms``; so a scenario written from this script's output comes back
+   unchanged); else, with no point read off at all, the scenario's figure x the model's factor
+   (the median over its cells of ``measured_ms`` ÷ the scenario's cost at that size: the live
+   server's runtime calls run about 1.2x slower than measure.py's native timer, back to back on
+   an otherwise idle core). Without ``timelines.json`` the scenario's costs are used as they are.
+
+   The time a device is held beyond its runtime call (``dur - measured_ms`` of every batch: the
+   driver and the device thread handing the batch over and back; no core's work) — *measured*,
+   as its distribution: ``host.device_hold_ms``, the quantile function whose value at each
+   level of timelines.py's ``HOLD_P`` is the median over the same runs of each run's quantile
+   at that level (``hold_quantiles_ms``). With ``--hold-median`` (the rule until 2026-11-26)
+   every cost point gains the runs' median hold instead, as work.
 
 1. ``busy_cores`` — *measured*: the machine's busy cores minus the server process's, per run
    (``server.cpu_busy_per_core`` summed, minus ``process_cpu_s / window_s``), median over runs.
@@ -55,9 +60,12 @@ figure enters, so every p50, p99 and goodput is a prediction):
    ``busy_cores``.
 3. ``host.handoff_ms`` — *measured*, from a lone request's latency on open-loop traffic
    (``lone.json`` in the results folder, by ``bench/calibrate/lone.py``: each model alone,
-   Poisson, its device about 5 % busy): the p50 beyond the request's work in the model (``pre +
-   gpu + post``, means, device costs in situ), divided by the 2 wake-ups the model charges
-   (before pre, before post); median over models. Not the lab's own unloaded latency: that is
+   Poisson, its device about 5 % busy): for each model the wake-ups' mean with which the
+   simulator, that model alone at lone.py's rate under ``fifo`` on this scenario (its device
+   holds, its exponential wake-ups, ``LONE_SEEDS`` x ``LONE_REQUESTS``), gives lone.py's p50
+   (bisection); median over models. (Until 2026-11-26: the p50 beyond ``pre + gpu + post``,
+   means, ÷ 2 wake-ups — which took a mean for a median; still the rule with ``--hold-median``.)
+   Not the lab's own unloaded latency: that is
    closed loop (each request sent as the last reply arrives), where every thread of the path
    is awake and the client polls for its reply — 0.7-1.5 ms faster per request than the same
    request on its own at a light open-loop rate on this host (lone.py's docstring). Without
@@ -71,7 +79,7 @@ figure enters, so every p50, p99 and goodput is a prediction):
    (cpu + run delay)`` of its time (*measured*; 0.86 at 600 req/s on this host; a later build's
    device threads: 0.91 at 200, 0.83 at 1,000): each of rule 0's cells (a run's median runtime
    call) is scaled by that share at the run's offered rate (linear between the measured rates)
-   before anything else (the hold is added as it is), because the simulated cores add the
+   before anything else (the hold is not scaled), because the simulated cores add the
    waiting themselves — charged as work too, it counted twice under load. The I/O threads' and
    the other threads' CPU, least squares over the rates as ``a + p * rate`` (*measured*; with one
    rate ``a`` = 0), replace rule 2's ``a`` and ``p``, with ``q`` = 0. The fit of rule 2 is still
@@ -85,8 +93,8 @@ Every level and every policy is then simulated with that one scenario (``--fcfs`
 cores first come, first served instead of time-sliced, to see what the slicing changes).
 
 Run:  python bench/calibrate/compare.py RESULTS [--scenario FILE] [--seeds 3]
-      [--requests 40000] [--fcfs] [--wall-time] [--threads DIR] [--slices] [--markdown OUT.md]
-      (``--wall-time``: rules 0 and 2 as without rule 4)
+      [--requests 40000] [--fcfs] [--wall-time] [--threads DIR] [--slices] [--hold-median]
+      [--markdown OUT.md]   (``--wall-time``: rules 0 and 2 as without rule 4)
 """
 
 from __future__ import annotations
@@ -224,6 +232,8 @@ class Fit:
     """Rule 4: the split by thread, when it was applied."""
     check: tuple[float, float, float] | None = None
     """Rule 4's check: rule 2's ``(a, p, q)`` with the split's device costs."""
+    device_hold: tuple[tuple[float, float], ...] = ()
+    """Rule 0: the device hold's quantile function, ``(p, ms)`` (empty: on the costs)."""
 
 
 ENGINE_POLICIES = ("fifo", "sjf")
@@ -240,9 +250,12 @@ def in_situ(
     timelines: dict[str, Any],
     scenario: Scenario,
     on_core: Callable[[str], float] = lambda run: 1.0,
+    *,
+    hold_on_cost: bool = False,
 ) -> tuple[InSitu, ...]:
-    """Rule 0 of the module docs: each service's measured points, factor and the hold; each
-    cell's runtime call x ``on_core(run)`` (rule 4)."""
+    """Rule 0 of the module docs: each service's measured points, factor and the median hold
+    (on every point with ``hold_on_cost``); each cell's runtime call x ``on_core(run)`` (rule
+    4)."""
     by_name = {s.name: s for s in scenario.services}
     cells: dict[tuple[str, int], list[float]] = {}
     ratios: dict[str, list[float]] = {name: [] for name in by_name}
@@ -263,6 +276,9 @@ def in_situ(
     if not holds or not all(ratios.values()):
         sys.exit(f"compare: the timelines hold no {' or '.join(ENGINE_POLICIES)} batches")
     hold = statistics.median(holds)
+    # What the scenario's own costs carry of the hold, taken off before its ratios are read.
+    carried = 0.0 if scenario.host.device_hold_ms else hold
+    added = hold if hold_on_cost else 0.0
     out = []
     for name, s in by_name.items():
         factor = statistics.median(ratios[name])
@@ -279,12 +295,28 @@ def in_situ(
             elif read:
                 # The scenario's curve from the nearest point read off (below n if any).
                 m = max((k for k in read if k < n), default=min(read))
-                ms = read[m] * (batch_cost(s, n) - hold) / (batch_cost(s, m) - hold)
+                ms = read[m] * (batch_cost(s, n) - carried) / (batch_cost(s, m) - carried)
             else:
                 ms = batch_cost(s, n) * factor
-            points[n] = (ms + hold, n in read)
-        out.append(InSitu(name, factor, hold, tuple(sorted(points.items()))))
+            points[n] = (ms + added, n in read)
+        out.append(InSitu(name, factor, added, tuple(sorted(points.items()))))
     return tuple(out)
+
+
+def device_hold(timelines: dict[str, Any]) -> tuple[tuple[float, float], ...]:
+    """Rule 0's hold distribution: at each level, the median over the engine policies' runs of
+    the run's quantile (timelines.py's ``hold_quantiles_ms``)."""
+    per_run = [
+        t["hold_quantiles_ms"]
+        for run, t in timelines.items()
+        if run.split("/")[0] in ENGINE_POLICIES and t.get("hold_quantiles_ms")
+    ]
+    if not per_run:
+        sys.exit("compare: the timelines hold no hold_quantiles_ms (re-run timelines.py)")
+    levels = [p for p, _ in per_run[0]]
+    return tuple(
+        (p, round(statistics.median(q[i][1] for q in per_run), 4)) for i, p in enumerate(levels)
+    )
 
 
 @dataclass(frozen=True)
@@ -295,6 +327,7 @@ class InSitu:
     factor: float
     """The live server's runtime calls ÷ measure.py's, median over cells."""
     hold_ms: float
+    """The hold on every point (0 unless ``hold_on_cost``)."""
     points: tuple[tuple[int, tuple[float, bool]], ...]
     """``(n, (ms, read off the timelines))``; ms with the hold."""
 
@@ -323,16 +356,23 @@ def fit(
     timelines: dict[str, Any] | None = None,
     lone: dict[str, Any] | None = None,
     threads: Threads | None = None,
+    *,
+    hold_median: bool = False,
 ) -> Fit:
     """The run's figures the model takes, by the rules in the module docs; ``scenario`` has
     measure.py's device costs (rule 0 scales them when ``timelines`` are given; rule 3 reads
     ``lone`` when given; rule 4 splits them by ``threads`` when given)."""
     costs: tuple[InSitu, ...] = ()
+    hold: tuple[tuple[float, float], ...] = ()
     if timelines:
         share = (lambda run: 1.0) if threads is None else threads.on_core
         rates = {r["id"]: r["offered"]["rate_rps"] for r in runs}
-        costs = in_situ(timelines, scenario, lambda run: share(rates[run]))
+        costs = in_situ(
+            timelines, scenario, lambda run: share(rates[run]), hold_on_cost=hold_median
+        )
         scenario = with_costs(scenario, costs)
+        if not hold_median:
+            hold = device_hold(timelines)
     others, rows, ys, sizes = [], [], [], []
     for r in runs:
         s = r["server"]
@@ -357,6 +397,7 @@ def fit(
         max(0.0, q * 1e3),
         statistics.median(sizes),
         in_situ=costs,
+        device_hold=hold,
     )
     if threads is not None:
         io_a, io_p = threads.io_fit()
@@ -369,13 +410,56 @@ def fit(
             check=(a, p * 1e3, q * 1e3),
         )
     scaled = calibrated(scenario, replace(f, in_situ=()))
+    if lone is not None and not hold_median:
+        return replace(f, handoff_ms=lone_handoff_ms(scaled, lone))
     return replace(f, handoff_ms=handoff_ms(runs, scaled, lone))
+
+
+LONE_SEEDS = (1, 2, 3)
+LONE_REQUESTS = 4000
+"""Rule 3: each lone model's simulation (mean of the seeds' p50s)."""
+
+
+def lone_p50(scenario: Scenario, name: str, rate: float, wake_ms: float) -> float:
+    """The simulator's p50 of service ``name`` alone at ``rate`` req/s under ``fifo``, with
+    wake-ups of mean ``wake_ms``, ms."""
+    alone = replace(
+        scenario,
+        host=replace(scenario.host, handoff_ms=wake_ms),
+        services=tuple(replace(s, share=1.0) for s in scenario.services if s.name == name),
+    )
+    res = sim.run(
+        alone, ["fifo"], [rate / scenario_rate(alone)], seeds=LONE_SEEDS, requests=LONE_REQUESTS
+    )
+    return statistics.mean(p["latency_ms"]["p50"] for p in res.points)
+
+
+def lone_handoff_ms(scenario: Scenario, lone: dict[str, Any]) -> float:
+    """Rule 3 of the module docs: per model the wake-ups' mean that gives lone.py's p50 in the
+    simulator (bisection to 1 µs; p50 rises with it), median over models."""
+    fitted = []
+    for name, m in lone["models"].items():
+        rate = lone["rates"][name]
+        lo, hi = 0.0, 5.0
+        if lone_p50(scenario, name, rate, lo) >= m["p50_ms"]:
+            fitted.append(lo)
+            continue
+        while hi - lo > 1e-3:
+            mid = (lo + hi) / 2
+            if lone_p50(scenario, name, rate, mid) < m["p50_ms"]:
+                lo = mid
+            else:
+                hi = mid
+        fitted.append((lo + hi) / 2)
+    return statistics.median(fitted)
 
 
 def handoff_ms(
     runs: list[dict[str, Any]], scenario: Scenario, lone: dict[str, Any] | None = None
 ) -> float:
-    """Rule 3 of the module docs: a lone request's p50 beyond the model's work, per wake-up."""
+    """Rule 3 of the module docs without the simulation (``--hold-median``, or with no
+    ``lone.json`` the closed-loop figure): a lone request's p50 beyond the model's work, per
+    wake-up."""
     model = {s.name: s.pre.mean_ms + s.gpu.mean_ms + s.post.mean_ms for s in scenario.services}
     if lone is not None:
         gaps = [(m["p50_ms"] - model[name]) / 2 for name, m in lone["models"].items()]
@@ -409,6 +493,11 @@ def least_squares(rows: list[tuple[float, float, float]], ys: list[float]) -> li
     for c in reversed(range(n)):
         x[c] = (m[c][n] - math.fsum(m[c][k] * x[k] for k in range(c + 1, n))) / m[c][c]
     return x
+
+
+def hold_mean(points: tuple[tuple[float, float], ...]) -> float:
+    """The mean of the quantile function through ``points`` (linear between them), ms."""
+    return math.fsum((p1 - p0) * (x0 + x1) / 2 for (p0, x0), (p1, x1) in itertools.pairwise(points))
 
 
 def mix_batch_cost(scenario: Scenario, size: float) -> float:
@@ -458,6 +547,7 @@ def calibrated(
         handoff_dist=handoff_dist,
         interpreter=None,
         slice_ms=(scenario.host.slice_ms if slice_ms is None else slice_ms) if slicing else 0.0,
+        device_hold_ms=f.device_hold,
     )
     return replace(scenario, host=host, services=tuple(services))
 
@@ -470,6 +560,7 @@ def scenario_lines(scenario: Scenario) -> str:
         f"handoff_ms = {h.handoff_ms:.3f}",
         f"time_slicing = {str(h.time_slicing).lower()}",
         f"slice_ms = {h.slice_ms:g}",
+        "device_hold_ms = [" + ", ".join(f"[{p:g}, {ms:.4g}]" for p, ms in h.device_hold_ms) + "]",
     ]
     for s in scenario.services:
         lines.append(f"# {s.name}")
@@ -606,6 +697,11 @@ def main(argv: list[str] | None = None) -> int:
         "--threads", type=Path, help="rule 4's folder of threads.py outputs (RESULTS/threads)"
     )
     ap.add_argument("--slices", action="store_true", help="host.slice_ms from slices.json (rule 5)")
+    ap.add_argument(
+        "--hold-median",
+        action="store_true",
+        help="rules 0 and 3 as until 2026-11-26: the median hold on the costs, no distribution",
+    )
     args = ap.parse_args(argv)
     runs = load_runs(args.results)
     base = Scenario.load(args.scenario)
@@ -614,7 +710,7 @@ def main(argv: list[str] | None = None) -> int:
     lone_file = args.results / "lone.json"
     lone = json.loads(lone_file.read_text()) if lone_file.exists() else None
     threads = None if args.wall_time else load_threads(args.threads or args.results / "threads")
-    f = fit(runs, base, timelines, lone, threads)
+    f = fit(runs, base, timelines, lone, threads, hold_median=args.hold_median)
     slice_ms = None
     if args.slices:
         slices_file = args.results / "slices.json"
@@ -658,7 +754,13 @@ def main(argv: list[str] | None = None) -> int:
                 + ")"
                 for c in f.in_situ
             )
-            + f", + {f.in_situ[0].hold_ms:.3f} ms held per batch"
+            + (
+                f", + {f.in_situ[0].hold_ms:.3f} ms held per batch"
+                if args.hold_median
+                else f"; held per batch beyond the call: mean {hold_mean(f.device_hold):.3f} ms, "
+                + ", ".join(f"p{p * 100:g} {ms:g}" for p, ms in f.device_hold if 0.5 <= p < 1)
+                + " (device_hold_ms)"
+            )
         )
     head += "\n\n" + scenario_lines(scenario)
     text = f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}"

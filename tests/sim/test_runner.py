@@ -2,11 +2,15 @@
 
 import json
 import math
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from lanes.errors import LanesError
 from lanes.sim import Scenario, capacity, run
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_rows_average_the_seeds(fake_results) -> None:
@@ -136,3 +140,17 @@ def test_capacity(core) -> None:
     for value in caps["fifo"].values():
         assert isinstance(value, float)
         assert 0.0 <= value <= 10.0  # ocr batches: loads above 1 are searched
+
+
+def test_a_device_hold_reaches_the_simulator(core) -> None:
+    # A constant hold of 5 ms on every batch: at a light load each request is about that much
+    # slower; the cpu-2core scenario's measured table simulates too.
+    base = Scenario.load("ocr")
+    held = replace(base, host=replace(base.host, device_hold_ms=((0.0, 5.0), (1.0, 5.0))))
+    plain, slow = (
+        run(sc, ["fifo"], [0.05], seeds=[1], requests=2000).points[0] for sc in (base, held)
+    )
+    assert slow["latency_ms"]["p50"] - plain["latency_ms"]["p50"] == pytest.approx(5.0, abs=0.5)
+    calibrated = Scenario.load(ROOT / "examples" / "scenarios" / "cpu-2core.toml")
+    assert calibrated.host.device_hold_ms[-1][0] == 1.0
+    assert run(calibrated, ["sjf"], [0.5], seeds=[1], requests=2000).points[0]["goodput_rps"] > 0

@@ -160,6 +160,13 @@ def test_time_slicing_and_handoff_reach_the_core_only_when_set(tmp_path: Path) -
     )
 
 
+def test_device_hold_reaches_the_core_only_when_set(tmp_path: Path) -> None:
+    assert "device_hold_ms" not in Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    text = edit("cpu_cores = 8", "cpu_cores = 8\ndevice_hold_ms = [[0, 0.01], [0.5, 0.08], [1, 4]]")
+    host = Scenario.load(write(tmp_path, text)).to_core()["host"]
+    assert host["device_hold_ms"] == [[0.0, 0.01], [0.5, 0.08], [1.0, 4.0]]
+
+
 def test_interpreter_and_busy_cores_reach_the_core_only_when_set(tmp_path: Path) -> None:
     plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     assert "busy_cores" not in plain and "interpreter" not in plain
@@ -556,6 +563,36 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\ntime_slicing = true\nslice_ms = -1",
         ["host.slice_ms"],
+    ),
+    (
+        "device-hold-not-from-0",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ndevice_hold_ms = [[0.1, 0.01], [1, 4]]",
+        ["host.device_hold_ms[0]", "p ascending from 0 to 1"],
+    ),
+    (
+        "device-hold-not-to-1",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ndevice_hold_ms = [[0, 0.01], [0.9, 4]]",
+        ["host.device_hold_ms[1]"],
+    ),
+    (
+        "device-hold-falling",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ndevice_hold_ms = [[0, 0.2], [0.5, 0.1], [1, 4]]",
+        ["host.device_hold_ms[1]", "not below the previous"],
+    ),
+    (
+        "device-hold-one-point",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ndevice_hold_ms = [[0, 0.2]]",
+        ["host.device_hold_ms"],
+    ),
+    (
+        "device-hold-not-pairs",
+        "cpu_cores = 8",
+        'cpu_cores = 8\ndevice_hold_ms = [[0, "a"], [1, 4]]',
+        ["host.device_hold_ms[0]"],
     ),
     (
         "handoff-negative",

@@ -215,6 +215,13 @@ pub struct Host {
     /// a few long, as waits for a scheduler are).
     #[serde(default = "constant")]
     pub handoff_dist: Dist,
+    /// A device is held this long beyond each batch's runtime call, drawn
+    /// per batch from this empirical distribution: `(p, ms)` points of its
+    /// quantile function (see [`crate::workload::Quantiles`] for the rule),
+    /// no core held — the driver and the device thread handing a batch over
+    /// and back. Empty (the default): no hold.
+    #[serde(default)]
+    pub device_hold_ms: Vec<(f64, f64)>,
 }
 
 fn constant() -> Dist {
@@ -326,6 +333,14 @@ impl Scenario {
                 "host.handoff_dist".into(),
                 "lognormal",
                 "must be constant or exponential",
+            ));
+        }
+        if !crate::workload::Quantiles::valid(&h.device_hold_ms) {
+            return Err(self.invalid(
+                "host.device_hold_ms".into(),
+                format!("{:?}", h.device_hold_ms),
+                "must be empty or [p, ms] points with p ascending from 0 to 1 and ms >= 0 \
+                 not below the previous point's",
             ));
         }
         if let Some(i) = &h.interpreter {

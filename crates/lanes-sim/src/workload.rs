@@ -3,6 +3,10 @@
 //! - Costs: `lognormal` by mean `m` and coefficient of variation `cv`
 //!   (`σ² = ln(1 + cv²)`, `μ = ln m − σ²/2`); `exponential` by mean (cv is 1
 //!   by definition); `constant`. A cv of 0 is constant for every family.
+//! - Empirical draws ([`Quantiles`], `host.device_hold_ms`): by the
+//!   distribution's quantile function, given as `(p, ms)` points from `p = 0`
+//!   to `p = 1` and linear between them; a draw is its value at a uniform
+//!   `u` in [0, 1).
 //! - Arrivals at rate `λ`: `poisson` has exponential gaps; `bursty` has gamma
 //!   gaps with shape `1/cv²` (same mean, gap CV = cv); `trace` replays recorded
 //!   times scaled so their mean rate is `λ`, looping with the trace's mean gap
@@ -47,6 +51,71 @@ impl CostSampler {
             Self::Lognormal(d) => d.sample(rng),
         };
         round_nanos(x)
+    }
+}
+
+/// An empirical distribution by its quantile function.
+///
+/// **Rule.** The points `(p, ms)` have `p` strictly ascending from 0 to 1
+/// and `ms >= 0` never falling ([`Quantiles::valid`]); the quantile at `u`
+/// is linear between the two points around it, so a draw at a uniform `u`
+/// falls between two measured quantiles in proportion to their probability
+/// gap (uniform within each gap: the mean is the sum over gaps of
+/// `(p1 − p0) · (ms0 + ms1) / 2`). Measured quantiles of a sample give
+/// back that sample's distribution up to the points' resolution, its tail
+/// included.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Quantiles {
+    /// `(p, ns)`.
+    points: Vec<(f64, f64)>,
+}
+
+impl Quantiles {
+    /// Whether `points` (`(p, ms)`) are empty or a quantile function.
+    pub fn valid(points: &[(f64, f64)]) -> bool {
+        if points.is_empty() {
+            return true;
+        }
+        let ends = points.len() >= 2 && points[0].0 == 0.0 && points[points.len() - 1].0 == 1.0;
+        let each = points
+            .iter()
+            .all(|&(p, ms)| p.is_finite() && ms.is_finite() && ms >= 0.0);
+        let rising = points
+            .windows(2)
+            .all(|w| w[1].0 > w[0].0 && w[1].1 >= w[0].1);
+        ends && each && rising
+    }
+
+    /// The distribution of valid `points` (`(p, ms)`); `None` when they are
+    /// empty or every quantile is 0 (nothing to draw).
+    pub fn new(points: &[(f64, f64)]) -> Option<Self> {
+        debug_assert!(Self::valid(points));
+        if points.iter().all(|&(_, ms)| ms == 0.0) {
+            return None;
+        }
+        let points = points.iter().map(|&(p, ms)| (p, ms * 1e6)).collect();
+        Some(Self { points })
+    }
+
+    /// The quantile at `u` in [0, 1], ns.
+    pub fn at(&self, u: f64) -> f64 {
+        let pts = &self.points;
+        let i = pts.partition_point(|&(p, _)| p < u).clamp(1, pts.len() - 1);
+        let ((p0, x0), (p1, x1)) = (pts[i - 1], pts[i]);
+        x0 + (x1 - x0) * ((u - p0) / (p1 - p0)).clamp(0.0, 1.0)
+    }
+
+    /// The mean, ns.
+    pub fn mean(&self) -> f64 {
+        self.points
+            .windows(2)
+            .map(|w| (w[1].0 - w[0].0) * (w[0].1 + w[1].1) / 2.0)
+            .sum()
+    }
+
+    /// One draw, in whole nanoseconds.
+    pub fn sample<R: Rng>(&self, rng: &mut R) -> u64 {
+        round_nanos(self.at(rng.random::<f64>()))
     }
 }
 
@@ -148,6 +217,71 @@ mod tests {
             assert!((mean / 5e6 - 1.0).abs() < 0.01, "{dist:?}: mean {mean}");
             assert!((got_cv - expect_cv).abs() < 0.02, "{dist:?}: cv {got_cv}");
         }
+    }
+
+    #[test]
+    fn quantile_points_are_checked() {
+        let cases: &[(&[(f64, f64)], bool)] = &[
+            (&[], true),
+            (&[(0.0, 0.1), (1.0, 0.1)], true),
+            (&[(0.0, 0.0), (0.5, 0.1), (0.99, 2.0), (1.0, 4.0)], true),
+            (&[(0.0, 0.1)], false),             // one point
+            (&[(0.1, 0.1), (1.0, 0.2)], false), // not from 0
+            (&[(0.0, 0.1), (0.9, 0.2)], false), // not to 1
+            (&[(0.0, 0.1), (0.5, 0.2), (0.5, 0.3), (1.0, 0.4)], false), // p repeated
+            (&[(0.0, 0.3), (0.5, 0.2), (1.0, 0.4)], false), // ms falling
+            (&[(0.0, -0.1), (1.0, 0.2)], false), // ms below 0
+            (&[(0.0, 0.1), (1.0, f64::INFINITY)], false),
+        ];
+        for (points, ok) in cases {
+            assert_eq!(Quantiles::valid(points), *ok, "{points:?}");
+        }
+    }
+
+    #[test]
+    fn quantiles_are_linear_between_points() {
+        let q = Quantiles::new(&[(0.0, 0.0), (0.5, 1.0), (0.9, 2.0), (1.0, 6.0)]).unwrap();
+        for (u, ns) in [
+            (0.0, 0.0),
+            (0.25, 0.5e6),
+            (0.5, 1e6),
+            (0.7, 1.5e6),
+            (0.95, 4e6),
+            (1.0, 6e6),
+        ] {
+            assert!((q.at(u) - ns).abs() < 1e-6, "at {u}: {}", q.at(u));
+        }
+        // 0.5 · 0.5 + 0.4 · 1.5 + 0.1 · 4 ms.
+        assert!((q.mean() - 1.25e6).abs() < 1e-6);
+        assert_eq!(Quantiles::new(&[(0.0, 0.0), (1.0, 0.0)]), None);
+        assert_eq!(Quantiles::new(&[]), None);
+    }
+
+    #[test]
+    fn quantile_draws_have_their_quantiles_and_mean() {
+        let points = [
+            (0.0, 0.01),
+            (0.5, 0.08),
+            (0.9, 0.35),
+            (0.99, 2.4),
+            (1.0, 6.0),
+        ];
+        let q = Quantiles::new(&points).unwrap();
+        let mut rng = Pcg64Mcg::seed_from_u64(1);
+        let mut xs: Vec<u64> = (0..400_000).map(|_| q.sample(&mut rng)).collect();
+        xs.sort_unstable();
+        for &(p, ms) in &points[1..points.len() - 1] {
+            // The share of draws at or below the quantile (flat-sloped
+            // quantiles make a poor test: a tiny error in p moves them far).
+            let below = xs.partition_point(|&x| x as f64 <= ms * 1e6) as f64 / xs.len() as f64;
+            assert!(
+                (below - p).abs() < 0.003,
+                "p{p}: {below} of draws <= {ms} ms"
+            );
+        }
+        let mean = xs.iter().sum::<u64>() as f64 / xs.len() as f64;
+        // The tail's spread makes the sample mean's sd about 0.35 %.
+        assert!((mean / q.mean() - 1.0).abs() < 0.015, "mean {mean}");
     }
 
     #[test]

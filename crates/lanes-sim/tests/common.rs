@@ -69,6 +69,7 @@ pub fn ocr_unbatched() -> Scenario {
             slice_ms: 0.0,
             handoff_ms: 0.0,
             handoff_dist: lanes_sim::config::Dist::Constant,
+            device_hold_ms: Vec::new(),
         },
         services: vec![
             service("cnn", 0.60, 2, 2.0, 5.0, 0.3, 1.0),
@@ -96,6 +97,7 @@ pub fn single_server(gpu: Cost) -> Scenario {
             slice_ms: 0.0,
             handoff_ms: 0.0,
             handoff_dist: lanes_sim::config::Dist::Constant,
+            device_hold_ms: Vec::new(),
         },
         services: vec![Service {
             name: "only".into(),

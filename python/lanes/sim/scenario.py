@@ -42,7 +42,7 @@ _BUILTIN_DIR = Path(__file__).with_name("scenarios")
 _TOP_KEYS = ("name", "description", "slo_ms", "host", "service")
 _HOST_KEYS = (
     "gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta", "shared_cores", "busy_cores",
-    "interpreter", "time_slicing", "handoff_ms", "handoff_dist", "slice_ms",
+    "interpreter", "time_slicing", "handoff_ms", "handoff_dist", "slice_ms", "device_hold_ms",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -137,6 +137,10 @@ class Host:
     slice_ms: float = 0.0
     """With ``time_slicing``: the cores are handed out in slices of this many ms, round-robin (a
     phase woken onto busy cores waits for a running one's slice to end); 0: processor sharing."""
+    device_hold_ms: tuple[tuple[float, float], ...] = ()
+    """A device is held beyond each batch's runtime call for a draw of this distribution, no core
+    held: ``(p, ms)`` points of its quantile function, ``p`` from 0 to 1, linear between points;
+    empty: no hold."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -158,6 +162,8 @@ class Host:
             core["handoff_dist"] = self.handoff_dist
         if self.slice_ms:
             core["slice_ms"] = self.slice_ms
+        if self.device_hold_ms:
+            core["device_hold_ms"] = [list(p) for p in self.device_hold_ms]
         if self.interpreter is not None:
             core["interpreter"] = {
                 "batch_ms": self.interpreter.batch_ms,
@@ -372,8 +378,40 @@ def _host(t: Table) -> Host:
         t.fail("slice_ms", "must be 0 without time_slicing = true")
     return Host(
         gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter, slicing,
-        handoff, handoff_dist, slice_ms,
+        handoff, handoff_dist, slice_ms, _quantiles(t, "device_hold_ms"),
     )  # fmt: skip
+
+
+def _quantiles(t: Table, key: str) -> tuple[tuple[float, float], ...]:
+    """``key``'s ``[p, ms]`` points of a quantile function (empty when absent)."""
+    rule = (
+        "must be an array of [p, ms] points: p ascending from 0 to 1 (both ends given), ms >= 0 "
+        "and not below the previous point's"
+    )
+    raw = t.raw.get(key, [])
+    if not isinstance(raw, list) or len(raw) == 1:
+        t.fail(key, rule)
+    points: list[tuple[float, float]] = []
+    for i, point in enumerate(raw):
+        ok = (
+            isinstance(point, list)
+            and len(point) == 2
+            and all(isinstance(x, int | float) and not isinstance(x, bool) for x in point)
+            and all(math.isfinite(x) for x in point)
+        )
+        if not ok:
+            raise t.error(f"{key}[{i}]", point, rule)
+        p, ms = float(point[0]), float(point[1])
+        first, last = i == 0, i == len(raw) - 1
+        if (
+            (first and p != 0.0)
+            or (last and p != 1.0)
+            or ms < 0
+            or (points and (p <= points[-1][0] or ms < points[-1][1]))
+        ):
+            raise t.error(f"{key}[{i}]", point, rule)
+        points.append((p, ms))
+    return tuple(points)
 
 
 def _service(t: Table, slo_ms: float, base_dir: Path) -> Service:

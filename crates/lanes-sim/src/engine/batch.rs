@@ -12,8 +12,11 @@
 //! requests' own GPU samples times the service's batching factor at n
 //! ([`crate::config::BatchingSpec`]), at least 1 ns. Before its runtime call
 //! it does its Python work (`host.interpreter.batch_ms`, holding its device
-//! and the lock, see [`super::cpu`]); with `host.shared_cores` the runtime
-//! call holds a core. On completion the measured time it held the device
+//! and the lock, see [`super::cpu`]), then holds its device, and nothing
+//! else, for a draw of `host.device_hold_ms` (the driver and the device
+//! thread handing it over and back; placed before the call, which changes
+//! neither the device's time nor the request's); with `host.shared_cores`
+//! the runtime call holds a core. On completion the measured time it held the device
 //! feeds the estimator and each request goes on to its post.
 
 use lanes_policy::{CostConfig, DeviceSet, DeviceSpec, Prior};
@@ -152,8 +155,33 @@ impl Sim<'_> {
         if self.batch_py > 0 {
             self.cpu_phase(slot | BATCH_PY_TOKEN, self.batch_py);
         } else {
-            self.batch_runtime(slot);
+            self.device_hold(slot);
         }
+    }
+
+    /// The batch in `slot` holds its device for a draw of
+    /// `host.device_hold_ms` (no core held; its device counts as busy), then
+    /// goes on to its runtime call; without a hold, or with a draw of 0, at
+    /// once.
+    pub(super) fn device_hold(&mut self, slot: u32) {
+        let draw = match &self.hold {
+            Some(q) => q.sample(&mut self.hold_rng),
+            None => 0,
+        };
+        if draw == 0 {
+            self.batch_runtime(slot);
+            return;
+        }
+        let g = self.batches[slot as usize].device;
+        self.gpus[g].hold(self.now, &self.sc.host.eta);
+        self.at(self.now + draw, Ev::Held(slot));
+    }
+
+    /// The batch in `slot`'s device hold is over: its runtime call starts.
+    pub(super) fn hold_done(&mut self, slot: u32) {
+        let g = self.batches[slot as usize].device;
+        self.gpus[g].unhold(self.now, &self.sc.host.eta);
+        self.batch_runtime(slot);
     }
 
     /// The batch in `slot` is ready for its runtime call: it starts on its

@@ -175,7 +175,7 @@ impl Sim<'_> {
             return;
         }
         if token & BATCH_PY_TOKEN != 0 {
-            self.batch_runtime(token & !BATCH_PY_TOKEN);
+            self.device_hold(token & !BATCH_PY_TOKEN);
             return;
         }
         match self.reqs[token as usize].phase {

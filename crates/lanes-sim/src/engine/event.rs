@@ -27,6 +27,9 @@ pub(super) enum Ev {
     /// The time-sliced cores' earliest end (stale unless the version is
     /// current; `host.time_slicing`).
     Cores(u32),
+    /// A batch's device hold is over: its runtime call starts
+    /// (`host.device_hold_ms`).
+    Held(u32),
 }
 
 impl Ev {
@@ -42,6 +45,7 @@ impl Ev {
             Self::Lock(t) => 5 << 56 | u64::from(t),
             Self::Woken(t) => 6 << 56 | u64::from(t),
             Self::Cores(v) => 7 << 56 | u64::from(v),
+            Self::Held(slot) => 8 << 56 | u64::from(slot),
         }
     }
 
@@ -55,7 +59,8 @@ impl Ev {
             4 => Self::Busy,
             5 => Self::Lock(word as u32),
             6 => Self::Woken(word as u32),
-            _ => Self::Cores(word as u32),
+            7 => Self::Cores(word as u32),
+            _ => Self::Held(word as u32),
         }
     }
 }

@@ -26,6 +26,8 @@
 //! device) wait for the lock, then for a core; with `host.busy_cores`
 //! background slices queue for cores throughout the run; with
 //! `host.handoff_ms` each request's CPU phase starts after its thread wakes;
+//! with `host.device_hold_ms` each batch holds its device for a draw before
+//! its runtime call, no core held;
 //! with `host.time_slicing` the cores are shared among every runnable phase
 //! (and, with `shared_cores`, every running batch) instead of queued for —
 //! with `host.slice_ms` in slices, round-robin.
@@ -56,7 +58,7 @@ use rand_pcg::Pcg64Mcg;
 use crate::config::{Cost, Dist, Interpreter, Mode, Scenario, SimError, BUSY_SLICE_MS};
 use crate::host::{CpuPool, Gpu, TimeShared};
 use crate::stats::{PointResult, Recorder};
-use crate::workload::CostSampler;
+use crate::workload::{CostSampler, Quantiles};
 use batch::{serving_state, SimBatch};
 use event::{Ev, EventQueue};
 use measure::{GpuTimeNs, Snapshot};
@@ -88,6 +90,10 @@ struct Sim<'a> {
     wake: CostSampler,
     wake_rng: Pcg64Mcg,
     convoy: u64,
+    /// Draws each batch's device hold (`host.device_hold_ms`; `None`:
+    /// none), from its own seeded stream.
+    hold: Option<Quantiles>,
+    hold_rng: Pcg64Mcg,
     busy_slice: u64,
     busy_period: u64,
     gpus: Vec<Gpu>,
@@ -192,6 +198,8 @@ impl<'a> Sim<'a> {
             }),
             wake_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x005E_ED0F_3A4E),
             convoy: lock_ns(|i| i.convoy_ms),
+            hold: Quantiles::new(&sc.host.device_hold_ms),
+            hold_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0DE7_1CE0_4B1D),
             busy_slice: (BUSY_SLICE_MS * 1e6) as u64,
             busy_period: if sc.host.busy_cores > 0.0 {
                 (BUSY_SLICE_MS * 1e6 / sc.host.busy_cores).round().max(1.0) as u64
@@ -244,6 +252,7 @@ impl<'a> Sim<'a> {
                 Ev::Lock(token) => self.take_core(token, self.phase_cost(token)),
                 Ev::Woken(token) => self.woken(token),
                 Ev::Cores(version) => self.on_cores_done(version),
+                Ev::Held(slot) => self.hold_done(slot),
             }
         }
     }
