@@ -277,7 +277,8 @@ fn parameters_of(map: std::collections::HashMap<String, InferParameter>) -> Para
 /// outputs with their parameters, request parameters by JSON type (a boolean,
 /// an integer as `int64` or, past it, `uint64`, another number as `double`, a
 /// string). A parameter that is null, an array or an object has no gRPC form:
-/// a 400 naming it.
+/// a 400 naming it. proto3 has no "absent" for a string or a list, so an empty
+/// `id` and an empty list of outputs read back as none.
 pub fn encode_request(request: &InferRequest) -> Result<ModelInferRequest, KserveError> {
     let inputs = request
         .inputs

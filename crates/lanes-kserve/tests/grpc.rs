@@ -419,3 +419,13 @@ fn parameters_without_a_grpc_form_are_refused_by_name() {
         "{err}"
     );
 }
+
+#[test]
+fn an_empty_id_and_no_outputs_are_grpc_defaults_and_read_back_as_none() {
+    // Found by the rest_json fuzz target's round-trip check.
+    let (rest, back) = round_trip(json!({"id": "", "outputs": [], "inputs": []}), None);
+    assert_eq!(rest.id.as_deref(), Some(""));
+    assert_eq!(back.id, None);
+    assert!(back.outputs.is_none());
+    assert_eq!(back.inputs, rest.inputs);
+}
