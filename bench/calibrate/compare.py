@@ -763,10 +763,14 @@ def main(argv: list[str] | None = None) -> int:
             )
         )
     head += "\n\n" + scenario_lines(scenario)
-    text = f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}"
+    return emit(f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}", args.markdown)
+
+
+def emit(text: str, markdown: Path | None) -> int:
+    """Prints ``text`` and, when given, writes it to ``markdown``; the exit status."""
     print(text)
-    if args.markdown:
-        args.markdown.write_text(text)
+    if markdown:
+        markdown.write_text(text)
     return 0
 
 

@@ -1,0 +1,165 @@
+"""Issue 15's default question on the calibrated scenario: ``fair`` with two batches per model
+in flight against today's ``sjf`` with one, in ``lanes sim``.
+
+Two comparisons, each on ``examples/scenarios/cpu-2core.toml`` (this host's native server, as
+calibrated by ``compare.py``) with every service's ``num_batch_threads`` set as the lab's variant
+runs it (1: ``lanes serve --demo``; 2: ``bench/zoo_paths/serve.py --batch-threads 2``):
+
+- **Steady capacity**: the demo's mix, Poisson; each variant's capacity at SLO by ``lanes
+  sim``'s bisection (the highest load at which >= 99 % of requests, overall and of every
+  service, meet the 150 ms SLO; a grid of 0.01 load), as req/s. The lab's counterpart:
+  ``examples/experiments/ocr-fair-steady.toml`` (docs/results/sim.md).
+- **Bursts**: as ``examples/experiments/ocr-isolation.toml`` runs them in the lab — ``char_cnn``
+  and ``line_rnn_en`` Poisson, ``line_rnn_zh`` on the first 1,000 arrivals of the Azure code
+  trace (``examples/scenarios/traces/azure-code-1000.csv``; the simulator rescales a trace to its
+  service's rate, as the lab's ``trace_fit = "time"``) — at the lab's offered rates: each
+  model's p99, its ratio to ``independent``'s (the target: at most 1.10 for every model), the
+  mean and the goodput.
+
+Every figure is the mean over seeds. ``independent`` here is the scenario's: one runtime per
+model per core (``--devices cpu:2 --cpu-threads 1``); the lab's isolation runs used ``--devices
+auto`` for it (each model one runtime over both cores), which the scenario does not model.
+
+Run:  python bench/calibrate/default_question.py [--scenario FILE] [--seeds 3]
+      [--requests 40000] [--burst-requests 100000] [--markdown OUT.md]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from compare import emit, scenario_rate  # bench/calibrate/compare.py, beside this file
+
+from lanes import sim
+from lanes.sim.scenario import Batching, Scenario, Trace
+from lanes.sim.trace import load_trace
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_SCENARIO = ROOT / "examples" / "scenarios" / "cpu-2core.toml"
+TRACE = ROOT / "examples" / "scenarios" / "traces" / "azure-code-1000.csv"
+BURSTING = "line_rnn_zh"
+FAIR = "fair:fast=25,hold=6,burst=100"
+VARIANTS = (
+    ("sjf", "sjf", 1),
+    ("sjf-2", "sjf", 2),
+    ("fair-2", FAIR, 2),
+    ("fair", FAIR, 1),
+    ("fifo", "fifo", 1),
+    ("independent", "independent", 1),
+)
+"""``(name, policy, batches of each model in flight)``; the first is today's default."""
+BURST_VARIANTS = ("independent", "sjf", "fair", "sjf-2", "fair-2")
+BURST_RATES = (200.0, 330.0, 530.0)
+"""The lab's isolation levels, req/s."""
+
+
+def with_threads(scenario: Scenario, threads: int) -> Scenario:
+    """``scenario`` with every service's ``num_batch_threads`` = ``threads``."""
+    services = []
+    for s in scenario.services:
+        batching = s.batching or Batching()
+        services.append(replace(s, batching=replace(batching, num_batch_threads=threads)))
+    return replace(scenario, services=tuple(services))
+
+
+def bursting(scenario: Scenario) -> Scenario:
+    """``scenario`` with ``line_rnn_zh`` on the Azure code trace's first 1,000 arrivals."""
+    trace = Trace(TRACE, load_trace(TRACE))
+    services = tuple(
+        replace(s, arrival=trace) if s.name == BURSTING else s for s in scenario.services
+    )
+    return replace(scenario, services=services)
+
+
+def steady(scenario: Scenario, seeds: list[int], requests: int) -> str:
+    """The capacity table, req/s."""
+    per_load = scenario_rate(scenario)
+    caps = {}
+    for name, policy, threads in VARIANTS:
+        cap = sim.capacity(with_threads(scenario, threads), [policy], seeds, requests)
+        caps[name] = next(iter(cap.values()))
+    base = caps[VARIANTS[0][0]]
+    lines = [
+        f"Steady capacity (load 1.0 = {per_load:.0f} req/s; {len(seeds)} seeds x {requests}):",
+        "",
+        "| variant | capacity overall req/s (x sjf) | every service req/s (x sjf) |",
+        "|---|---:|---:|",
+    ]
+    for name, _, _ in VARIANTS:
+        c = caps[name]
+        lines.append(
+            f"| `{name}` | {c['overall'] * per_load:,.0f} ({c['overall'] / base['overall']:.2f}) "
+            f"| {c['every_service'] * per_load:,.0f} "
+            f"({c['every_service'] / base['every_service']:.2f}) |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def bursts(scenario: Scenario, seeds: list[int], requests: int) -> str:
+    """The isolation table: per variant and rate, each model's p99 (x independent's)."""
+    scenario = bursting(scenario)
+    per_load = scenario_rate(scenario)
+    loads = [rate / per_load for rate in BURST_RATES]
+    policy = {name: (p, t) for name, p, t in VARIANTS}
+    figures: dict[tuple[str, float], dict[str, Any]] = {}
+    for name in BURST_VARIANTS:
+        p, threads = policy[name]
+        res = sim.run(with_threads(scenario, threads), [p], loads, seeds=seeds, requests=requests)
+        for rate, load in zip(BURST_RATES, loads, strict=True):
+            pts = [x for x in res.points if abs(x["load"] - load) < 1e-12]
+            figures[(name, rate)] = {
+                "p99": {
+                    s.name: statistics.mean(x["services"][s.name]["latency_ms"]["p99"] for x in pts)
+                    for s in scenario.services
+                },
+                "mean": statistics.mean(x["latency_ms"]["mean"] for x in pts),
+                "goodput": statistics.mean(x["goodput_rps"] for x in pts),
+            }
+    names = [s.name for s in scenario.services]
+    lines = [
+        f"Bursts ({BURSTING} on {TRACE.name}; {len(seeds)} seeds x {requests}):",
+        "",
+        "| variant | offered/s | "
+        + " | ".join(f"{n} p99 ms (x indep.)" for n in names)
+        + " | worst x indep. | mean ms (x indep.) | goodput/s (x indep.) |",
+        "|---|---:|" + "---:|" * (len(names) + 3),
+    ]
+    for name in BURST_VARIANTS:
+        for rate in BURST_RATES:
+            f, ind = figures[(name, rate)], figures[("independent", rate)]
+            ratios = [f["p99"][n] / ind["p99"][n] for n in names]
+            cells = [f"{f['p99'][n]:,.1f} ({r:.2f})" for n, r in zip(names, ratios, strict=True)]
+            lines.append(
+                f"| `{name}` | {rate:.0f} | "
+                + " | ".join(cells)
+                + f" | **{max(ratios):.2f}** | {f['mean']:.1f} ({f['mean'] / ind['mean']:.2f}) "
+                f"| {f['goodput']:.0f} ({f['goodput'] / ind['goodput']:.2f}) |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=40_000, help="per capacity probe")
+    ap.add_argument("--burst-requests", type=int, default=100_000, help="per burst point")
+    ap.add_argument("--markdown", type=Path, help="also write the tables here")
+    args = ap.parse_args(argv)
+    scenario = Scenario.load(args.scenario)
+    seeds = list(range(1, args.seeds + 1))
+    text = (
+        f"Scenario {args.scenario.name}\n\n"
+        + steady(scenario, seeds, args.requests)
+        + "\n"
+        + bursts(scenario, seeds, args.burst_requests)
+    )
+    return emit(text, args.markdown)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
