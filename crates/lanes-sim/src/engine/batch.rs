@@ -14,10 +14,11 @@
 //! it does its Python work (`host.interpreter.batch_ms`, holding its device
 //! and the lock, see [`super::cpu`]), then holds its device, and nothing
 //! else, for a draw of `host.device_hold_ms` (the driver and the device
-//! thread handing it over and back; placed before the call, which changes
-//! neither the device's time nor the request's); with `host.shared_cores`
-//! the runtime call holds a core. On completion the measured time it held the device
-//! feeds the estimator and each request goes on to its post.
+//! thread handing it over and back; placed before the call: after it, the
+//! device and the request would take as long, up to what else shares the
+//! cores meanwhile); with `host.shared_cores` the runtime call holds a core.
+//! On completion the measured time it held the device feeds the estimator
+//! and each request goes on to its post.
 
 use lanes_policy::{CostConfig, DeviceSet, DeviceSpec, Prior};
 use lanes_serving::{Action, Batching, Grants, ModelConfig, Queued, ServingState};
