@@ -72,28 +72,27 @@ def main() -> None:
     repo = run.repository(args.out, MODEL)
     body = run.body_file(args.out, MODEL)
     lanes = f"http://127.0.0.1:{run.PORTS['lanes']}"
-    targets = {
-        "nginx": None,  # the URL is known once nginx runs
-        "lanes-live": (f"{lanes}/v2/health/live", None),
-        "lanes-infer": (run.infer_url("lanes", MODEL), body),
-    }
     runs: list[dict[str, Any]] = []
     with (
         kit.Nginx() as web,
         run.running("lanes", repo, MODEL, body, args.out / "logs" / "lanes.log"),
     ):
-        targets["nginx"] = (web.url + "/empty", None)
+        targets: dict[str, tuple[str, Path | None]] = {
+            "nginx": (web.url + "/empty", None),
+            "lanes-live": (f"{lanes}/v2/health/live", None),
+            "lanes-infer": (run.infer_url("lanes", MODEL), body),
+        }
         names = list(targets)
         for repeat in range(args.repeats):
             order = names[repeat % len(names) :] + names[: repeat % len(names)]
             for name in order:
-                url, payload = targets[name]  # type: ignore[misc]
+                url, payload = targets[name]
                 r = {"repeat": repeat, "target": name, **lone(url, payload, args)}
                 runs.append(r)
                 lat = r["latency_ms"]
                 run.log(f"  {repeat} {name:12} p50 {lat['p50']:.3f} ms  p99 {lat['p99']:.3f} ms")
                 (args.out / "latency-floor.json").write_text(json.dumps(runs, indent=1) + "\n")
-    for name in targets:
+    for name in names:
         mine = [r for r in runs if r["target"] == name]
         cells = []
         for q in ("p50", "p99"):

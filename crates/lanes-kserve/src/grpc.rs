@@ -334,15 +334,11 @@ fn infer_parameters(
             let choice = match value {
                 Value::Bool(b) => ParameterChoice::BoolParam(*b),
                 Value::String(s) => ParameterChoice::StringParam(s.clone()),
-                Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-                    (Some(i), _, _) => ParameterChoice::Int64Param(i),
-                    (None, Some(u), _) => ParameterChoice::Uint64Param(u),
-                    (None, None, Some(d)) => ParameterChoice::DoubleParam(d),
-                    _ => {
-                        return Err(bad(format!(
-                            "{owner}: parameter '{key}' is not a number gRPC can carry"
-                        )))
-                    }
+                Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+                    (Some(i), _) => ParameterChoice::Int64Param(i),
+                    (None, Some(u)) => ParameterChoice::Uint64Param(u),
+                    // Without serde_json's arbitrary precision, every other number is an f64.
+                    (None, None) => ParameterChoice::DoubleParam(n.as_f64().unwrap_or(f64::NAN)),
                 },
                 other => {
                     return Err(bad(format!(

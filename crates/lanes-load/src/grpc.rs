@@ -240,11 +240,10 @@ impl Exchange for GrpcConn {
 
     async fn exchange(&mut self, index: usize, _entry: &Entry) -> Result<Reply, Failure> {
         self.send.ready().await.map_err(|_| Failure::Write)?;
-        let head = &self.heads[index];
-        let mut request = Request::new(Full::new(self.messages[index].clone()));
-        *request.method_mut() = head.method.clone();
-        *request.uri_mut() = head.uri.clone();
-        *request.headers_mut() = head.headers.clone();
+        let request = Request::from_parts(
+            self.heads[index].clone(),
+            Full::new(self.messages[index].clone()),
+        );
         let response = self
             .send
             .send_request(request)

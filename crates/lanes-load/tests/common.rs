@@ -51,6 +51,22 @@ pub struct Server {
 }
 
 impl Server {
+    /// A server already running on `thread` at `addr`, counting into
+    /// `requests`; dropping it sends `stop` and joins the thread.
+    pub fn running(
+        addr: SocketAddr,
+        requests: Arc<AtomicU64>,
+        stop: oneshot::Sender<()>,
+        thread: std::thread::JoinHandle<()>,
+    ) -> Self {
+        Self {
+            addr,
+            requests,
+            stop: Some(stop),
+            thread: Some(thread),
+        }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("http://{}{}", self.addr, path)
     }

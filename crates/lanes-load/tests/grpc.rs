@@ -3,8 +3,9 @@
 //! from trailers-only replies, HTTP errors, and timeouts that reset a stream
 //! and keep the connection. Asserts behaviour, never speed.
 
+mod common;
+
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -24,14 +25,12 @@ use tokio::sync::oneshot;
 /// `x-reply`: absent, a 3-byte message and `grpc-status: 0` in trailers; `code
 /// N`, a trailers-only reply with `grpc-status: N`; `http N`, HTTP status N;
 /// `stall`, never answered. Counts TCP connections and calls (with the byte
-/// length of the last call's body, framing included).
+/// length of the last call's body, framing included). `server.requests`
+/// counts the calls; dropping it stops the server.
 struct GrpcServer {
-    addr: SocketAddr,
+    server: common::Server,
     connections: Arc<AtomicU64>,
-    calls: Arc<AtomicU64>,
     last_body: Arc<AtomicU64>,
-    stop: Option<oneshot::Sender<()>>,
-    thread: Option<std::thread::JoinHandle<()>>,
 }
 
 /// A reply body: a trailers-only reply's empty one, or a message with trailers.
@@ -125,23 +124,9 @@ fn grpc_server() -> GrpcServer {
         });
     });
     GrpcServer {
-        addr,
+        server: common::Server::running(addr, calls, stop, thread),
         connections,
-        calls,
         last_body,
-        stop: Some(stop),
-        thread: Some(thread),
-    }
-}
-
-impl Drop for GrpcServer {
-    fn drop(&mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(thread) = self.thread.take() {
-            let _ = thread.join();
-        }
     }
 }
 
@@ -153,7 +138,7 @@ fn run(spec: RunSpec) -> Report {
 
 fn spec(server: &GrpcServer) -> RunSpec {
     RunSpec {
-        url: format!("grpc://{}", server.addr),
+        url: format!("grpc://{}", server.server.addr),
         seed: 1,
         threads: Some(2),
         body: Some("hello".into()),
@@ -174,7 +159,7 @@ fn calls_share_each_threads_connections_and_count_grpc_codes() {
     assert_eq!(r.status_codes["200"], 600);
     assert_eq!(r.grpc_codes["OK"], 600);
     assert_eq!(r.bytes.received, 600 * 8);
-    assert_eq!(server.calls.load(Ordering::Relaxed), 600);
+    assert_eq!(server.server.requests.load(Ordering::Relaxed), 600);
     // "hello" framed: 5 bytes of prefix and 5 of message.
     assert_eq!(server.last_body.load(Ordering::Relaxed), 10);
     // Two sender threads with two connections each, plus the preflight's one.
