@@ -8,12 +8,16 @@
 #                                  and its device timeline
 #   bench/gpu/check.sh lab OUT     examples/experiments/gpu.toml (independent, fifo, sjf on
 #                                  cuda:0) with lanes bench run; OUT/gpu-lab.tgz holds the folder
+#                                  (LAB_EXPERIMENT=FILE runs another experiment, LAB_ARGS adds
+#                                  options such as --repeats 1)
+#   bench/gpu/check.sh kernel OUT  bench/gpu/kernel_time.py: each zoo batch's wall, CPU and GPU
+#                                  time, and the three OCR models serial vs overlapped
 #
 # lanes must be importable (a wheel from `maturin build --release`, or `make setup`). Every step
 # is bounded by `timeout`, writes its output under OUT, and a failed step does not stop the next.
 set -u
-mode=${1:?usage: check.sh smoke|lab OUT}
-out=${2:?usage: check.sh smoke|lab OUT}
+mode=${1:?usage: check.sh smoke|lab|kernel OUT}
+out=${2:?usage: check.sh smoke|lab|kernel OUT}
 mkdir -p "$out"
 py=${PYTHON:-python3}
 
@@ -31,11 +35,14 @@ if [ "$mode" = smoke ]; then
   echo "smoke rc $?" >> "$out/smoke.txt"
 elif [ "$mode" = lab ]; then
   lab=$(mktemp -d)/gpu-lab
-  timeout "${LAB_TIMEOUT:-420}" "$py" -m lanes bench run examples/experiments/gpu.toml \
+  timeout "${LAB_TIMEOUT:-420}" "$py" -m lanes bench run "${LAB_EXPERIMENT:-examples/experiments/gpu.toml}" \
     --out "$lab" ${LAB_ARGS:-} > "$out/lab.txt" 2>&1
   echo "lab rc $?" >> "$out/lab.txt"
   cp "$lab/summary.json" "$out/" 2>/dev/null
   tar czf "$out/gpu-lab.tgz" -C "$(dirname "$lab")" gpu-lab
+elif [ "$mode" = kernel ]; then
+  timeout 180 "$py" bench/gpu/kernel_time.py --json "$out/kernel.json" > "$out/kernel.txt" 2>&1
+  echo "kernel rc $?" >> "$out/kernel.txt"
 else
-  echo "usage: check.sh smoke|lab OUT" >&2; exit 2
+  echo "usage: check.sh smoke|lab|kernel OUT" >&2; exit 2
 fi
