@@ -7,6 +7,10 @@ Method:
    simulated GPU (``sim:1``): each batch holds the device ``fixed_ms + per_item_ms * rows``
    (10 + 1 * rows ms by default, batches of up to 16, 4 batches queued at most), so the device,
    not this host's CPUs, sets the capacity — the situation the overload limits exist for.
+   With ``--zoo MODEL`` instead: the built-in demo zoo (``lanes serve`` without ``--models``)
+   on ``--devices`` (default ``auto``: one single-threaded executor per core), every request
+   one 32x32 grayscale image as a ``UINT8`` tensor for ``MODEL`` — a CPU-bound model, whose
+   load generator shares this host's cores with the server.
 2. **Capacity** (skipped with ``--capacity``): ``lanes bench`` open loop (Poisson), no deadline, for
    ``--step-seconds`` at rising rates (x1.5 from ``--start-rate`` until a step fails, then
    three bisections); a step passes when p99 < SLO and every reply is a 200. The capacity is
@@ -46,25 +50,43 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from server import BIN, INFER, REQUEST, ModelKnobs, Server, percentiles, write_repository
+from server import BIN, REQUEST, ModelKnobs, Server, percentiles, write_repository
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the load sends: the model, the infer URL and the JSON body."""
+
+    model: str
+    url: str
+    body: bytes
+
+
+def zoo_body() -> bytes:
+    """One 32x32 grayscale image (a fixed pattern) as a KServe v2 ``UINT8`` tensor for the
+    zoo's ``image`` input."""
+    pixels = [(i * 7) % 256 for i in range(32 * 32)]
+    tensor = {"name": "image", "shape": [1, 32, 32], "datatype": "UINT8", "data": pixels}
+    return json.dumps({"inputs": [tensor]}).encode()
 
 
 def bench(
-    url: str, rate: float, seconds: float, deadline_ms: float | None, connections: int
+    target: Target, rate: float, seconds: float, deadline_ms: float | None, connections: int
 ) -> dict[str, Any]:
     """One ``lanes bench`` run against the model (open loop, Poisson), each request with
     ``lanes-timeout-ms: deadline_ms`` unless None; its JSON result."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "result.json"
         cmd = [
-            str(BIN / "lanes"), "bench", url + INFER, "--method", "POST",
-            "--body", REQUEST.decode(), "-H", "Content-Type: application/json",
+            str(BIN / "lanes"), "bench", target.url, "--method", "POST",
+            "--body", target.body.decode(), "-H", "Content-Type: application/json",
             "--rate", f"{rate:g}",
             "--duration", f"{seconds:g}s", "--connections", str(connections),
             "--json", str(out),
@@ -83,12 +105,12 @@ def passes(result: dict[str, Any], slo_ms: float) -> bool:
     return ok > 0 and ok == result["requests"] and result["latency_ms"]["p99"] < slo_ms
 
 
-def capacity(url: str, args: argparse.Namespace) -> tuple[float, list[dict[str, Any]]]:
+def capacity(target: Target, args: argparse.Namespace) -> tuple[float, list[dict[str, Any]]]:
     """The highest rate passing :func:`passes`, and every step."""
     steps: list[dict[str, Any]] = []
 
     def step(rate: float) -> bool:
-        r = bench(url, rate, args.step_seconds, None, args.connections)
+        r = bench(target, rate, args.step_seconds, None, args.connections)
         ok = passes(r, args.slo_ms)
         steps.append(
             {
@@ -148,7 +170,7 @@ def memory_summary(memory: list[list[float]], every_s: float) -> dict[str, Any]:
 
 
 async def probe(
-    url: str, rate: float, seconds: float, deadline_ms: float
+    target: Target, rate: float, seconds: float, deadline_ms: float
 ) -> list[tuple[int, float]]:
     """(status, latency ms from the intended send) of an open-loop Poisson stream; status 0 for
     a failed request."""
@@ -159,7 +181,7 @@ async def probe(
 
         async def one(intended: float) -> None:
             try:
-                async with session.post(url + INFER, data=REQUEST) as r:
+                async with session.post(target.url, data=target.body) as r:
                     await r.read()
                     status = r.status
             except (aiohttp.ClientError, asyncio.TimeoutError):
@@ -187,7 +209,9 @@ async def poisson(
     await asyncio.gather(*tasks)
 
 
-def overload(server: Server, rate: float, args: argparse.Namespace) -> dict[str, Any]:
+def overload(
+    server: Server, target: Target, rate: float, args: argparse.Namespace
+) -> dict[str, Any]:
     seconds = args.minutes * 60
     stop = threading.Event()
     memory: list[list[float]] = []
@@ -197,13 +221,13 @@ def overload(server: Server, rate: float, args: argparse.Namespace) -> dict[str,
     probed: list[tuple[int, float]] = []
     prober = threading.Thread(
         target=lambda: probed.extend(
-            asyncio.run(probe(server.url, args.probe_rate, seconds, args.deadline_ms))
+            asyncio.run(probe(target, args.probe_rate, seconds, args.deadline_ms))
         )
     )
     sampler.start()
     prober.start()
     connections = args.overload_connections
-    result = bench(server.url, rate, seconds, args.deadline_ms, connections)
+    result = bench(target, rate, seconds, args.deadline_ms, connections)
     prober.join()
     stop.set()
     sampler.join()
@@ -276,7 +300,12 @@ def main() -> None:
     p.add_argument("--overload-connections", type=int, default=256)
     p.add_argument("--probe-rate", type=float, default=20.0)
     p.add_argument("--sample-seconds", type=float, default=2.0)
-    p.add_argument("--devices", default="sim:1")
+    p.add_argument("--devices", help="lanes serve --devices (default: sim:1, with --zoo auto)")
+    p.add_argument(
+        "--zoo",
+        metavar="MODEL",
+        help="overload this demo-zoo model (a CPU-bound one, e.g. char_cnn) instead of affine",
+    )
     p.add_argument("--fixed-ms", type=float, default=ModelKnobs.fixed_ms)
     p.add_argument("--per-item-ms", type=float, default=ModelKnobs.per_item_ms)
     p.add_argument("--max-batch-size", type=int, default=ModelKnobs.max_batch_size)
@@ -293,25 +322,30 @@ def main() -> None:
         args.max_batch_size, args.max_enqueued_batches, args.fixed_ms, args.per_item_ms
     )
     with tempfile.TemporaryDirectory() as tmp:
-        repo = write_repository(Path(tmp) / "repo", knobs)
-        serve_args = [
-            "--models", str(repo), "--devices", args.devices, "--port", "0",
-            "--metrics-port", "off", "--grpc-port", "off",
-        ]  # fmt: skip
+        if args.zoo:
+            serve_args = ["--devices", args.devices or "auto"]
+            target = Target(args.zoo, "", zoo_body())
+        else:
+            repo = write_repository(Path(tmp) / "repo", knobs)
+            serve_args = ["--models", str(repo), "--devices", args.devices or "sim:1"]
+            target = Target("affine", "", REQUEST)
+        serve_args += ["--port", "0", "--metrics-port", "off", "--grpc-port", "off"]
         if args.trace_events is not None:
             serve_args += ["--trace-events", str(args.trace_events)]
         server = Server(serve_args, Path(tmp) / "serve.log")
         try:
             print(server.line)
+            infer = f"{server.url}/v2/models/{target.model}/infer"
+            target = Target(target.model, infer, target.body)
             if args.capacity is None:
-                cap, steps = capacity(server.url, args)
+                cap, steps = capacity(target, args)
             else:
                 cap, steps = args.capacity, []
             print(f"capacity at p99 < {args.slo_ms:g} ms: {cap:.0f} req/s")
-            run = overload(server, args.factor * cap, args)
+            run = overload(server, target, args.factor * cap, args)
             report: dict[str, Any] = {
                 "server": " ".join(server.command),
-                "model": vars(knobs),
+                "model": {"zoo": args.zoo} if args.zoo else vars(knobs),
                 "slo_ms": args.slo_ms,
                 "deadline_ms": args.deadline_ms,
                 "capacity_rps": cap,
@@ -321,7 +355,7 @@ def main() -> None:
                 "alive_at_end": server.alive(),
                 "ready_at_end": ready(server.url),
             }
-            with urllib.request.urlopen(server.url + "/v2/models/affine/stats") as r:
+            with urllib.request.urlopen(f"{server.url}/v2/models/{target.model}/stats") as r:
                 report["model_stats"] = json.loads(r.read())["model_stats"][0]
         finally:
             report_exit = server.stop()

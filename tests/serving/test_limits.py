@@ -105,3 +105,48 @@ def test_freed_memory_is_given_back_where_glibc_is() -> None:
     glibc = sys.platform == "linux" and platform.libc_ver()[0] == "glibc"
     assert give_memory_back() is glibc
     assert resident_bytes() > 0 or sys.platform != "linux"
+
+
+MIB = 1 << 20
+
+
+@pytest.mark.parametrize(
+    ("polls", "expected"),
+    [
+        # (time s, resident MiB, trimmed to MiB or None) per poll; the rule checks once a minute
+        ([(10, 500, None), (59.9, 500, None)], [False, False]),
+        # the first check trims, to learn the level a trim leaves
+        ([(60, 90, 80)], [True]),
+        # then only a growth of 1 MiB over that level is due, and only at a check
+        ([(60, 90, 80), (120, 80.9, None), (180, 81, 80.2)], [True, False, True]),
+        (
+            [(60, 90, 80), (90, 200, None), (119.9, 200, None), (120, 200, 80)],
+            [True] + [False] * 2 + [True],
+        ),
+        # a poll between checks is never due, whatever resident is
+        ([(60, 90, 80), (61, 500, None)], [True, False]),
+    ],
+)
+def test_a_trim_is_due_when_resident_memory_creeps(
+    polls: list[tuple[float, float, float | None]], expected: list[bool]
+) -> None:
+    from lanes.serving.memory import Creep
+
+    creep = Creep(start=0.0)
+    got = []
+    for now, resident, left in polls:
+        due = creep.due(now, int(resident * MIB))
+        got.append(due)
+        if due:
+            assert left is not None, f"a trim at {now} s was not expected"
+            creep.trimmed(int(left * MIB))
+    assert got == expected
+
+
+def test_a_trim_for_closed_connections_sets_the_level_too() -> None:
+    from lanes.serving.memory import Creep
+
+    creep = Creep(start=0.0)
+    creep.trimmed(100 * MIB)  # the connection rule trimmed first
+    assert not creep.due(60, 100 * MIB + MIB - 1)
+    assert creep.due(120, 101 * MIB)

@@ -56,7 +56,7 @@ from lanes.models.base import MODEL_INVALID, Device, Model
 from lanes.serving import bridge
 from lanes.serving.config import ServeConfig
 from lanes.serving.devices import cuda_counter, resolve_devices
-from lanes.serving.memory import give_memory_back
+from lanes.serving.memory import Creep, give_memory_back
 from lanes.serving.warmup import Warmed, warm_up
 
 LOADING, WARMING, READY, DRAINING, STOPPED = "loading", "warming", "ready", "draining", "stopped"
@@ -296,15 +296,20 @@ class Server:
     def _write_logs(self, native: Any) -> None:
         """The native server's request records as log lines: a warning for each 500 (a model
         failure), and with ``access_log`` one ``lanes.access`` line per request; and its notices
-        (the arbiter link's: daemon unreachable, back, lost, refusals). Runs until the
-        server stops, then writes what is left."""
+        (the arbiter link's: daemon unreachable, back, lost, refusals); and gives freed memory
+        back when lanes.serving.memory's rules say so. Runs until the server stops, then
+        writes what is left."""
+        creep = Creep(start=time.monotonic())
         while True:
             stopped = native.phase == STOPPED
             records, dropped = native.logs(256, 0.2)
             for warning, notice in native.notices():
                 log.log(logging.WARNING if warning else logging.INFO, "%s", notice)
-            if native.trim_due():
-                give_memory_back()
+            why = "connections closed" if native.trim_due() else None
+            if why is None and creep.due(time.monotonic()):
+                why = "resident memory crept"
+            if why is not None and give_memory_back(why):
+                creep.trimmed()
             for method, path, status, duration_ms, model, message in records:
                 if status == 500:
                     log.warning(
