@@ -405,3 +405,58 @@ def test_a_mix_entry_with_its_own_arrival_gets_its_own_schedule(tmp_path):
     assert [spec["segments"] for _, spec in specs] == [
         s for s in streams if any(x["phase"] == "measure" for x in s)
     ]
+
+
+OVER_GRPC = """
+name = "over-grpc"
+[[variant]]
+name = "fifo-grpc"
+command = ["lanes", "serve", "--devices", "sim:2", "--policy", "fifo", "--port", "{port}",
+           "--metrics-port", "{metrics_port}", "--grpc-port", "{grpc_port}",
+           "--warmup-batches", "0", "--workers", "1"]
+load_url = "grpc://127.0.0.1:{grpc_port}"
+[workload]
+mix = [{model = "char_cnn", weight = 3}, {model = "misc_cls", weight = 1}]
+levels = [40]
+warmup_s = 0.3
+measure_s = 1.0
+repeats = 1
+slo_ms = 200
+connections = 8
+[stability]
+max_extensions = 0
+"""
+
+
+def test_a_variant_is_measured_over_grpc_with_its_load_url(tmp_path):
+    exp = parse_experiment(OVER_GRPC)
+    assert exp.variants[0].load_url == "grpc://127.0.0.1:{grpc_port}"
+    out = tmp_path / "results"
+    runner.run_experiment(exp, out, OVER_GRPC)
+    d = json.loads((out / "runs" / "fifo-grpc" / "L0-r1.json").read_text())
+    load = d["load"]
+    # every call went over gRPC and succeeded: the codes by grpc-status, their HTTP mapping too
+    assert load["requests"] > 0
+    assert load["grpc_codes"] == {"OK": load["requests"]}
+    assert load["status_codes"] == {"200": load["requests"]}
+    assert set(load["models"]) == {"char_cnn", "misc_cls"}
+    for model in load["models"].values():
+        assert model["grpc_codes"] == {"OK": model["requests"]}
+        assert model["slowdown"] is not None  # the unloaded baseline went over gRPC as well
+    # the REST root still serves the server's own figures
+    assert set(d["server"]["device"]) <= {"sim:0", "sim:1"}
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ('load_url = "grpcs://127.0.0.1:1"', "allowed: an http:// or grpc:// URL"),
+        ("load_url = 8001", "load_url"),
+        ('metrics_url = "grpc://127.0.0.1:1"', "allowed: an http:// URL"),
+    ],
+)
+def test_a_bad_load_url_is_one_clear_error(line, says):
+    text = OVER_GRPC.replace('load_url = "grpc://127.0.0.1:{grpc_port}"', line)
+    with pytest.raises(LanesError) as err:
+        parse_experiment(text)
+    assert says in err.value.message

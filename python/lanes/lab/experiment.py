@@ -48,7 +48,16 @@ _TOP_KEYS = (
     "profile",
     "cluster",
 )
-_VARIANT_KEYS = ("name", "command", "url", "metrics_url", "ready_url", "env", "ready_timeout_s")
+_VARIANT_KEYS = (
+    "name",
+    "command",
+    "url",
+    "load_url",
+    "metrics_url",
+    "ready_url",
+    "env",
+    "ready_timeout_s",
+)
 _WORKLOAD_KEYS = (
     "mix",
     "arrival",
@@ -78,13 +87,18 @@ _CLUSTER_KEYS = ("ray", "machines", "max_late_sends", "max_clock_offset_ms")
 class Variant:
     """One server configuration under test: a ``command`` to start, or a running ``url``.
 
-    In ``command``, ``metrics_url`` and ``ready_url``, ``{port}`` and ``{metrics_port}`` stand
-    for free ports the runner picks at each start.
+    In ``command``, ``url``, ``load_url``, ``metrics_url`` and ``ready_url``, ``{port}``,
+    ``{metrics_port}`` and ``{grpc_port}`` stand for free ports the runner picks at each start.
+    ``url`` is the server's KServe v2 REST root: readiness, model statistics and the device
+    timeline are read there. ``load_url`` is where the load goes, when not ``url``: a
+    ``grpc://HOST:PORT`` sends every request as a KServe v2 gRPC ``ModelInfer`` call (the
+    corpus's REST bodies converted, docs/bench.md), so one server is measured over gRPC.
     """
 
     name: str
     command: tuple[str, ...] | None = None
     url: str = "http://127.0.0.1:{port}"
+    load_url: str | None = None
     metrics_url: str | None = "http://127.0.0.1:{metrics_port}/metrics"
     ready_url: str = "{url}/v2/health/ready"
     env: Mapping[str, str] = field(default_factory=dict)
@@ -358,6 +372,8 @@ def _variants(c: _Checker, raw: object) -> tuple[Variant, ...]:
         for key in ("metrics_url", "ready_url"):
             if key in t:
                 kw[key] = _url(c, t[key], f"{where}.{key}")
+        if "load_url" in t:
+            kw["load_url"] = _url(c, t["load_url"], f"{where}.load_url", grpc=True).rstrip("/")
         if "env" in t:
             env = c.table(t["env"], f"{where}.env")
             for k, v in env.items():
@@ -372,11 +388,13 @@ def _variants(c: _Checker, raw: object) -> tuple[Variant, ...]:
     return tuple(out)
 
 
-def _url(c: _Checker, value: object, key: str) -> str:
+def _url(c: _Checker, value: object, key: str, grpc: bool = False) -> str:
     text = c.string(value, key)
-    if not (text.startswith("http://") or text.startswith("{url}")):
-        raise c.fail(key, value, "allowed: an http:// URL")
-    return text
+    if text.startswith(("http://", "{url}")) or (grpc and text.startswith("grpc://")):
+        return text
+    raise c.fail(
+        key, value, "allowed: an http:// or grpc:// URL" if grpc else "allowed: an http:// URL"
+    )
 
 
 def _workload(c: _Checker, raw: object, root: Path) -> Workload:

@@ -191,6 +191,13 @@ class Server:
     url: str
     metrics_url: str | None
     process: subprocess.Popen[bytes] | None = None
+    load_url: str = ""
+    """Where the load goes (the variant's ``load_url``); empty: ``url``."""
+
+    @property
+    def target(self) -> str:
+        """The load generators' target: ``load_url`` or ``url``, with a trailing ``/``."""
+        return (self.load_url or self.url) + "/"
 
     @property
     def pid(self) -> int | None:
@@ -201,6 +208,7 @@ class Server:
 def server(variant: Variant, log: Path) -> Iterator[Server]:
     """Start ``variant`` (or reach its URL), wait until ready (bounded), stop it at the end."""
     ports = {"port": str(_free_port()), "metrics_port": str(_free_port())}
+    ports["grpc_port"] = str(_free_port())
 
     def fill(text: str) -> str:
         for k, v in ports.items():
@@ -208,6 +216,7 @@ def server(variant: Variant, log: Path) -> Iterator[Server]:
         return text
 
     url = fill(variant.url).rstrip("/")
+    load_url = fill(variant.load_url).rstrip("/") if variant.load_url else ""
     metrics_url = fill(variant.metrics_url) if variant.metrics_url else None
     ready_url = fill(variant.ready_url.replace("{url}", url))
     proc = None
@@ -228,7 +237,7 @@ def server(variant: Variant, log: Path) -> Iterator[Server]:
         )
     try:
         _wait_ready(variant, ready_url, proc, log)
-        yield Server(url, metrics_url, proc)
+        yield Server(url, metrics_url, proc, load_url)
     finally:
         if proc is not None:
             stop_process_group(proc)
@@ -282,7 +291,7 @@ def unloaded_p50(srv: Server, corpus: dict[str, Path]) -> dict[str, float]:
 
     out: dict[str, float] = {}
     for model, path in corpus.items():
-        r = engine.run(srv.url + "/", corpus=path, connections=1, threads=1, requests=20)
+        r = engine.run(srv.target, corpus=path, connections=1, threads=1, requests=20)
         if r.requests:
             out[model] = r.latency_ms["p50"]
     return out
@@ -314,7 +323,7 @@ def load_block(result: Result, offered: int, measure_s: float, slo_ms: float) ->
     errors = sum(int(v) for v in result.errors.values()) + int(result.data.get("unfinished", 0))
     good = max(0, within_slo(result, slo_ms) - (result.requests - ok))
     lat = result.latency_ms
-    return {
+    block: dict[str, Any] = {
         "requests": result.requests,
         "achieved_rps": ok / measure_s,
         "latency_ms": {k: lat[k] for k in ("p50", "p90", "p99", "p999", "mean", "max")},
@@ -324,6 +333,10 @@ def load_block(result: Result, offered: int, measure_s: float, slo_ms: float) ->
         "slo_attainment": good / offered if offered else 0.0,
         "goodput_rps": good / measure_s,
     }
+    grpc = result.data.get("grpc_codes")
+    if grpc:  # a gRPC target: the calls by grpc-status (status_codes holds their HTTP mapping)
+        block["grpc_codes"] = {k: int(v) for k, v in grpc.items()}
+    return block
 
 
 def _offered(result: Result) -> int:
@@ -434,6 +447,8 @@ def measure(
             "slo_attainment": b["slo_attainment"],
             "slowdown": b["latency_ms"]["p50"] / base if base else None,
         }
+        if "grpc_codes" in b:
+            load["models"][model]["grpc_codes"] = b["grpc_codes"]
     diagnosis = None
     if session is not None:
         diagnosis = session.finish(
@@ -526,7 +541,7 @@ def _specs(
         if not any(seg["phase"] == "measure" for seg in stream):
             continue
         spec = generators.spec_for(
-            url=srv.url + "/",
+            url=srv.target,
             model=entry.model,
             corpus=str(corpus[entry.model]),
             stream=stream,
