@@ -89,17 +89,29 @@ figure enters, so every p50, p99 and goodput is a prediction):
    ``bench/calibrate/slices.py``: its ``runs`` p50). Without ``--slices`` the scenario's own
    ``slice_ms`` is kept.
 
+6. ``host.call_preempt_per_ms`` and ``host.call_preempt_ms`` — *measured*, from
+   ``sched/*.json`` in the results folder (``bench/calibrate/sched.py``: ``perf sched`` and
+   schedstat of a live server at several rates and policies; ``--no-preempt`` leaves them
+   out): a device thread's runtime call loses its core to the server's other threads and the
+   client — 59-84 % of its switches on this host are preemptions — and waits to get it back
+   (p50 0.05 ms, p99 1-2 ms). The rate is its preemptions per ms of its CPU, the waits their
+   quantile function (each level the median over runs of the run's quantile); median over
+   runs. The simulated call's cost is its CPU (rule 4), so per ms of cost. Processor sharing
+   makes a call wait only when more phases are runnable than there are cores — rarely at light
+   load, where the lab's device threads already wait 0.11 ms per ms of CPU.
+
 Every level and every policy is then simulated with that one scenario (``--fcfs``: with the
 cores first come, first served instead of time-sliced, to see what the slicing changes).
 
 Run:  python bench/calibrate/compare.py RESULTS [--scenario FILE] [--seeds 3]
       [--requests 40000] [--fcfs] [--wall-time] [--threads DIR] [--slices] [--hold-median]
-      [--markdown OUT.md]   (``--wall-time``: rules 0 and 2 as without rule 4)
+      [--no-preempt] [--markdown OUT.md]   (``--wall-time``: rules 0 and 2 as without rule 4)
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import itertools
 import json
 import math
@@ -234,6 +246,9 @@ class Fit:
     """Rule 4's check: rule 2's ``(a, p, q)`` with the split's device costs."""
     device_hold: tuple[tuple[float, float], ...] = ()
     """Rule 0: the device hold's quantile function, ``(p, ms)`` (empty: on the costs)."""
+    preempt: tuple[float, tuple[tuple[float, float], ...]] = (0.0, ())
+    """Rule 6: a runtime call's preemptions per ms of its cost and their waits' quantile
+    function, ``(p, ms)`` (0, empty: none)."""
 
 
 ENGINE_POLICIES = ("fifo", "sjf")
@@ -332,6 +347,28 @@ class InSitu:
     """``(n, (ms, read off the timelines))``; ms with the hold."""
 
 
+def preemption(folder: Path) -> tuple[float, tuple[tuple[float, float], ...]]:
+    """Rule 6: from sched.py's files in ``folder`` (every run, each policy and rate), a device
+    thread's preemptions per ms of its CPU — ``perf sched``'s count of its waits after a
+    preemption per second ÷ its CPU (schedstat) — and their waits, each quantile level the
+    median over runs of the run's quantile (0 at p = 0, the max at p = 1); median over runs."""
+    rates, per_level = [], collections.defaultdict(list)
+    for path in sorted(folder.glob("*.json")):
+        for run in json.loads(path.read_text())["runs"]:
+            waits = run["perf"]["lanes-device"]["preempted_wait_ms"]
+            cpu_ms_per_s = run["schedstat"]["server"]["lanes-device"]["cpu_cores"] * 1e3
+            rates.append(waits["n"] / run["perf_s"] / cpu_ms_per_s)
+            per_level[0.0].append(0.0)
+            for key, ms in waits.items():
+                if key.startswith("p"):
+                    per_level[round(float(key[1:]) / 100, 6)].append(ms)
+            per_level[1.0].append(waits["max"])
+    if not rates:
+        sys.exit(f"compare: {folder} holds no sched.py runs")
+    points = tuple((p, round(statistics.median(v), 4)) for p, v in sorted(per_level.items()))
+    return round(statistics.median(rates), 3), points
+
+
 def with_costs(scenario: Scenario, costs: tuple[InSitu, ...]) -> Scenario:
     """``scenario`` with each service's device cost curve as rule 0 found it."""
     by_name = {c.name: dict(c.points) for c in costs}
@@ -358,10 +395,12 @@ def fit(
     threads: Threads | None = None,
     *,
     hold_median: bool = False,
+    preempt: tuple[float, tuple[tuple[float, float], ...]] = (0.0, ()),
 ) -> Fit:
     """The run's figures the model takes, by the rules in the module docs; ``scenario`` has
     measure.py's device costs (rule 0 scales them when ``timelines`` are given; rule 3 reads
-    ``lone`` when given; rule 4 splits them by ``threads`` when given)."""
+    ``lone`` when given; rule 4 splits them by ``threads`` when given; rule 6's ``preempt``
+    enters the scenario, and rule 3's fit with it)."""
     costs: tuple[InSitu, ...] = ()
     hold: tuple[tuple[float, float], ...] = ()
     if timelines:
@@ -398,6 +437,7 @@ def fit(
         statistics.median(sizes),
         in_situ=costs,
         device_hold=hold,
+        preempt=preempt,
     )
     if threads is not None:
         io_a, io_p = threads.io_fit()
@@ -548,6 +588,8 @@ def calibrated(
         interpreter=None,
         slice_ms=(scenario.host.slice_ms if slice_ms is None else slice_ms) if slicing else 0.0,
         device_hold_ms=f.device_hold,
+        call_preempt_per_ms=f.preempt[0],
+        call_preempt_ms=f.preempt[1],
     )
     return replace(scenario, host=host, services=tuple(services))
 
@@ -562,6 +604,10 @@ def scenario_lines(scenario: Scenario) -> str:
         f"slice_ms = {h.slice_ms:g}",
         "device_hold_ms = [" + ", ".join(f"[{p:g}, {ms:.4g}]" for p, ms in h.device_hold_ms) + "]",
     ]
+    if h.call_preempt_per_ms:
+        lines.append(f"call_preempt_per_ms = {h.call_preempt_per_ms:g}")
+        points = ", ".join(f"[{p:g}, {ms:.4g}]" for p, ms in h.call_preempt_ms)
+        lines.append(f"call_preempt_ms = [{points}]")
     for s in scenario.services:
         lines.append(f"# {s.name}")
         for key in ("pre", "gpu", "post"):
@@ -698,6 +744,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--slices", action="store_true", help="host.slice_ms from slices.json (rule 5)")
     ap.add_argument(
+        "--no-preempt",
+        action="store_true",
+        help="rule 6 off: no preemptions of the runtime calls (the scenario until 2026-11-27)",
+    )
+    ap.add_argument(
         "--hold-median",
         action="store_true",
         help="rules 0 and 3 as until 2026-11-26: the median hold on the costs, no distribution",
@@ -710,7 +761,9 @@ def main(argv: list[str] | None = None) -> int:
     lone_file = args.results / "lone.json"
     lone = json.loads(lone_file.read_text()) if lone_file.exists() else None
     threads = None if args.wall_time else load_threads(args.threads or args.results / "threads")
-    f = fit(runs, base, timelines, lone, threads, hold_median=args.hold_median)
+    sched_dir = args.results / "sched"
+    preempt = (0.0, ()) if args.no_preempt or not sched_dir.is_dir() else preemption(sched_dir)
+    f = fit(runs, base, timelines, lone, threads, hold_median=args.hold_median, preempt=preempt)
     slice_ms = None
     if args.slices:
         slices_file = args.results / "slices.json"
@@ -761,6 +814,13 @@ def main(argv: list[str] | None = None) -> int:
                 + ", ".join(f"p{p * 100:g} {ms:g}" for p, ms in f.device_hold if 0.5 <= p < 1)
                 + " (device_hold_ms)"
             )
+        )
+    if f.preempt[0]:
+        head += (
+            f"; runtime calls preempted {f.preempt[0]:g} times per ms of cost, each waiting mean "
+            f"{hold_mean(f.preempt[1]):.3f} ms, "
+            + ", ".join(f"p{p * 100:g} {ms:g}" for p, ms in f.preempt[1] if 0.5 <= p < 1)
+            + " (sched.py, rule 6)"
         )
     head += "\n\n" + scenario_lines(scenario)
     return emit(f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}", args.markdown)

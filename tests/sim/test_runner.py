@@ -142,6 +142,20 @@ def test_capacity(core) -> None:
         assert 0.0 <= value <= 10.0  # ocr batches: loads above 1 are searched
 
 
+def test_call_preemptions_reach_the_simulator(core) -> None:
+    # Every runtime call preempted twice per ms of its cost on average, each wait 1 ms: at a
+    # light load a request is slower by about twice its batch's cost.
+    base = Scenario.load("ocr")
+    host = replace(base.host, call_preempt_per_ms=2.0, call_preempt_ms=((0.0, 1.0), (1.0, 1.0)))
+    plain, slow = (
+        run(sc, ["fifo"], [0.05], seeds=[1], requests=4000).points[0]
+        for sc in (base, replace(base, host=host))
+    )
+    added = slow["latency_ms"]["mean"] - plain["latency_ms"]["mean"]
+    gpu = sum(s.share * s.gpu.mean_ms for s in base.services)
+    assert added == pytest.approx(2.0 * gpu, rel=0.1)
+
+
 def test_a_device_hold_reaches_the_simulator(core) -> None:
     # A constant hold of 5 ms on every batch: at a light load each request is about that much
     # slower; the cpu-2core scenario's measured table simulates too.

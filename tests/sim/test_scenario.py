@@ -167,6 +167,17 @@ def test_device_hold_reaches_the_core_only_when_set(tmp_path: Path) -> None:
     assert host["device_hold_ms"] == [[0.0, 0.01], [0.5, 0.08], [1.0, 4.0]]
 
 
+def test_call_preemptions_reach_the_core_only_when_set(tmp_path: Path) -> None:
+    assert "call_preempt_per_ms" not in Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    text = edit(
+        "cpu_cores = 8",
+        "cpu_cores = 8\ncall_preempt_per_ms = 1.5\ncall_preempt_ms = [[0, 0], [0.5, 0.06], [1, 4]]",
+    )
+    host = Scenario.load(write(tmp_path, text)).to_core()["host"]
+    assert host["call_preempt_per_ms"] == 1.5
+    assert host["call_preempt_ms"] == [[0.0, 0.0], [0.5, 0.06], [1.0, 4.0]]
+
+
 def test_interpreter_and_busy_cores_reach_the_core_only_when_set(tmp_path: Path) -> None:
     plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     assert "busy_cores" not in plain and "interpreter" not in plain
@@ -593,6 +604,24 @@ MALFORMED = [
         "cpu_cores = 8",
         'cpu_cores = 8\ndevice_hold_ms = [[0, "a"], [1, 4]]',
         ["host.device_hold_ms[0]"],
+    ),
+    (
+        "call-preempt-negative",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ncall_preempt_per_ms = -1\ncall_preempt_ms = [[0, 0], [1, 1]]",
+        ["host.call_preempt_per_ms"],
+    ),
+    (
+        "call-preempt-without-waits",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ncall_preempt_per_ms = 1",
+        ["host.call_preempt_ms", "call_preempt_per_ms > 0"],
+    ),
+    (
+        "call-preempt-falling",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ncall_preempt_per_ms = 1\ncall_preempt_ms = [[0, 0.2], [0.5, 0.1], [1, 4]]",
+        ["host.call_preempt_ms[1]", "not below the previous"],
     ),
     (
         "handoff-negative",

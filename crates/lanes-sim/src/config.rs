@@ -222,6 +222,17 @@ pub struct Host {
     /// and back. Empty (the default): no hold.
     #[serde(default)]
     pub device_hold_ms: Vec<(f64, f64)>,
+    /// A batch's runtime call loses its core this many times per ms of its
+    /// cost on average (a Poisson count per batch), each time waiting a draw
+    /// of `call_preempt_ms` to get it back — on a CPU-only host, the device
+    /// thread preempted by the server's other threads. 0 (the default): never.
+    #[serde(default)]
+    pub call_preempt_per_ms: f64,
+    /// How long a preempted runtime call waits for its core: `(p, ms)`
+    /// quantile points (as `device_hold_ms`). Needed when
+    /// `call_preempt_per_ms` > 0.
+    #[serde(default)]
+    pub call_preempt_ms: Vec<(f64, f64)>,
 }
 
 fn constant() -> Dist {
@@ -341,6 +352,23 @@ impl Scenario {
                 format!("{:?}", h.device_hold_ms),
                 "must be empty or [p, ms] points with p ascending from 0 to 1 and ms >= 0 \
                  not below the previous point's",
+            ));
+        }
+        if !(h.call_preempt_per_ms.is_finite() && h.call_preempt_per_ms >= 0.0) {
+            return Err(self.invalid(
+                "host.call_preempt_per_ms".into(),
+                h.call_preempt_per_ms.to_string(),
+                "must be a number >= 0",
+            ));
+        }
+        if !crate::workload::Quantiles::valid(&h.call_preempt_ms)
+            || (h.call_preempt_per_ms > 0.0 && h.call_preempt_ms.is_empty())
+        {
+            return Err(self.invalid(
+                "host.call_preempt_ms".into(),
+                format!("{:?}", h.call_preempt_ms),
+                "must be [p, ms] points with p ascending from 0 to 1 and ms >= 0 not below \
+                 the previous point's (and given when call_preempt_per_ms > 0)",
             ));
         }
         if let Some(i) = &h.interpreter {

@@ -70,6 +70,8 @@ pub fn ocr_unbatched() -> Scenario {
             handoff_ms: 0.0,
             handoff_dist: lanes_sim::config::Dist::Constant,
             device_hold_ms: Vec::new(),
+            call_preempt_per_ms: 0.0,
+            call_preempt_ms: Vec::new(),
         },
         services: vec![
             service("cnn", 0.60, 2, 2.0, 5.0, 0.3, 1.0),
@@ -98,6 +100,8 @@ pub fn single_server(gpu: Cost) -> Scenario {
             handoff_ms: 0.0,
             handoff_dist: lanes_sim::config::Dist::Constant,
             device_hold_ms: Vec::new(),
+            call_preempt_per_ms: 0.0,
+            call_preempt_ms: Vec::new(),
         },
         services: vec![Service {
             name: "only".into(),
@@ -112,4 +116,101 @@ pub fn single_server(gpu: Cost) -> Scenario {
             batching: Default::default(),
         }],
     }
+}
+
+/// `ocr` on two shared, time-sliced cores with background work and
+/// exponential wake-ups: the features the calibrated CPU scenario uses.
+pub fn cpu_like() -> Scenario {
+    let mut sc = ocr();
+    sc.host.cpu_cores = 2;
+    sc.host.shared_cores = true;
+    sc.host.time_slicing = true;
+    sc.host.busy_cores = 0.1;
+    sc.host.handoff_ms = 0.5;
+    sc.host.handoff_dist = Dist::Exponential;
+    for s in &mut sc.services {
+        s.gpu.mean_ms /= 10.0;
+        s.pre.mean_ms /= 10.0;
+        s.post.mean_ms /= 10.0;
+        s.batching.num_batch_threads = Some(1);
+        for p in &mut s.batching.batch_ms {
+            p.1 /= 10.0;
+        }
+    }
+    sc
+}
+
+/// Requests, dropped, p50, p99, mean latency (ms), goodput (/s).
+pub type Figures = (u64, u64, f64, f64, f64, f64);
+
+/// What a run's figures are compared by: counts and latencies, exactly.
+pub fn figures(r: &lanes_sim::PointResult) -> Figures {
+    (
+        r.requests,
+        r.dropped,
+        r.latency_ms.p50,
+        r.latency_ms.p99,
+        r.latency_ms.mean,
+        r.goodput_rps,
+    )
+}
+
+/// The golden runs of an opt-in host key's test: (name, scenario, mode,
+/// load), each simulated at seed 7 with 20,000 requests.
+pub fn golden_cases() -> Vec<(&'static str, Scenario, &'static str, f64)> {
+    vec![
+        ("ocr", ocr(), "fifo", 0.8),
+        ("ocr", ocr(), "sjf", 0.8),
+        ("ocr", ocr(), "independent", 0.8),
+        ("cpu-like", cpu_like(), "fifo", 0.5),
+        ("cpu-like", cpu_like(), "sjf", 0.5),
+        ("cpu-like", cpu_like(), "independent", 0.5),
+    ]
+}
+
+/// [`golden_cases`]' figures before `device_hold_ms` existed (commit
+/// 53c4800), unchanged since.
+#[rustfmt::skip]
+pub const GOLDEN: &[(&str, &str, Figures)] = &[
+    ("ocr", "fifo", (19000, 0, 15.597567, 74.186751, 21.109391144421007, 145.94918098194054)),
+    ("ocr", "sjf", (19000, 0, 14.884863, 77.004799, 20.817788604631584, 145.95686292209433)),
+    ("ocr", "independent", (19000, 0, 16.572415, 121.044991, 26.346646581894717, 145.56825743133396)),
+    ("cpu-like", "fifo", (19000, 0, 2.654207, 12.165119, 3.4207231663157813, 912.3208882174855)),
+    ("cpu-like", "sjf", (19000, 0, 2.646015, 12.156927, 3.418931920842103, 912.3208882174855)),
+    ("cpu-like", "independent", (19000, 0, 2.783231, 13.189119, 3.5370116648421006, 912.3208882174855)),
+];
+
+/// Asserts that `r` is an M/G/1 queue at arrival rate `lambda` per ms with
+/// service moments `s1 = E[S]` and `s2 = E[S²]` (ms, ms²): its mean latency
+/// within 3 % of Pollaczek–Khinchine's and its device busy `lambda · s1`
+/// within 0.01.
+pub fn assert_mg1(r: &lanes_sim::PointResult, lambda: f64, s1: f64, s2: f64, what: &str) {
+    let rho = lambda * s1;
+    let want = s1 + lambda * s2 / (2.0 * (1.0 - rho));
+    let err = r.latency_ms.mean / want - 1.0;
+    assert!(
+        err.abs() < 0.03,
+        "{what}: mean {} want {want}",
+        r.latency_ms.mean
+    );
+    assert!(
+        (r.gpu_busy - rho).abs() < 0.01,
+        "{what}: busy {} want {rho}",
+        r.gpu_busy
+    );
+}
+
+/// Asserts the cores' idle share and the device's busy share of `r`, each
+/// within 0.01.
+pub fn assert_idle_busy(r: &lanes_sim::PointResult, cores_idle: f64, device_busy: f64) {
+    assert!(
+        (r.cpu_idle - cores_idle).abs() < 0.01,
+        "cores idle {} want {cores_idle}",
+        r.cpu_idle
+    );
+    assert!(
+        (r.gpu_busy - device_busy).abs() < 0.01,
+        "device busy {} want {device_busy}",
+        r.gpu_busy
+    );
 }

@@ -6,61 +6,19 @@
 mod common;
 
 use lanes_sim::config::{Dist, Mode, Scenario};
-use lanes_sim::{simulate, PointResult};
+use lanes_sim::simulate;
 
-use common::{cost, ocr, single_server};
+use common::{
+    assert_idle_busy, assert_mg1, cost, figures, golden_cases, ocr, single_server, GOLDEN,
+};
 
 fn mode(name: &str) -> Mode {
     name.parse().unwrap()
 }
 
-/// `ocr` on two shared, time-sliced cores with background work and
-/// exponential wake-ups: the features the calibrated CPU scenario uses.
-fn cpu_like() -> Scenario {
-    let mut sc = ocr();
-    sc.host.cpu_cores = 2;
-    sc.host.shared_cores = true;
-    sc.host.time_slicing = true;
-    sc.host.busy_cores = 0.1;
-    sc.host.handoff_ms = 0.5;
-    sc.host.handoff_dist = Dist::Exponential;
-    for s in &mut sc.services {
-        s.gpu.mean_ms /= 10.0;
-        s.pre.mean_ms /= 10.0;
-        s.post.mean_ms /= 10.0;
-        s.batching.num_batch_threads = Some(1);
-        for p in &mut s.batching.batch_ms {
-            p.1 /= 10.0;
-        }
-    }
-    sc
-}
-
-/// Requests, dropped, p50, p99, mean latency (ms), goodput (/s).
-type Figures = (u64, u64, f64, f64, f64, f64);
-
-/// What a run's figures are compared by: counts and latencies, exactly.
-fn figures(r: &PointResult) -> Figures {
-    (
-        r.requests,
-        r.dropped,
-        r.latency_ms.p50,
-        r.latency_ms.p99,
-        r.latency_ms.mean,
-        r.goodput_rps,
-    )
-}
-
 /// Every golden case: (scenario, mode, load, seed).
 fn cases() -> Vec<(&'static str, Scenario, &'static str, f64)> {
-    vec![
-        ("ocr", ocr(), "fifo", 0.8),
-        ("ocr", ocr(), "sjf", 0.8),
-        ("ocr", ocr(), "independent", 0.8),
-        ("cpu-like", cpu_like(), "fifo", 0.5),
-        ("cpu-like", cpu_like(), "sjf", 0.5),
-        ("cpu-like", cpu_like(), "independent", 0.5),
-    ]
+    golden_cases()
 }
 
 #[test]
@@ -75,15 +33,7 @@ fn print_golden() {
 #[test]
 fn without_a_hold_nothing_changes() {
     // Figures of these runs before `device_hold_ms` existed (commit 53c4800).
-    #[rustfmt::skip]
-    let golden: &[(&str, &str, Figures)] = &[
-        ("ocr", "fifo", (19000, 0, 15.597567, 74.186751, 21.109391144421007, 145.94918098194054)),
-        ("ocr", "sjf", (19000, 0, 14.884863, 77.004799, 20.817788604631584, 145.95686292209433)),
-        ("ocr", "independent", (19000, 0, 16.572415, 121.044991, 26.346646581894717, 145.56825743133396)),
-        ("cpu-like", "fifo", (19000, 0, 2.654207, 12.165119, 3.4207231663157813, 912.3208882174855)),
-        ("cpu-like", "sjf", (19000, 0, 2.646015, 12.156927, 3.418931920842103, 912.3208882174855)),
-        ("cpu-like", "independent", (19000, 0, 2.783231, 13.189119, 3.5370116648421006, 912.3208882174855)),
-    ];
+    let golden = GOLDEN;
     assert_eq!(golden.len(), cases().len());
     for ((name, sc, m, load), (gname, gm, want)) in cases().into_iter().zip(golden) {
         assert_eq!((name, m), (*gname, *gm));
@@ -129,19 +79,7 @@ fn a_held_device_serves_as_if_each_batch_were_longer() {
         let r = simulate(&sc, &mode(policy), load, 5, 400_000).unwrap();
         let lambda = load; // per ms: load 1.0 is one 1 ms batch per ms
         let (s1, s2) = (1.0 + h1, 1.0 + 2.0 * h1 + h2);
-        let rho = lambda * s1;
-        let want = s1 + lambda * s2 / (2.0 * (1.0 - rho));
-        let err = r.latency_ms.mean / want - 1.0;
-        assert!(
-            err.abs() < 0.03,
-            "{policy} {load}: mean {} want {want}",
-            r.latency_ms.mean
-        );
-        assert!(
-            (r.gpu_busy - rho).abs() < 0.01,
-            "{policy} {load}: busy {}",
-            r.gpu_busy
-        );
+        assert_mg1(&r, lambda, s1, s2, &format!("{policy} {load}"));
     }
 }
 
@@ -155,12 +93,7 @@ fn a_hold_holds_no_core() {
     sc.host.time_slicing = true;
     sc.host.device_hold_ms = vec![(0.0, 0.5), (1.0, 0.5)];
     let r = simulate(&sc, &mode("fifo"), 0.4, 5, 200_000).unwrap();
-    assert!((r.cpu_idle - 0.6).abs() < 0.01, "cores idle {}", r.cpu_idle);
-    assert!(
-        (r.gpu_busy - 0.6).abs() < 0.01,
-        "device busy {}",
-        r.gpu_busy
-    );
+    assert_idle_busy(&r, 0.6, 0.6);
     // A lone request's latency is its call plus its hold.
     let lone = simulate(&sc, &mode("fifo"), 0.001, 5, 2_000).unwrap();
     assert!(

@@ -43,6 +43,7 @@ _TOP_KEYS = ("name", "description", "slo_ms", "host", "service")
 _HOST_KEYS = (
     "gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta", "shared_cores", "busy_cores",
     "interpreter", "time_slicing", "handoff_ms", "handoff_dist", "slice_ms", "device_hold_ms",
+    "call_preempt_per_ms", "call_preempt_ms",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -141,6 +142,12 @@ class Host:
     """A device is held beyond each batch's runtime call for a draw of this distribution, no core
     held: ``(p, ms)`` points of its quantile function, ``p`` from 0 to 1, linear between points;
     empty: no hold."""
+    call_preempt_per_ms: float = 0.0
+    """A batch's runtime call loses its core this many times per ms of its cost (a Poisson count
+    per batch), each time waiting a draw of ``call_preempt_ms``, its device held; 0: never."""
+    call_preempt_ms: tuple[tuple[float, float], ...] = ()
+    """How long a preempted runtime call waits for its core: ``(p, ms)`` points as
+    ``device_hold_ms``; needed when ``call_preempt_per_ms`` > 0."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -164,6 +171,9 @@ class Host:
             core["slice_ms"] = self.slice_ms
         if self.device_hold_ms:
             core["device_hold_ms"] = [list(p) for p in self.device_hold_ms]
+        if self.call_preempt_per_ms:
+            core["call_preempt_per_ms"] = self.call_preempt_per_ms
+            core["call_preempt_ms"] = [list(p) for p in self.call_preempt_ms]
         if self.interpreter is not None:
             core["interpreter"] = {
                 "batch_ms": self.interpreter.batch_ms,
@@ -376,9 +386,14 @@ def _host(t: Table) -> Host:
     slice_ms = t.number("slice_ms", low=0, default=0.0)
     if slice_ms and not slicing:
         t.fail("slice_ms", "must be 0 without time_slicing = true")
+    preempt_per_ms = t.number("call_preempt_per_ms", low=0, default=0.0)
+    preempt_ms = _quantiles(t, "call_preempt_ms")
+    if preempt_per_ms and not preempt_ms:
+        t.missing("call_preempt_ms", "must be given when call_preempt_per_ms > 0")
     return Host(
         gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter, slicing,
-        handoff, handoff_dist, slice_ms, _quantiles(t, "device_hold_ms"),
+        handoff, handoff_dist, slice_ms, _quantiles(t, "device_hold_ms"), preempt_per_ms,
+        preempt_ms,
     )  # fmt: skip
 
 

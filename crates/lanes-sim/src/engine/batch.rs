@@ -16,12 +16,17 @@
 //! else, for a draw of `host.device_hold_ms` (the driver and the device
 //! thread handing it over and back; placed before the call: after it, the
 //! device and the request would take as long, up to what else shares the
-//! cores meanwhile); with `host.shared_cores` the runtime call holds a core.
+//! cores meanwhile), and with `host.call_preempt_per_ms` for the waits of
+//! its call's preemptions (a Poisson count per ms of its cost, each a draw
+//! of `host.call_preempt_ms`: the device thread waiting for its core, which
+//! processor sharing does not make at light load); with `host.shared_cores`
+//! the runtime call holds a core.
 //! On completion the measured time it held the device feeds the estimator
 //! and each request goes on to its post.
 
 use lanes_policy::{CostConfig, DeviceSet, DeviceSpec, Prior};
 use lanes_serving::{Action, Batching, Grants, ModelConfig, Queued, ServingState};
+use rand_distr::{Distribution, Poisson};
 
 use super::cpu::{BATCH_PY_TOKEN, BATCH_TOKEN};
 use super::event::Ev;
@@ -161,14 +166,24 @@ impl Sim<'_> {
     }
 
     /// The batch in `slot` holds its device for a draw of
-    /// `host.device_hold_ms` (no core held; its device counts as busy), then
-    /// goes on to its runtime call; without a hold, or with a draw of 0, at
-    /// once.
+    /// `host.device_hold_ms` and, with `host.call_preempt_per_ms`, for the
+    /// waits of its call's preemptions: a Poisson count with mean
+    /// `call_preempt_per_ms` x its cost in ms, each a draw of
+    /// `host.call_preempt_ms` (no core held; its device counts as busy),
+    /// then goes on to its runtime call; without either, or with draws of
+    /// 0, at once.
     pub(super) fn device_hold(&mut self, slot: u32) {
-        let draw = match &self.hold {
+        let mut draw = match &self.hold {
             Some(q) => q.sample(&mut self.hold_rng),
             None => 0,
         };
+        if let Some((per_ns, q)) = &self.preempt {
+            let mean = per_ns * self.batches[slot as usize].cost as f64;
+            let n = Poisson::new(mean).map_or(0.0, |p| p.sample(&mut self.preempt_rng));
+            for _ in 0..n as u64 {
+                draw += q.sample(&mut self.preempt_rng);
+            }
+        }
         if draw == 0 {
             self.batch_runtime(slot);
             return;

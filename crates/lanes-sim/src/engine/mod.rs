@@ -27,7 +27,8 @@
 //! background slices queue for cores throughout the run; with
 //! `host.handoff_ms` each request's CPU phase starts after its thread wakes;
 //! with `host.device_hold_ms` each batch holds its device for a draw before
-//! its runtime call, no core held;
+//! its runtime call, no core held, and with `host.call_preempt_per_ms` for
+//! the waits of its call's preemptions as well;
 //! with `host.time_slicing` the cores are shared among every runnable phase
 //! (and, with `shared_cores`, every running batch) instead of queued for —
 //! with `host.slice_ms` in slices, round-robin.
@@ -94,6 +95,11 @@ struct Sim<'a> {
     /// none), from its own seeded stream.
     hold: Option<Quantiles>,
     hold_rng: Pcg64Mcg,
+    /// A runtime call's preemptions (`host.call_preempt_per_ms`, per ns of
+    /// cost; `None`: none) and each one's wait, from their own seeded
+    /// stream.
+    preempt: Option<(f64, Quantiles)>,
+    preempt_rng: Pcg64Mcg,
     busy_slice: u64,
     busy_period: u64,
     gpus: Vec<Gpu>,
@@ -200,6 +206,10 @@ impl<'a> Sim<'a> {
             convoy: lock_ns(|i| i.convoy_ms),
             hold: Quantiles::new(&sc.host.device_hold_ms),
             hold_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0DE7_1CE0_4B1D),
+            preempt: Quantiles::new(&sc.host.call_preempt_ms)
+                .filter(|_| sc.host.call_preempt_per_ms > 0.0)
+                .map(|q| (sc.host.call_preempt_per_ms / 1e6, q)),
+            preempt_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0C0E_3A17_5EED),
             busy_slice: (BUSY_SLICE_MS * 1e6) as u64,
             busy_period: if sc.host.busy_cores > 0.0 {
                 (BUSY_SLICE_MS * 1e6 / sc.host.busy_cores).round().max(1.0) as u64
