@@ -100,7 +100,7 @@ class Scheduler:
         default_cost_ns: int = 1_000_000,
         ewma_weight: float = 0.1,
     ) -> Scheduler:
-        """``policy``: ``fifo``, ``limit:K``, ``sjf[:alpha=A,slack=MS|off]``,
+        """``policy``: ``fifo``, ``limit:K``, ``sjf[:alpha=A,slack=MS|off,starve=MS|off]``,
         ``fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS]``,
         ``lanes[:alpha=A,slack=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off]`` (``sjf``
         plus a fast slot per device for jobs of estimated cost at most ``fast``, optionally

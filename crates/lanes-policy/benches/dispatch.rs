@@ -81,6 +81,8 @@ fn main() {
         ("limit:2", 8, true),
         ("fair", 1, false),
         ("fair", 8, true),
+        ("sjf:starve=300", 1, false),
+        ("sjf:starve=300", 8, true),
     ] {
         let h = bench(policy, devices, mixed);
         println!(

@@ -31,12 +31,31 @@
 //! is >= 0 — while running it now can still meet the target. Urgent jobs go
 //! before all others, least latest-start (`target − cost`) first. A job whose
 //! slack has gone negative is past saving and returns to the aging order, so
-//! hopeless jobs never crowd out savable ones (the bound above still holds for
-//! them). With `slack=off` only aging applies. Shortest-first keeps the mean
-//! low; slack stops it from pushing a long job past its SLO when a little
-//! priority would have saved it.
+//! hopeless jobs never crowd out savable ones. With `slack=off` only aging
+//! applies. Shortest-first keeps the mean low; slack stops it from pushing a
+//! long job past its SLO when a little priority would have saved it.
 //!
-//! Arguments: `sjf:alpha=A,slack=MS` (`slack` in milliseconds, or `off`).
+//! *No bound with slack alone.* Urgent jobs beat the aging order, so the
+//! aging bound above holds only while no job is urgent: a job past saving
+//! waits as long as some other job keeps becoming urgent, which under
+//! sustained overload is forever (docs/results/gpu.md, run 3: `char_cnn`'s
+//! p99 1.6 s while the other models kept theirs). `starve` restores a bound.
+//!
+//! **Starvation bound (`starve`, off by default).** A job that has waited at
+//! least `starve` (`now − arrival`) is *starving* and goes before urgent and
+//! normal jobs (and, under `fair`, before the jobs of a model ahead of its
+//! share); starving jobs go oldest first (least arrival, then submission).
+//! What holds: from `a + starve` on, no job that arrived after J (arrival
+//! `a`) starts on a regular slot of a device J may use before J does. So J
+//! starts by `a + starve` plus the time those devices need to finish the jobs
+//! running at `a + starve` (at most one job's run per slot) and the jobs that
+//! arrived before J and were still queued then (starving before J, oldest
+//! first). When none of those is left, that is about `starve` plus one job's
+//! run per device; under sustained overload the starving jobs are served in
+//! arrival order, as `fifo` would serve them.
+//!
+//! Arguments: `sjf:alpha=A,slack=MS,starve=MS` (`slack` and `starve` in
+//! milliseconds, or `off`; `starve` > 0).
 //!
 //! ## The `fair` rule
 //!
@@ -72,8 +91,8 @@
 //! ahead keep every device J may use busy — finite, like `sjf`'s bound,
 //! whenever the load on those devices is below 1.
 //!
-//! Arguments: `fair:alpha=A,slack=MS,threshold=MS,cap=MS` (`alpha` and
-//! `slack` as `sjf`; `threshold` >= 0 and < `cap`, in milliseconds).
+//! Arguments: `fair:alpha=A,slack=MS,starve=MS,threshold=MS,cap=MS`
+//! (`alpha`, `slack` and `starve` as `sjf`; `threshold` >= 0 and < `cap`, in milliseconds).
 //!
 //! ## The `lanes` rule (fast lane)
 //!
@@ -111,8 +130,8 @@
 //! `sjf` aging bound holds for regular slots unchanged: fast jobs take no
 //! regular slot.
 //!
-//! Arguments: `lanes:alpha=A,slack=MS,fast=MS,hold=MS,budget=MS` (`alpha`
-//! and `slack` as `sjf`; `fast` > 0, in milliseconds; `hold` and `budget`
+//! Arguments: `lanes:alpha=A,slack=MS,starve=MS,fast=MS,hold=MS,budget=MS`
+//! (`alpha`, `slack` and `starve` as `sjf`; `fast` > 0, in milliseconds; `hold` and `budget`
 //! gate the fast lane, below).
 //!
 //! ## The fast lane's gate (`hold`, `budget`)
@@ -136,13 +155,16 @@ use crate::{FastGate, Nanos, PolicyError, NANOS_PER_MS};
 
 /// The allowed policy names, for error messages.
 pub const ALLOWED: &str =
-    "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off], fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS,fast=MS|off,hold=MS,budget=MS|off,burst=MS|off], lanes[:alpha=A,slack=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf";
+    "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off,starve=MS|off], fair[:alpha=A,slack=MS|off,starve=MS|off,threshold=MS,cap=MS,fast=MS|off,hold=MS,budget=MS|off,burst=MS|off], lanes[:alpha=A,slack=MS|off,starve=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf";
 
 /// `sjf`'s default aging rate α (cost-nanoseconds forgiven per nanosecond
 /// waited), chosen by simulation: docs/results/sim.md.
 pub const DEFAULT_SJF_ALPHA: f64 = 4.0;
 /// `sjf`'s default slack margin, chosen by simulation: docs/results/sim.md.
 pub const DEFAULT_SJF_SLACK: Option<Nanos> = Some(80_000_000);
+/// `sjf`'s default starvation bound: off, so a job past saving may wait as
+/// long as other jobs keep becoming urgent (the module doc).
+pub const DEFAULT_SJF_STARVE: Option<Nanos> = None;
 
 /// `fair`'s default threshold: how far (device time) a model may run ahead of
 /// its share before it yields. Chosen by simulation: docs/results/sim.md.
@@ -163,14 +185,20 @@ pub enum Policy {
     Fifo,
     /// Arrival order, `K` jobs at once on every device.
     Limit(u32),
-    /// Shortest first with aging rate `alpha` and an optional slack margin.
-    Sjf { alpha: f64, slack: Option<Nanos> },
+    /// Shortest first with aging rate `alpha`, an optional slack margin and
+    /// an optional starvation bound `starve`.
+    Sjf {
+        alpha: f64,
+        slack: Option<Nanos>,
+        starve: Option<Nanos>,
+    },
     /// `sjf`, except that a model more than `threshold` of device time ahead
     /// of its equal share yields to the other models (deficits kept within
     /// `±cap`); with `fast`, also `lanes`' fast slot per device.
     Fair {
         alpha: f64,
         slack: Option<Nanos>,
+        starve: Option<Nanos>,
         threshold: Nanos,
         cap: Nanos,
         fast: Option<Nanos>,
@@ -182,6 +210,7 @@ pub enum Policy {
     Lanes {
         alpha: f64,
         slack: Option<Nanos>,
+        starve: Option<Nanos>,
         fast: Nanos,
         gate: FastGate,
     },
@@ -195,6 +224,7 @@ impl Policy {
         Self::Sjf {
             alpha: DEFAULT_SJF_ALPHA,
             slack: DEFAULT_SJF_SLACK,
+            starve: DEFAULT_SJF_STARVE,
         }
     }
 
@@ -203,6 +233,7 @@ impl Policy {
         Self::Fair {
             alpha: DEFAULT_SJF_ALPHA,
             slack: DEFAULT_SJF_SLACK,
+            starve: DEFAULT_SJF_STARVE,
             threshold: DEFAULT_FAIR_THRESHOLD,
             cap: DEFAULT_FAIR_CAP,
             fast: None,
@@ -215,6 +246,7 @@ impl Policy {
         Self::Lanes {
             alpha: DEFAULT_SJF_ALPHA,
             slack: DEFAULT_SJF_SLACK,
+            starve: DEFAULT_SJF_STARVE,
             fast: DEFAULT_LANES_FAST,
             gate: FastGate::default(),
         }
@@ -223,9 +255,21 @@ impl Policy {
     /// `sjf`'s aging rate and slack margin, for `sjf`, `fair` and `lanes`.
     pub(crate) fn shortest_first(&self) -> Option<(f64, Option<Nanos>)> {
         match *self {
-            Self::Sjf { alpha, slack }
+            Self::Sjf { alpha, slack, .. }
             | Self::Fair { alpha, slack, .. }
             | Self::Lanes { alpha, slack, .. } => Some((alpha, slack)),
+            _ => None,
+        }
+    }
+
+    /// (`sjf`, `fair`, `lanes`) the starvation bound: a job that has waited
+    /// this long goes before all others, oldest first; `None` when off and
+    /// under other policies.
+    pub fn starve(&self) -> Option<Nanos> {
+        match *self {
+            Self::Sjf { starve, .. } | Self::Fair { starve, .. } | Self::Lanes { starve, .. } => {
+                starve
+            }
             _ => None,
         }
     }
@@ -294,6 +338,19 @@ fn milliseconds_or_off(name: &str, key: &str, value: &str) -> Result<Option<Nano
     }
 }
 
+/// Milliseconds > 0, or `off` / `none` for `None`.
+fn positive_milliseconds_or_off(
+    name: &str,
+    key: &str,
+    value: &str,
+) -> Result<Option<Nanos>, PolicyError> {
+    match milliseconds_or_off(name, key, value) {
+        Ok(Some(ns)) if ns > 0 => Ok(Some(ns)),
+        Ok(None) => Ok(None),
+        _ => Err(bad(name, key, value, "must be milliseconds > 0 or off")),
+    }
+}
+
 /// Which shortest-first policy [`parse_shortest_first`] reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Family {
@@ -306,6 +363,7 @@ enum Family {
 /// `fair` alone takes `threshold` and `cap`, `lanes` alone `fast`.
 fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy, PolicyError> {
     let (mut alpha, mut slack) = (DEFAULT_SJF_ALPHA, DEFAULT_SJF_SLACK);
+    let mut starve = DEFAULT_SJF_STARVE;
     let (mut threshold, mut cap) = (DEFAULT_FAIR_THRESHOLD, DEFAULT_FAIR_CAP);
     let mut fast = DEFAULT_LANES_FAST;
     let mut fair_fast = None;
@@ -313,9 +371,9 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
     let fair = family == Family::Fair;
     let lanes = family == Family::Lanes;
     let keys = match family {
-        Family::Sjf => "alpha, slack",
-        Family::Fair => "alpha, slack, threshold, cap, fast, hold, budget, burst",
-        Family::Lanes => "alpha, slack, fast, hold, budget, burst",
+        Family::Sjf => "alpha, slack, starve",
+        Family::Fair => "alpha, slack, starve, threshold, cap, fast, hold, budget, burst",
+        Family::Lanes => "alpha, slack, starve, fast, hold, budget, burst",
     };
     for pair in args.split(',') {
         let Some((key, value)) = pair.split_once('=') else {
@@ -336,6 +394,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
                     .ok_or_else(|| bad(name, "alpha", value, "must be a number >= 0"))?;
             }
             ("slack", _, _) => slack = milliseconds_or_off(name, "slack", value)?,
+            ("starve", _, _) => starve = positive_milliseconds_or_off(name, "starve", value)?,
             ("threshold", true, _) => threshold = milliseconds(name, "threshold", value)?,
             ("fast", false, true) => {
                 fast = milliseconds(name, "fast", value)?;
@@ -343,19 +402,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
                     return Err(bad(name, "fast", value, "must be milliseconds > 0"));
                 }
             }
-            ("fast", true, _) => {
-                fair_fast = match value.trim() {
-                    "off" | "none" => None,
-                    v => Some(
-                        milliseconds(name, "fast", v)
-                            .ok()
-                            .filter(|&ns| ns > 0)
-                            .ok_or_else(|| {
-                                bad(name, "fast", value, "must be milliseconds > 0 or off")
-                            })?,
-                    ),
-                };
-            }
+            ("fast", true, _) => fair_fast = positive_milliseconds_or_off(name, "fast", value)?,
             ("hold", true, _) | ("hold", _, true) => gate.hold = milliseconds(name, "hold", value)?,
             ("budget", true, _) | ("budget", _, true) => {
                 gate.budget = milliseconds_or_off(name, "budget", value)?;
@@ -384,11 +431,18 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
         ));
     }
     match family {
-        Family::Sjf => return Ok(Policy::Sjf { alpha, slack }),
+        Family::Sjf => {
+            return Ok(Policy::Sjf {
+                alpha,
+                slack,
+                starve,
+            })
+        }
         Family::Lanes => {
             return Ok(Policy::Lanes {
                 alpha,
                 slack,
+                starve,
                 fast,
                 gate,
             })
@@ -421,6 +475,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
     Ok(Policy::Fair {
         alpha,
         slack,
+        starve,
         threshold,
         cap,
         fast: fair_fast,
@@ -468,26 +523,25 @@ impl fmt::Display for Policy {
             Self::Fifo => f.write_str("fifo"),
             Self::Edf => f.write_str("edf"),
             Self::Limit(k) => write!(f, "limit:{k}"),
-            Self::Sjf { alpha, slack } => {
-                if *alpha == DEFAULT_SJF_ALPHA && *slack == DEFAULT_SJF_SLACK {
+            Self::Sjf { .. } => {
+                if *self == Self::sjf() {
                     return f.write_str("sjf");
                 }
                 write!(f, "sjf:")?;
-                write_shortest_first(f, *alpha, *slack)
+                write_shortest_first(f, self)
             }
             Self::Fair {
-                alpha,
-                slack,
                 threshold,
                 cap,
                 fast,
                 gate,
+                ..
             } => {
                 if *self == Self::fair() {
                     return f.write_str("fair");
                 }
                 write!(f, "fair:")?;
-                write_shortest_first(f, *alpha, *slack)?;
+                write_shortest_first(f, self)?;
                 write!(
                     f,
                     ",threshold={},cap={}",
@@ -500,17 +554,12 @@ impl fmt::Display for Policy {
                 }
                 write_gate(f, gate)
             }
-            Self::Lanes {
-                alpha,
-                slack,
-                fast,
-                gate,
-            } => {
+            Self::Lanes { fast, gate, .. } => {
                 if *self == Self::lanes() {
                     return f.write_str("lanes");
                 }
                 write!(f, "lanes:")?;
-                write_shortest_first(f, *alpha, *slack)?;
+                write_shortest_first(f, self)?;
                 write!(f, ",fast={}", *fast as f64 / NANOS_PER_MS)?;
                 write_gate(f, gate)
             }
@@ -531,15 +580,19 @@ fn write_gate(f: &mut fmt::Formatter<'_>, gate: &FastGate) -> fmt::Result {
     }
 }
 
-fn write_shortest_first(
-    f: &mut fmt::Formatter<'_>,
-    alpha: f64,
-    slack: Option<Nanos>,
-) -> fmt::Result {
+/// `alpha=A,slack=MS|off`, then `,starve=MS` when the bound is on.
+fn write_shortest_first(f: &mut fmt::Formatter<'_>, policy: &Policy) -> fmt::Result {
+    let Some((alpha, slack)) = policy.shortest_first() else {
+        return Ok(());
+    };
     write!(f, "alpha={alpha}")?;
     match slack {
-        None => f.write_str(",slack=off"),
-        Some(ns) => write!(f, ",slack={}", ns as f64 / NANOS_PER_MS),
+        None => f.write_str(",slack=off")?,
+        Some(ns) => write!(f, ",slack={}", ns as f64 / NANOS_PER_MS)?,
+    }
+    match policy.starve() {
+        Some(ns) => write!(f, ",starve={}", ns as f64 / NANOS_PER_MS),
+        None => Ok(()),
     }
 }
 
@@ -592,6 +645,19 @@ mod tests {
                 "lanes:burst=100,hold=6",
                 "lanes:alpha=4,slack=80,fast=20,hold=6,burst=100",
             ),
+            ("sjf:starve=300", "sjf:alpha=4,slack=80,starve=300"),
+            ("sjf:starve=off", "sjf"),
+            ("sjf:starve=none,slack=off", "sjf:alpha=4,slack=off"),
+            ("sjf:starve=0.5,alpha=0", "sjf:alpha=0,slack=80,starve=0.5"),
+            (
+                "fair:starve=450",
+                "fair:alpha=4,slack=80,starve=450,threshold=20,cap=200",
+            ),
+            ("fair:starve=off", "fair"),
+            (
+                "lanes:fast=10,starve=300",
+                "lanes:alpha=4,slack=80,starve=300,fast=10",
+            ),
         ];
         for (name, canonical) in cases {
             let p: Policy = name.parse().unwrap();
@@ -641,7 +707,7 @@ mod tests {
             (
                 "lanes:threshold=5",
                 "bad_policy_argument",
-                "alpha, slack, fast",
+                "alpha, slack, starve, fast",
             ),
             ("sjf:fast=5", "bad_policy_argument", "alpha, slack"),
             ("fair:fast=0", "bad_policy_argument", "> 0 or off"),
@@ -671,6 +737,14 @@ mod tests {
                 "needs fast=MS",
             ),
             ("lanes:delay=3", "bad_policy_argument", "fast, hold, budget"),
+            ("sjf:starve=0", "bad_policy_argument", "starve = '0'"),
+            ("sjf:starve=0", "bad_policy_argument", "> 0 or off"),
+            ("sjf:starve=-5", "bad_policy_argument", "starve = '-5'"),
+            ("sjf:starve=soon", "bad_policy_argument", "starve = 'soon'"),
+            ("fair:starve=inf", "bad_policy_argument", "> 0 or off"),
+            ("lanes:starve=", "bad_policy_argument", "starve = ''"),
+            ("edf:starve=300", "bad_policy_argument", "takes none"),
+            ("sjf:starve", "bad_policy_argument", "alpha, slack, starve"),
         ];
         for (name, code, fragment) in cases {
             let err = name.parse::<Policy>().unwrap_err();

@@ -11,6 +11,9 @@
 //! - order key: `fifo`/`limit` arrival; `sjf`/`fair`/`lanes` `cost + α·arrival`; `edf` deadline;
 //! - urgency key (`sjf`/`fair`/`lanes` with slack, jobs with a target): latest start `target − cost`
 //!   (an entry leaves for good once `now` passes it);
+//! - starving key (`sjf`/`fair`/`lanes` with `starve`): the arrival, so the
+//!   top is the group's oldest job and whether it has waited `starve` is
+//!   tested on the top alone;
 //! - short key (`lanes`, jobs of cost at most `fast`): the order key, in a
 //!   heap of its own, so the fast lane finds the best short job at once
 //!   (with a fast-lane gate: the arrival, so the top is the oldest and the
@@ -44,6 +47,8 @@ struct Group {
     live: usize,
     order: BinaryHeap<Entry>,
     urgent: BinaryHeap<Entry>,
+    /// (`starve`) every job, by arrival.
+    starving: BinaryHeap<Entry>,
     /// (`lanes`) short jobs only, in order-key order.
     short: BinaryHeap<Entry>,
 }
@@ -51,10 +56,12 @@ struct Group {
 /// Which heap of a group a candidate came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) enum Class {
-    Urgent = 0,
-    Normal = 1,
+    /// (`starve`) a job that has waited at least `starve`.
+    Starving = 0,
+    Urgent = 1,
+    Normal = 2,
     /// (`fair`) a job of a model ahead of its share.
-    Yielding = 2,
+    Yielding = 3,
 }
 
 /// The best job a group offers right now.
@@ -186,6 +193,7 @@ impl ReadyQueue {
                     live: 0,
                     order: BinaryHeap::new(),
                     urgent: BinaryHeap::new(),
+                    starving: BinaryHeap::new(),
                     short: BinaryHeap::new(),
                 });
                 self.groups.len() - 1
@@ -198,6 +206,11 @@ impl ReadyQueue {
             group
                 .urgent
                 .push(Reverse((latest_start, seq, slot, generation)));
+        }
+        if self.policy.starve().is_some() {
+            group
+                .starving
+                .push(Reverse((job.arrival, seq, slot, generation)));
         }
         if self.policy.fast_lane().is_some_and(|fast| job.cost <= fast) {
             let key = if self.policy.fast_gate().is_open() {
@@ -282,12 +295,15 @@ impl ReadyQueue {
 
     /// The best job eligible for at least one device in `free`, if any.
     ///
-    /// Urgent jobs (slack at most the margin) beat normal ones, and normal
-    /// ones beat those of a model ahead of its share (`fair`; such jobs are
-    /// never urgent); within a class the smaller key wins, then the earlier
-    /// submission.
+    /// Starving jobs (waited at least `starve`; any model, ahead of its
+    /// share or not) beat urgent ones, urgent jobs (slack at most the margin)
+    /// beat normal ones, and normal ones beat those of a model ahead of its
+    /// share (`fair`; such jobs are never urgent); within a class the smaller
+    /// key wins (for starving jobs the arrival: oldest first), then the
+    /// earlier submission.
     pub fn best(&mut self, free: DeviceSet, now: Nanos) -> Option<Candidate> {
         let margin = self.policy.shortest_first().and_then(|(_, slack)| slack);
+        let starve = self.policy.starve();
         let slots = &self.slots;
         let shares = self.shares.as_ref();
         let mut best: Option<Candidate> = None;
@@ -297,10 +313,24 @@ impl ReadyQueue {
             }
             let yielding = shares.is_some_and(|s| s.ahead(group.share));
             let mut candidate = None;
-            if let (Some(margin), false) = (margin, yielding) {
+            if let Some(starve) = starve {
+                // The group's oldest job is its first to starve.
+                while let Some(top) = group.starving.peek() {
+                    if Self::is_live(slots, top) {
+                        let Reverse((arrival, seq, slot, _)) = *top;
+                        if now.saturating_sub(arrival) >= starve {
+                            candidate = Some((Class::Starving, (arrival, seq), slot));
+                        }
+                        break;
+                    }
+                    group.starving.pop();
+                }
+            }
+            if let (Some(margin), false, None) = (margin, yielding, candidate) {
                 // Entries past their latest start can no longer make their
                 // target: they leave the urgent heap for good (the job stays
-                // in the order heap, where aging still bounds its wait).
+                // in the order heap, behind any urgent job; with `starve` the
+                // starving heap bounds its wait).
                 while let Some(top) = group.urgent.peek() {
                     let Reverse((latest_start, seq, slot, _)) = *top;
                     if Self::is_live(slots, top) && latest_start >= now {

@@ -412,3 +412,7 @@ mod fair_tests;
 #[cfg(test)]
 #[path = "lanes_tests.rs"]
 mod lanes_tests;
+
+#[cfg(test)]
+#[path = "starve_tests.rs"]
+mod starve_tests;

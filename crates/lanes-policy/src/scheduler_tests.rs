@@ -80,24 +80,29 @@ fn ties_keep_submission_order() {
     }
 }
 
-/// One device, one long job queued at t=0 behind a running short job, and a
-/// short job arriving every `gap` forever after (short jobs alone load the
-/// device fully). Returns when the long job started, if within `horizon`.
-fn long_job_start(policy: &str, long: Nanos, short: Nanos, horizon: Nanos) -> Option<Nanos> {
+/// One device running job 1 (`stream(1, 0)`, cost `short`), job 2 (`waiting`)
+/// queued behind it at t=0, and a job `stream(id, arrival)` of cost `short`
+/// arriving every `short` forever after (the stream alone loads the device
+/// fully). Returns when job 2 started, if within `horizon`.
+pub(super) fn start_behind_stream(
+    policy: &str,
+    short: Nanos,
+    waiting: Job,
+    stream: impl Fn(JobId, Nanos) -> Job,
+    horizon: Nanos,
+) -> Option<Nanos> {
     let mut s = one_device(policy);
-    let all = s.all_devices();
     let mut out = Vec::new();
-    s.submit(Job::new(1, 0, short, 0, all)).unwrap();
-    s.submit(Job::new(2, 1, long, 0, all)).unwrap();
+    s.submit(stream(1, 0)).unwrap();
     s.dispatch(0, &mut out);
+    s.submit(waiting).unwrap();
     let (mut running, mut ends) = (1, short);
     let mut next_id = 3;
     let mut next_arrival = short;
     while ends <= horizon {
         // Arrivals up to the completion instant, then the completion.
         while next_arrival <= ends {
-            s.submit(Job::new(next_id, 0, short, next_arrival, all))
-                .unwrap();
+            s.submit(stream(next_id, next_arrival)).unwrap();
             next_id += 1;
             next_arrival += short;
         }
@@ -105,7 +110,7 @@ fn long_job_start(policy: &str, long: Nanos, short: Nanos, horizon: Nanos) -> Op
         out.clear();
         s.dispatch(ends, &mut out);
         let Some(Decision::Run { job, .. }) = out.first() else {
-            panic!("work conserving: a queued job must start")
+            panic!("{policy}: work conserving, a queued job must start")
         };
         if job.id == 2 {
             return Some(ends);
@@ -114,6 +119,16 @@ fn long_job_start(policy: &str, long: Nanos, short: Nanos, horizon: Nanos) -> Op
         ends += job.cost;
     }
     None
+}
+
+/// One device, one long job queued at t=0 behind a running short job, and a
+/// short job arriving every `short` forever after. Returns when the long job
+/// started, if within `horizon`.
+fn long_job_start(policy: &str, long: Nanos, short: Nanos, horizon: Nanos) -> Option<Nanos> {
+    let all = DeviceSet::all(1);
+    let waiting = Job::new(2, 1, long, 0, all);
+    let stream = |id, arrival| Job::new(id, 0, short, arrival, all);
+    start_behind_stream(policy, short, waiting, stream, horizon)
 }
 
 #[test]

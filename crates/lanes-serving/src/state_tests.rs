@@ -143,6 +143,7 @@ fn a_freed_device_goes_to_the_policy_s_choice() {
             Policy::Sjf {
                 alpha: 0.0,
                 slack: None,
+                starve: None,
             },
             (1, 3),
         ), // shortest first

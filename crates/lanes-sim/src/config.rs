@@ -528,7 +528,7 @@ pub enum Mode {
 
 /// Allowed mode names, for messages.
 pub const MODES: &str =
-    "independent, semaphore, fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off], fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS], lanes[:alpha=A,slack=MS|off,fast=MS], edf";
+    "independent, semaphore, fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off,starve=MS|off], fair[:alpha=A,slack=MS|off,starve=MS|off,threshold=MS,cap=MS], lanes[:alpha=A,slack=MS|off,starve=MS|off,fast=MS], edf";
 
 impl FromStr for Mode {
     type Err = SimError;

@@ -81,7 +81,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--policy",
         default="sjf",
         metavar="NAME",
-        help="fifo, limit:K, sjf[:alpha=A,slack=MS|off], fair[:...,threshold=MS,cap=MS], "
+        help="fifo, limit:K, sjf[:alpha=A,slack=MS|off,starve=MS|off], "
+        "fair[:...,threshold=MS,cap=MS], "
         "lanes[:...,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf "
         "(default sjf)",
     )

@@ -26,9 +26,9 @@ CONFIG_INVALID = "config_invalid"
 """A ``--config`` file that cannot be read, is not TOML, or has an unknown key."""
 
 POLICIES = (
-    "independent, fifo, limit:K, sjf[:alpha=A,slack=MS|off], "
-    "fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS], "
-    "lanes[:alpha=A,slack=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf"
+    "independent, fifo, limit:K, sjf[:alpha=A,slack=MS|off,starve=MS|off], "
+    "fair[:alpha=A,slack=MS|off,starve=MS|off,threshold=MS,cap=MS], "
+    "lanes[:alpha=A,slack=MS|off,starve=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf"
 )
 
 
