@@ -26,6 +26,23 @@ fn hopeless_start(policy: &str, horizon: Nanos) -> Option<Nanos> {
     super::tests::start_behind_stream(policy, short, hopeless, stream, horizon)
 }
 
+/// Completes `running` at `now`, then frees the device every nanosecond
+/// until nothing is left to start; returns the ids in start order.
+fn drain(s: &mut Scheduler, mut running: JobId, mut now: Nanos) -> Vec<JobId> {
+    let (mut out, mut order) = (Vec::new(), Vec::new());
+    loop {
+        s.complete(running, now).unwrap();
+        out.clear();
+        s.dispatch(now, &mut out);
+        let Some(Decision::Run { job, .. }) = out.first() else {
+            return order;
+        };
+        order.push(job.id);
+        running = job.id;
+        now += 1;
+    }
+}
+
 #[test]
 fn starve_serves_a_job_past_saving_that_urgent_jobs_hold_back() {
     let horizon = 10_000 * MS;
@@ -84,18 +101,28 @@ fn starving_jobs_go_oldest_first_before_urgent_ones() {
             job.target = target.map(|t| t * MS);
             s.submit(job).unwrap();
         }
-        let (mut now, mut running, mut order) = (200 * MS, 0, Vec::new());
-        loop {
-            s.complete(running, now).unwrap();
-            out.clear();
-            s.dispatch(now, &mut out);
-            let Some(Decision::Run { job, .. }) = out.first() else {
-                break;
-            };
-            order.push(job.id);
-            running = job.id;
-            now += 1;
-        }
-        assert_eq!(order, expect, "{policy}");
+        assert_eq!(drain(&mut s, 0, 200 * MS), expect, "{policy}");
+    }
+}
+
+#[test]
+fn under_fair_a_starving_job_beats_a_model_ahead_of_its_share() {
+    // Job 1 (model 0) holds the device until 200 ms; then model 0 is ahead
+    // of its share (threshold 0) and its job 2 (queued since 0) yields to
+    // model 1's job 3 (queued since 150) — unless job 2 is starving.
+    let fair = "fair:alpha=0,slack=off,threshold=0,cap=0.0001";
+    for (policy, expect) in [
+        (fair.to_string(), [3, 2]),
+        (format!("{fair},starve=100"), [2, 3]),
+        (format!("{fair},starve=250"), [3, 2]),
+    ] {
+        let mut s = one_device(&policy);
+        let all = s.all_devices();
+        let mut out = Vec::new();
+        s.submit(Job::new(1, 0, 10 * MS, 0, all)).unwrap();
+        s.dispatch(0, &mut out);
+        s.submit(Job::new(2, 0, MS, 0, all)).unwrap();
+        s.submit(Job::new(3, 1, 50 * MS, 150 * MS, all)).unwrap();
+        assert_eq!(drain(&mut s, 1, 200 * MS), expect, "{policy}");
     }
 }
