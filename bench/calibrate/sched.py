@@ -36,7 +36,7 @@ import time
 from pathlib import Path
 
 from lone import wait_ready  # beside this script, whose folder Python puts on sys.path
-from threads import MIX
+from threads import MIX, snapshot
 
 PORT = 18741
 WARM_S, LOAD_S, STAT_S, PERF_S = 2, 13, 5, 3
@@ -52,21 +52,6 @@ def kind(name: str) -> str:
     return re.sub(r"[-_]?[\d.]+$", "", name) or name
 
 
-def tasks(pid: int) -> dict[int, tuple[str, int, int, int]]:
-    """``{tid: (name, cpu_ns, run_delay_ns, times_run)}`` of every thread of ``pid``."""
-    out = {}
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
-            cpu, delay, runs = map(
-                int, Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()
-            )
-        except (OSError, ValueError):
-            continue
-        out[int(tid)] = (name, cpu, delay, runs)
-    return out
-
-
 def host_busy() -> tuple[int, int]:
     """(busy, total) jiffies of the host from ``/proc/stat``."""
     f = list(map(int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]))
@@ -77,10 +62,10 @@ def schedstat_window(server: int, gens: list[int]) -> dict[str, object]:
     """Per thread kind of the server, and the load generators together: CPU, run delay (cores)
     and the run delay per ms of CPU, over ``STAT_S``."""
     pids = {"server": [server], "client": gens}
-    before = {who: {p: tasks(p) for p in ps} for who, ps in pids.items()}
+    before = {who: {p: snapshot(p) for p in ps} for who, ps in pids.items()}
     h0, t0 = host_busy(), time.monotonic()
     time.sleep(STAT_S)
-    after = {who: {p: tasks(p) for p in ps} for who, ps in pids.items()}
+    after = {who: {p: snapshot(p) for p in ps} for who, ps in pids.items()}
     h1, wall = host_busy(), time.monotonic() - t0
     out: dict[str, object] = {"window_s": round(wall, 3)}
     out["host_busy_cores"] = round((h1[0] - h0[0]) / (h1[1] - h0[1]) * os.cpu_count(), 3)  # type: ignore[operator]

@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from lone import wait_ready  # beside this script, whose folder Python puts on sys.path
 
@@ -23,18 +24,19 @@ PORT = 18733
 MIX = {"char_cnn": 0.60, "line_rnn_zh": 0.25, "line_rnn_en": 0.15}
 
 
-def snapshot(pid: int) -> dict[str, tuple[str, int, int]]:
-    """``{tid: (name, cpu_ns, run_delay_ns)}`` of every thread of ``pid``."""
+def snapshot(pid: int) -> dict[int, tuple[str, int, int, int]]:
+    """``{tid: (name, cpu_ns, run_delay_ns, times_run)}`` of every thread of ``pid`` (its
+    ``schedstat``); a thread gone meanwhile is left out."""
     out = {}
     for tid in os.listdir(f"/proc/{pid}/task"):
         try:
-            with open(f"/proc/{pid}/task/{tid}/comm") as f:
-                name = f.read().strip()
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                cpu, delay, _ = map(int, f.read().split())
-        except OSError:
+            name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+            cpu, delay, runs = map(
+                int, Path(f"/proc/{pid}/task/{tid}/schedstat").read_text().split()
+            )
+        except (OSError, ValueError):
             continue
-        out[tid] = (name, cpu, delay)
+        out[int(tid)] = (name, cpu, delay, runs)
     return out
 
 
@@ -74,7 +76,7 @@ def main() -> int:
         server.wait(timeout=30)
     wall = t1 - t0
     per: dict[str, list[int]] = collections.defaultdict(lambda: [0, 0, 0])
-    for tid, (name, cpu, delay) in after.items():
+    for tid, (name, cpu, delay, _) in after.items():
         if tid in before:
             g = per[name]
             g[0] += 1

@@ -10,8 +10,8 @@ use lanes_sim::config::{Dist, Mode, Scenario};
 use lanes_sim::simulate;
 
 use common::{
-    assert_idle_busy, assert_mg1, cost, cpu_like, figures, golden_cases, ocr, single_server,
-    Figures, GOLDEN,
+    assert_golden, assert_idle_busy, assert_mg1, cost, cpu_like, figures, golden_cases, ocr,
+    single_server, Figures, GOLDEN,
 };
 
 fn mode(name: &str) -> Mode {
@@ -30,10 +30,7 @@ fn cases() -> Vec<(&'static str, Scenario, &'static str, f64)> {
 #[test]
 #[ignore = "prints the golden figures of `without_preemptions_nothing_changes`"]
 fn print_golden() {
-    for (name, sc, m, load) in cases() {
-        let r = simulate(&sc, &mode(m), load, 7, 20_000).unwrap();
-        println!("({name:?}, {m:?}, {:?}),", figures(&r));
-    }
+    common::print_golden(&cases());
 }
 
 #[test]
@@ -42,12 +39,7 @@ fn without_preemptions_nothing_changes() {
     // the first six as before `device_hold_ms` too).
     let mut golden = GOLDEN.to_vec();
     golden.push(("cpu-like-held", "sjf", GOLDEN_HELD));
-    assert_eq!(golden.len(), cases().len());
-    for ((name, sc, m, load), (gname, gm, want)) in cases().into_iter().zip(&golden) {
-        assert_eq!((name, m), (*gname, *gm));
-        let r = simulate(&sc, &mode(m), load, 7, 20_000).unwrap();
-        assert_eq!(figures(&r), *want, "{name} {m}");
-    }
+    assert_golden(&cases(), &golden);
 }
 
 #[test]

@@ -180,6 +180,36 @@ pub const GOLDEN: &[(&str, &str, Figures)] = &[
     ("cpu-like", "independent", (19000, 0, 2.783231, 13.189119, 3.5370116648421006, 912.3208882174855)),
 ];
 
+/// A golden case's figures: `(name, mode, figures)` of its run at seed 7
+/// with 20,000 requests.
+pub fn golden_run(
+    (name, sc, mode, load): &(&'static str, Scenario, &'static str, f64),
+) -> (&'static str, &'static str, Figures) {
+    let policy: lanes_sim::config::Mode = mode.parse().unwrap();
+    let r = lanes_sim::simulate(sc, &policy, *load, 7, 20_000).unwrap();
+    (name, mode, figures(&r))
+}
+
+/// Asserts that each case simulates to its golden figures, in order.
+pub fn assert_golden(
+    cases: &[(&'static str, Scenario, &'static str, f64)],
+    golden: &[(&str, &str, Figures)],
+) {
+    assert_eq!(golden.len(), cases.len());
+    for (case, (gname, gm, want)) in cases.iter().zip(golden) {
+        let (name, m, got) = golden_run(case);
+        assert_eq!((name, m), (*gname, *gm));
+        assert_eq!(got, *want, "{name} {m}");
+    }
+}
+
+/// Prints each case's golden figures in the form [`assert_golden`] reads.
+pub fn print_golden(cases: &[(&'static str, Scenario, &'static str, f64)]) {
+    for case in cases {
+        println!("{:?},", golden_run(case));
+    }
+}
+
 /// Asserts that `r` is an M/G/1 queue at arrival rate `lambda` per ms with
 /// service moments `s1 = E[S]` and `s2 = E[S²]` (ms, ms²): its mean latency
 /// within 3 % of Pollaczek–Khinchine's and its device busy `lambda · s1`

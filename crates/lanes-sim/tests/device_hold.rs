@@ -9,7 +9,8 @@ use lanes_sim::config::{Dist, Mode, Scenario};
 use lanes_sim::simulate;
 
 use common::{
-    assert_idle_busy, assert_mg1, cost, figures, golden_cases, ocr, single_server, GOLDEN,
+    assert_golden, assert_idle_busy, assert_mg1, cost, figures, golden_cases, ocr, single_server,
+    GOLDEN,
 };
 
 fn mode(name: &str) -> Mode {
@@ -24,22 +25,13 @@ fn cases() -> Vec<(&'static str, Scenario, &'static str, f64)> {
 #[test]
 #[ignore = "prints the golden figures of `without_a_hold_nothing_changes`"]
 fn print_golden() {
-    for (name, sc, m, load) in cases() {
-        let r = simulate(&sc, &mode(m), load, 7, 20_000).unwrap();
-        println!("({name:?}, {m:?}, {:?}),", figures(&r));
-    }
+    common::print_golden(&cases());
 }
 
 #[test]
 fn without_a_hold_nothing_changes() {
     // Figures of these runs before `device_hold_ms` existed (commit 53c4800).
-    let golden = GOLDEN;
-    assert_eq!(golden.len(), cases().len());
-    for ((name, sc, m, load), (gname, gm, want)) in cases().into_iter().zip(golden) {
-        assert_eq!((name, m), (*gname, *gm));
-        let r = simulate(&sc, &mode(m), load, 7, 20_000).unwrap();
-        assert_eq!(figures(&r), *want, "{name} {m}");
-    }
+    assert_golden(&cases(), GOLDEN);
 }
 
 #[test]

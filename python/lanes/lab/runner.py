@@ -207,8 +207,7 @@ class Server:
 @contextmanager
 def server(variant: Variant, log: Path) -> Iterator[Server]:
     """Start ``variant`` (or reach its URL), wait until ready (bounded), stop it at the end."""
-    ports = {"port": str(_free_port()), "metrics_port": str(_free_port())}
-    ports["grpc_port"] = str(_free_port())
+    ports = {k: str(_free_port()) for k in ("port", "metrics_port", "grpc_port")}
 
     def fill(text: str) -> str:
         for k, v in ports.items():
