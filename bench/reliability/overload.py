@@ -277,9 +277,10 @@ def goodput_after(series: list[dict[str, Any]], from_s: float, to_s: float) -> f
     return ok / len(points)
 
 
-def ready(url: str) -> bool:
+def ready(url: str, path: str = "/v2/health/ready") -> bool:
+    """Whether ``url + path`` answers 200 (the server's, or a model's, readiness)."""
     try:
-        with urllib.request.urlopen(url + "/v2/health/ready", timeout=5) as r:
+        with urllib.request.urlopen(url + path, timeout=5) as r:
             return r.status == 200
     except OSError:
         return False
@@ -335,6 +336,8 @@ def main() -> None:
         server = Server(serve_args, Path(tmp) / "serve.log")
         try:
             print(server.line)
+            if not ready(server.url, f"/v2/models/{target.model}/ready"):
+                raise SystemExit(f"model {target.model!r} is not served: {server.line}")
             infer = f"{server.url}/v2/models/{target.model}/infer"
             target = Target(target.model, infer, target.body)
             if args.capacity is None:
