@@ -80,6 +80,8 @@ def test_the_limits_come_from_the_environment_too() -> None:
         ({"max_header_kb": "4"}, {}, "", "--max-header-kb = 4: must be 8..1024"),
         ({}, {"LANES_SERVE_MAX_HEADER_KB": "4"}, "", "LANES_SERVE_MAX_HEADER_KB = 4: must be"),
         ({}, {}, "max_header_kb = 4", "serve.toml: max_header_kb = 4: must be 8..1024"),
+        ({"inline_max_us": "5000"}, {}, "", "--inline-max-us = 5000: must be 0..1000 µs"),
+        ({}, {"LANES_SERVE_INLINE_MAX_US": "-1"}, "", "LANES_SERVE_INLINE_MAX_US = -1: must be"),
         # The flag wins over the variable, and the error names the flag.
         (
             {"header_timeout": "0"},

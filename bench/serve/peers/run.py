@@ -84,7 +84,7 @@ MLSERVER_PACKAGES = ["mlserver==1.7.1", "uvloop<0.22"]
 GHZ = HERE / ".go" / "bin" / "ghz"
 GHZ_MODULE = "github.com/bojand/ghz/cmd/ghz@latest"
 KSERVE_PROTO = ROOT / "crates" / "lanes-kserve" / "proto" / "grpc_predict_v2.proto"
-SERVERS = ("lanes", "lanes-py", "native", "mlserver", "litserve", "ray")
+SERVERS = ("lanes", "lanes-py", "native", "mlserver", "litserve", "ray", "lanes-noinline")
 PEERS = ("litserve", "ray")  # the servers that need the peers' venv
 WORKERS = 2  # the machine's cores: peer workers / replicas
 THREADS = 1  # intra-op threads per ONNX Runtime session
@@ -99,6 +99,7 @@ PORTS = {
     "mlserver": 8600,
     "litserve": 8100,
     "ray": 8200,
+    "lanes-noinline": 8700,
 }
 GRPC_SERVERS = ("lanes", "native", "mlserver")  # gRPC on PORTS[server] + 1
 # `lanes-py`: `lanes serve` with the same graph inside a `python`-adapter model (ONNX Runtime
@@ -312,7 +313,9 @@ def server_command(server: str, repo: Path, model: str) -> list[str]:
             str(THREADS),
             f"{model}={repo / model / 'model.onnx'}:{models.MAX_BATCH_SIZE}",
         ]
-    if server in ("lanes", "lanes-py"):
+    if server in ("lanes", "lanes-py", "lanes-noinline"):
+        # `lanes-noinline`: `lanes serve` with the driver's inline rule off (every batch
+        # handed to its device's executor thread), for the latency floor's A/B.
         models_dir = python_repository(repo.parent.parent, model) if server == "lanes-py" else repo
         return [
             str(LANES_VENV / "bin" / "lanes"),
@@ -329,6 +332,7 @@ def server_command(server: str, repo: Path, model: str) -> list[str]:
             port,
             "--grpc-port",
             str(PORTS[server] + 1),
+            *(["--inline-max-us", "0"] if server == "lanes-noinline" else []),
         ]
     work = repo.parents[1]  # the race's --out: repos/MODEL sits in it
     app, python, timeout, extra = {

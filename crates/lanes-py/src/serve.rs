@@ -240,6 +240,10 @@ struct Declared {
 }
 
 impl ModelRunner for Declared {
+    fn inline(&self) -> bool {
+        self.inner.inline()
+    }
+
     fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {
         let produced = self.inner.run(batch, inputs)?;
         Ok(produced
@@ -569,6 +573,7 @@ fn start(py: Python<'_>, config: &Bound<'_, PyDict>) -> Result<Running, CoreErro
         },
         limits: limits(config)?,
         trace_events: get(config, "trace_events")?,
+        inline_max: Duration::from_micros(get(config, "inline_max_us")?),
         version: get(config, "version")?,
         hook_workers: get(config, "workers")?,
         access_log: get(config, "access_log")?,

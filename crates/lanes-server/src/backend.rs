@@ -4,7 +4,9 @@
 //! executor thread. It gets the batch's request inputs in arrival order and
 //! returns exactly one output per input, in the same order; an `Err` fails
 //! every request of the batch (500), and so does a panic, which the executor
-//! catches so that the device keeps serving.
+//! catches so that the device keeps serving. A batch whose estimate is
+//! tiny may instead run on the driver's thread when [`Backend::inline`]
+//! allows it.
 
 use lanes_policy::{DeviceId, JobId};
 use lanes_serving::ModelIx;
@@ -30,4 +32,12 @@ pub trait Backend: Send + Sync + 'static {
     /// per input, in order, or a message saying why the model failed.
     fn run(&self, batch: &BatchInfo, inputs: Vec<Self::Input>)
         -> Result<Vec<Self::Output>, String>;
+
+    /// Whether `batch` may run on the driver's own thread instead of its
+    /// device's executor (see [`crate::driver`]'s inline rule): only for an
+    /// engine that holds no lock another batch waits on (no GIL) and needs no
+    /// per-thread state. No by default.
+    fn inline(&self, _batch: &BatchInfo) -> bool {
+        false
+    }
 }

@@ -13,18 +13,19 @@
 //! measured run time and whether the model failed (a failure is not learnt
 //! as a cost, but shows in the timeline); the driver records the job in the
 //! device accounts and the timeline, then answers, so a client that reads
-//! them after its answer sees its batch.
+//! them after its answer sees its batch. [`run_batch`] is that work, shared
+//! with the driver, which runs a tiny batch itself (its inline rule).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-use lanes_policy::Nanos;
+use lanes_policy::{JobId, Nanos};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::backend::{Backend, BatchInfo};
-use crate::driver::{Command, Reply};
+use crate::driver::{Answered, Command, Reply};
 use crate::error::ServerError;
 use crate::observe::Observer;
 
@@ -112,64 +113,16 @@ fn executor<B: Backend>(
     done: &mpsc::UnboundedSender<Command<B>>,
     observer: &Observer,
 ) {
-    while let Ok(Work {
-        info,
-        model_name,
-        items,
-    }) = work.recv()
-    {
-        let (inputs, answers): (Vec<_>, Vec<_>) = items
-            .into_iter()
-            .map(|item| (item.input, (item.reply, item.queued)))
-            .unzip();
-        let expected = inputs.len();
-        let t0 = Instant::now();
-        let result = catch_unwind(AssertUnwindSafe(|| backend.run(&info, inputs)));
-        let run = t0.elapsed().as_nanos() as Nanos;
-        let outputs = match result {
-            Ok(Ok(outputs)) if outputs.len() == expected => Ok(outputs),
-            Ok(Ok(outputs)) => Err(format!(
-                "returned {} outputs for a batch of {expected} requests",
-                outputs.len()
-            )),
-            Ok(Err(message)) => Err(message),
-            Err(panic) => Err(format!("panicked: {}", panic_message(&*panic))),
-        };
-        // Statistics first: a client that reads them after its answer sees its batch.
-        let queued = answers.iter().map(|a| a.1);
-        match &outputs {
-            Ok(_) => observer.batch_ran(&info, queued, run),
-            Err(_) => observer.batch_failed(&info, queued, run),
-        }
-        let failed = outputs.is_err();
-        let answers: Vec<_> = match outputs {
-            Ok(outputs) => answers
-                .into_iter()
-                .zip(outputs)
-                .map(|((reply, queued), output)| {
-                    let answer = Ok(Reply {
-                        output,
-                        queued,
-                        run,
-                        batch_rows: info.rows,
-                    });
-                    (reply, answer)
-                })
-                .collect(),
-            Err(message) => {
-                let error = ServerError::ModelFailed {
-                    model: model_name.to_string(),
-                    message,
-                };
-                answers
-                    .into_iter()
-                    .map(|(reply, _)| (reply, Err(error.clone())))
-                    .collect()
-            }
-        };
+    while let Ok(work) = work.recv() {
+        let Finished {
+            job,
+            run,
+            failed,
+            answers,
+        } = run_batch(backend, observer, work);
         // The driver answers once the job is in the device accounts and the timeline.
         let finished = Command::Finished {
-            job: info.job,
+            job,
             run,
             failed,
             answers,
@@ -180,6 +133,86 @@ fn executor<B: Backend>(
                 let _ = reply.send(answer);
             }
         }
+    }
+}
+
+/// A batch that ran: what the driver needs to finish it.
+pub(crate) struct Finished<O> {
+    pub job: JobId,
+    /// The measured run time (also when the model failed).
+    pub run: Nanos,
+    pub failed: bool,
+    /// The answers, for the driver to send once the job is accounted.
+    pub answers: Vec<Answered<O>>,
+}
+
+/// Runs one batch through `backend`, catching a panic as a model failure,
+/// and adds it to its model's statistics; on an executor thread or (the
+/// inline rule) the driver's.
+pub(crate) fn run_batch<B: Backend>(
+    backend: &B,
+    observer: &Observer,
+    work: Work<B>,
+) -> Finished<B::Output> {
+    let Work {
+        info,
+        model_name,
+        items,
+    } = work;
+    let (inputs, answers): (Vec<_>, Vec<_>) = items
+        .into_iter()
+        .map(|item| (item.input, (item.reply, item.queued)))
+        .unzip();
+    let expected = inputs.len();
+    let t0 = Instant::now();
+    let result = catch_unwind(AssertUnwindSafe(|| backend.run(&info, inputs)));
+    let run = t0.elapsed().as_nanos() as Nanos;
+    let outputs = match result {
+        Ok(Ok(outputs)) if outputs.len() == expected => Ok(outputs),
+        Ok(Ok(outputs)) => Err(format!(
+            "returned {} outputs for a batch of {expected} requests",
+            outputs.len()
+        )),
+        Ok(Err(message)) => Err(message),
+        Err(panic) => Err(format!("panicked: {}", panic_message(&*panic))),
+    };
+    // Statistics first: a client that reads them after its answer sees its batch.
+    let queued = answers.iter().map(|a| a.1);
+    match &outputs {
+        Ok(_) => observer.batch_ran(&info, queued, run),
+        Err(_) => observer.batch_failed(&info, queued, run),
+    }
+    let failed = outputs.is_err();
+    let answers: Vec<_> = match outputs {
+        Ok(outputs) => answers
+            .into_iter()
+            .zip(outputs)
+            .map(|((reply, queued), output)| {
+                let answer = Ok(Reply {
+                    output,
+                    queued,
+                    run,
+                    batch_rows: info.rows,
+                });
+                (reply, answer)
+            })
+            .collect(),
+        Err(message) => {
+            let error = ServerError::ModelFailed {
+                model: model_name.to_string(),
+                message,
+            };
+            answers
+                .into_iter()
+                .map(|(reply, _)| (reply, Err(error.clone())))
+                .collect()
+        }
+    };
+    Finished {
+        job: info.job,
+        run,
+        failed,
+        answers,
     }
 }
 

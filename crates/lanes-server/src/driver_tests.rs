@@ -26,6 +26,10 @@ pub(crate) struct Scripted {
     release: Option<flume::Receiver<()>>,
     /// Every batch's start and end, in order: `(true, model)` for a start.
     log: Arc<Mutex<Vec<(bool, ModelIx)>>>,
+    /// Whether a batch may run on the driver's thread ([`Backend::inline`]).
+    inline: bool,
+    /// The thread each batch ran on, in order.
+    threads: Arc<Mutex<Vec<String>>>,
 }
 
 impl Backend for Scripted {
@@ -34,6 +38,8 @@ impl Backend for Scripted {
 
     fn run(&self, batch: &BatchInfo, inputs: Vec<u32>) -> Result<Vec<u32>, String> {
         self.log.lock().unwrap().push((true, batch.model));
+        let thread = std::thread::current().name().unwrap_or("").to_owned();
+        self.threads.lock().unwrap().push(thread);
         let _ = self.started.send((batch.model, inputs.clone()));
         if let Some(release) = &self.release {
             let _ = release.recv();
@@ -45,6 +51,10 @@ impl Backend for Scripted {
         assert!(!inputs.contains(&PANICS), "planted panic");
         Ok(inputs.iter().map(|t| t * 2).collect())
     }
+
+    fn inline(&self, _batch: &BatchInfo) -> bool {
+        self.inline
+    }
 }
 
 pub(crate) struct Lab {
@@ -52,6 +62,7 @@ pub(crate) struct Lab {
     pub started: flume::Receiver<(ModelIx, Vec<u32>)>,
     pub release: flume::Sender<()>,
     log: Arc<Mutex<Vec<(bool, ModelIx)>>>,
+    threads: Arc<Mutex<Vec<String>>>,
     pub join: tokio::task::JoinHandle<()>,
 }
 
@@ -93,6 +104,19 @@ pub(crate) fn lab_with(
     held: bool,
     observe: ObserveConfig,
 ) -> Lab {
+    lab_inline(grants, arbiter, models, held, observe, None)
+}
+
+/// [`lab_with`] whose backend allows inline batches, up to `inline_max` ns
+/// (None: a backend that does not, and a bound of 0).
+fn lab_inline(
+    grants: Grants,
+    arbiter: Option<crate::arbiter::ArbiterConfig>,
+    models: Vec<ModelConfig>,
+    held: bool,
+    observe: ObserveConfig,
+    inline_max: Option<u64>,
+) -> Lab {
     let (started_tx, started) = flume::unbounded();
     let (release, release_rx) = flume::unbounded();
     let log = Arc::default();
@@ -100,13 +124,17 @@ pub(crate) fn lab_with(
         started: started_tx,
         release: held.then_some(release_rx),
         log: Arc::clone(&log),
+        inline: inline_max.is_some(),
+        threads: Arc::default(),
     };
+    let threads = Arc::clone(&backend.threads);
     let config = DriverConfig {
         grants,
         arbiter,
         devices: 1,
         cost: CostConfig::default(),
         models,
+        inline_max: inline_max.unwrap_or(0),
     };
     let (handle, join) = Handle::start_observed(config, observe, backend).expect("driver starts");
     Lab {
@@ -114,6 +142,7 @@ pub(crate) fn lab_with(
         started,
         release,
         log,
+        threads,
         join,
     }
 }
@@ -279,6 +308,85 @@ async fn sjf_starts_the_short_model_first_fifo_the_older() {
     }
 }
 
+/// Whether each batch so far ran on a device's executor thread.
+fn on_executors(lab: &Lab) -> Vec<bool> {
+    let threads = lab.threads.lock().unwrap();
+    threads
+        .iter()
+        .map(|t| t.starts_with("lanes-device-"))
+        .collect()
+}
+
+#[tokio::test]
+async fn on_an_idle_server_a_tiny_batch_runs_on_the_drivers_thread() {
+    // (backend allows, bound ns, prior ms) -> ran on an executor
+    let table = [
+        (true, 1_000_000, 0.01, false), // 10 µs estimated, 1 ms bound: inline
+        (true, 1_000_000, 5.0, true),   // estimated past the bound
+        (true, 0, 0.01, true),          // bound 0: never
+        (false, 1_000_000, 0.01, true), // the backend does not allow it
+    ];
+    for (allows, bound, prior_ms, executor) in table {
+        let lab = lab_inline(
+            fifo(),
+            None,
+            vec![model("m", 4, prior_ms)],
+            false,
+            ObserveConfig::default(),
+            allows.then_some(bound),
+        );
+        let reply = lab.handle.infer(req(0, 21)).await.expect("answered");
+        assert_eq!((reply.output, reply.batch_rows), (42, 1));
+        assert!(reply.run > 0);
+        let stats = lab.handle.observer().model(0).stats();
+        assert_eq!(stats.execution_count, 1, "counted alike");
+        assert_eq!(
+            on_executors(&lab),
+            [executor],
+            "{allows} {bound} {prior_ms}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn while_a_batch_runs_the_next_goes_to_an_executor_and_failures_are_alike() {
+    // Independent grants let b start while a (estimated 100 ms) holds the device.
+    let models = vec![model("a", 1, 100.0), model("b", 1, 0.01)];
+    let lab = lab_inline(
+        Grants::Independent,
+        None,
+        models,
+        true,
+        ObserveConfig::default(),
+        Some(1_000_000),
+    );
+    let a = lab.handle.infer(req(0, 1));
+    assert_eq!(lab.next_batch().await, (0, vec![1]));
+    let b = lab.handle.infer(req(1, 2));
+    assert_eq!(lab.next_batch().await, (1, vec![2]));
+    lab.release.send(()).unwrap();
+    lab.release.send(()).unwrap();
+    assert_eq!(a.await.unwrap().output, 2);
+    assert_eq!(b.await.unwrap().output, 4);
+    assert_eq!(on_executors(&lab), [true, true]);
+    // Idle again: b's next batch runs inline; a failure there fails its
+    // request with 500 and the driver goes on.
+    let lab = lab_inline(
+        fifo(),
+        None,
+        vec![model("b", 1, 0.01)],
+        false,
+        ObserveConfig::default(),
+        Some(1_000_000),
+    );
+    for tag in [FAILS, PANICS] {
+        let err = lab.handle.infer(req(0, tag)).await.unwrap_err();
+        assert_eq!(err.http_status(), 500, "{tag}: {err}");
+    }
+    assert_eq!(lab.handle.infer(req(0, 5)).await.unwrap().output, 10);
+    assert_eq!(on_executors(&lab), [false, false, false]);
+}
+
 #[tokio::test]
 async fn independent_models_overlap_on_a_device_and_a_shared_engine_does_not() {
     let (a_then_b, a_beside_b) = ([(true, 0), (false, 0), (true, 1)], [(true, 0), (true, 1)]);
@@ -315,6 +423,8 @@ async fn start_refuses_what_it_cannot_drive() {
             started,
             release: None,
             log: Arc::default(),
+            inline: false,
+            threads: Arc::default(),
         };
         let config = DriverConfig {
             grants,
@@ -322,6 +432,7 @@ async fn start_refuses_what_it_cannot_drive() {
             devices: 1,
             cost: CostConfig::default(),
             models,
+            inline_max: 0,
         };
         Handle::start(config, backend).map(|_| ()).unwrap_err()
     };

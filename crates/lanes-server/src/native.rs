@@ -5,6 +5,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use lanes_kserve::CodecConfig;
 use lanes_onnx::{OnnxError, SessionConfig};
@@ -113,6 +114,7 @@ pub fn build(config: &NativeConfig) -> Result<Arc<App<Runners>>, NativeError> {
         trace_events: crate::timeline::DEFAULT_CAPACITY,
         version: env!("CARGO_PKG_VERSION").into(),
         hook_workers: 1,
+        inline_max: Duration::from_micros(200),
         access_log: false,
     };
     server::build(spec, Phase::Ready).map_err(|e| match e {

@@ -145,6 +145,11 @@ impl ModelRunner for OnnxModel {
         Ok(Some(t0.elapsed()))
     }
 
+    /// ONNX Runtime's `Run` takes no lock a batch elsewhere waits on.
+    fn inline(&self) -> bool {
+        true
+    }
+
     fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {
         let inputs: Vec<InferRequest> = inputs.into_iter().map(|a| a.request).collect();
         let order = self.input_names(batch.device)?;

@@ -100,6 +100,12 @@ pub trait ModelRunner: Send + Sync + 'static {
     fn warm(&self, _device: usize, _rows: u32) -> Result<Option<Duration>, String> {
         Ok(None)
     }
+
+    /// Whether a tiny batch of this model may run on the driver's thread
+    /// ([`Backend::inline`]): a native engine, no GIL. No by default.
+    fn inline(&self) -> bool {
+        false
+    }
 }
 
 /// A model's modelled run time on a simulated device.
@@ -241,5 +247,12 @@ impl Backend for Runners {
         // Held until its work is done, also when the model panics.
         let _held = Held(share, share.enter(self.costs[model].time(batch.rows)));
         self.models[model].run(batch, inputs)
+    }
+
+    /// Never on a simulated device (its batch holds the device for the
+    /// modelled time); elsewhere as the model's runner says.
+    fn inline(&self, batch: &BatchInfo) -> bool {
+        !self.simulated.get(batch.device).copied().unwrap_or(true)
+            && self.models[batch.model as usize].inline()
     }
 }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lanes_kserve::CodecConfig;
-use lanes_policy::{CostConfig, DeviceSet, Policy, Prior};
+use lanes_policy::{CostConfig, DeviceSet, Nanos, Policy, Prior};
 use lanes_serving::{Grants, ModelConfig};
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
@@ -80,6 +80,9 @@ pub struct ServerSpec {
     pub limits: Limits,
     /// Jobs the timeline keeps.
     pub trace_events: usize,
+    /// A batch estimated to run at most this long runs on the driver's
+    /// thread (the driver's inline rule; zero: never).
+    pub inline_max: Duration,
     /// The server's version (`GET /v2`, `lanes_info`).
     pub version: String,
     /// Model hooks running at once, at most (`--workers`).
@@ -171,6 +174,7 @@ pub fn build(spec: ServerSpec, phase: Phase) -> Result<Arc<App<Runners>>, ServeS
         devices: spec.devices.len(),
         cost: CostConfig::default(),
         models: configs,
+        inline_max: spec.inline_max.as_nanos() as Nanos,
     };
     let observe = ObserveConfig {
         version: spec.version.clone(),

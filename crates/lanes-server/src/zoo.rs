@@ -431,6 +431,11 @@ pub struct ZooRunner {
 }
 
 impl ModelRunner for ZooRunner {
+    /// Native ONNX Runtime, as [`OnnxModel`].
+    fn inline(&self) -> bool {
+        true
+    }
+
     fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {
         let pres: Vec<Box<Pre>> = inputs
             .into_iter()

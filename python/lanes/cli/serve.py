@@ -109,6 +109,12 @@ def register(subparsers: Any) -> None:
         "--trace-events", metavar="N", help="timeline ring buffer size (default: 200000 events)"
     )
     ops.add_argument(
+        "--inline-max-us",
+        metavar="US",
+        help="on an idle server, run a native model's batch estimated at most US µs on the driver "
+        "thread, sparing two thread wake-ups (default: 200; 0: never)",
+    )
+    ops.add_argument(
         "--warmup-batches",
         metavar="N",
         help="warm-up batches per model, device and batch size before ready (default: 2)",
@@ -168,6 +174,7 @@ def run(args: argparse.Namespace) -> int:
         "grpc_port": args.grpc_port,
         "trace": args.trace,
         "trace_events": args.trace_events,
+        "inline_max_us": args.inline_max_us,
         "warmup_batches": args.warmup_batches,
         "drain_timeout": args.drain_timeout,
         "log_format": args.log_format,

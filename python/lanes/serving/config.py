@@ -59,6 +59,10 @@ class ServeConfig:
       port (0: any free).
     - ``trace``: a file the device timeline (Chrome trace-event JSON) is written to at exit.
     - ``trace_events``: the timeline's ring buffer, in events.
+    - ``inline_max_us``: on an idle server (no batch running), a batch estimated to run at
+      most this many µs runs on the server's driver thread instead of waking its device's
+      executor (native ONNX models only; 0: never): two thread wake-ups fewer for a lone
+      request to a small model (docs/serve.md).
     - ``warmup_batches``: batches run per model, device and batch size before ready (0: none).
     - ``drain_timeout``: seconds in-flight work may take to finish after SIGTERM/SIGINT.
     - ``log_format``: ``text`` or ``json``; ``log_level``: ``debug``, ``info``, ``warning``,
@@ -87,6 +91,7 @@ class ServeConfig:
     grpc_port: str = "auto"
     trace: Path | None = None
     trace_events: int = 200_000
+    inline_max_us: int = 200
     warmup_batches: int = 2
     drain_timeout: float = 30.0
     log_format: str = "text"
@@ -124,6 +129,7 @@ def _convert(key: str, value: Any, where: str) -> Any:
             "port",
             "workers",
             "trace_events",
+            "inline_max_us",
             "warmup_batches",
             "max_connections",
             "max_header_kb",
@@ -206,6 +212,11 @@ def check(cfg: ServeConfig, origin: Mapping[str, str] | None = None) -> ServeCon
     if cfg.trace_events < 1000:
         raise LanesError(
             BAD_ARGUMENT, f"{at('trace_events')} = {cfg.trace_events}: must be >= 1000"
+        )
+    if not 0 <= cfg.inline_max_us <= 1000:
+        raise LanesError(
+            BAD_ARGUMENT,
+            f"{at('inline_max_us')} = {cfg.inline_max_us}: must be 0..1000 µs (0: never inline)",
         )
     if not 0 <= cfg.warmup_batches <= 100:
         raise LanesError(
