@@ -41,6 +41,15 @@ figure enters, so every p50, p99 and goodput is a prediction):
    at that level (``hold_quantiles_ms``). With ``--hold-median`` (the rule until 2026-11-26)
    every cost point gains the runs' median hold instead, as work.
 
+   The hold of a batch whose device thread finds every core running a call — *measured*, as
+   its distribution: ``host.device_hold_busy_ms``, from the ``independent`` runs (six runtimes
+   on two cores), the quantile function whose value at each level is the median over the runs
+   with at least ``MIN_BUSY`` such batches of each run's quantile of the holds of batches
+   dispatched while at least two calls were running (timelines.py's
+   ``hold_busy_quantiles_ms``). The simulator draws it, instead of ``device_hold_ms``, for a
+   batch dispatched beside n running calls with probability ``min(1, n / 2)`` when the runtimes
+   outnumber the cores (docs/sim.md). ``--no-busy-hold`` leaves it out.
+
 1. ``busy_cores`` — *measured*: the machine's busy cores minus the server process's, per run
    (``server.cpu_busy_per_core`` summed, minus ``process_cpu_s / window_s``), median over runs.
    That is the lab's load generators and runner on the same two cores.
@@ -105,7 +114,8 @@ cores first come, first served instead of time-sliced, to see what the slicing c
 
 Run:  python bench/calibrate/compare.py RESULTS [--scenario FILE] [--seeds 3]
       [--requests 40000] [--fcfs] [--wall-time] [--threads DIR] [--slices] [--hold-median]
-      [--no-preempt] [--markdown OUT.md]   (``--wall-time``: rules 0 and 2 as without rule 4)
+      [--no-preempt] [--no-busy-hold] [--markdown OUT.md]   (``--wall-time``: rules 0 and 2 as
+      without rule 4)
 """
 
 from __future__ import annotations
@@ -249,6 +259,8 @@ class Fit:
     preempt: tuple[float, tuple[tuple[float, float], ...]] = (0.0, ())
     """Rule 6: a runtime call's preemptions per ms of its cost and their waits' quantile
     function, ``(p, ms)`` (0, empty: none)."""
+    device_hold_busy: tuple[tuple[float, float], ...] = ()
+    """Rule 0: the hold's quantile function onto busy cores, ``(p, ms)`` (empty: none)."""
 
 
 ENGINE_POLICIES = ("fifo", "sjf")
@@ -328,10 +340,32 @@ def device_hold(timelines: dict[str, Any]) -> tuple[tuple[float, float], ...]:
     ]
     if not per_run:
         sys.exit("compare: the timelines hold no hold_quantiles_ms (re-run timelines.py)")
+    return median_quantiles(per_run)
+
+
+def median_quantiles(per_run: list[list[list[float]]]) -> tuple[tuple[float, float], ...]:
+    """At each level of the runs' ``[p, ms]`` quantiles (the same levels in every run), the
+    median over the runs."""
     levels = [p for p, _ in per_run[0]]
     return tuple(
         (p, round(statistics.median(q[i][1] for q in per_run), 4)) for i, p in enumerate(levels)
     )
+
+
+MIN_BUSY = 100
+"""Rule 0: a run's holds onto busy cores count when it has at least this many."""
+
+
+def device_hold_busy(timelines: dict[str, Any]) -> tuple[tuple[float, float], ...]:
+    """Rule 0's hold onto busy cores: at each level, the median over the ``independent`` runs
+    with at least ``MIN_BUSY`` such batches of the run's quantile (timelines.py's
+    ``hold_busy_quantiles_ms``); empty without such runs."""
+    per_run = [
+        t["hold_busy_quantiles_ms"]
+        for run, t in timelines.items()
+        if run.split("/")[0] == "independent" and t.get("hold_busy_batches", 0) >= MIN_BUSY
+    ]
+    return median_quantiles(per_run) if per_run else ()
 
 
 @dataclass(frozen=True)
@@ -396,6 +430,7 @@ def fit(
     *,
     hold_median: bool = False,
     preempt: tuple[float, tuple[tuple[float, float], ...]] = (0.0, ()),
+    busy_hold: bool = True,
 ) -> Fit:
     """The run's figures the model takes, by the rules in the module docs; ``scenario`` has
     measure.py's device costs (rule 0 scales them when ``timelines`` are given; rule 3 reads
@@ -403,6 +438,7 @@ def fit(
     enters the scenario, and rule 3's fit with it)."""
     costs: tuple[InSitu, ...] = ()
     hold: tuple[tuple[float, float], ...] = ()
+    hold_busy: tuple[tuple[float, float], ...] = ()
     if timelines:
         share = (lambda run: 1.0) if threads is None else threads.on_core
         rates = {r["id"]: r["offered"]["rate_rps"] for r in runs}
@@ -412,6 +448,8 @@ def fit(
         scenario = with_costs(scenario, costs)
         if not hold_median:
             hold = device_hold(timelines)
+            if busy_hold:
+                hold_busy = device_hold_busy(timelines)
     others, rows, ys, sizes = [], [], [], []
     for r in runs:
         s = r["server"]
@@ -438,6 +476,7 @@ def fit(
         in_situ=costs,
         device_hold=hold,
         preempt=preempt,
+        device_hold_busy=hold_busy,
     )
     if threads is not None:
         io_a, io_p = threads.io_fit()
@@ -590,6 +629,7 @@ def calibrated(
         device_hold_ms=f.device_hold,
         call_preempt_per_ms=f.preempt[0],
         call_preempt_ms=f.preempt[1],
+        device_hold_busy_ms=f.device_hold_busy if slicing else (),
     )
     return replace(scenario, host=host, services=tuple(services))
 
@@ -608,6 +648,9 @@ def scenario_lines(scenario: Scenario) -> str:
         lines.append(f"call_preempt_per_ms = {h.call_preempt_per_ms:g}")
         points = ", ".join(f"[{p:g}, {ms:.4g}]" for p, ms in h.call_preempt_ms)
         lines.append(f"call_preempt_ms = [{points}]")
+    if h.device_hold_busy_ms:
+        points = ", ".join(f"[{p:g}, {ms:.4g}]" for p, ms in h.device_hold_busy_ms)
+        lines.append(f"device_hold_busy_ms = [{points}]")
     for s in scenario.services:
         lines.append(f"# {s.name}")
         for key in ("pre", "gpu", "post"):
@@ -749,6 +792,11 @@ def main(argv: list[str] | None = None) -> int:
         help="rule 6 off: no preemptions of the runtime calls (the scenario until 2026-11-27)",
     )
     ap.add_argument(
+        "--no-busy-hold",
+        action="store_true",
+        help="no hold onto busy cores (host.device_hold_busy_ms; the scenario until 2026-11-27)",
+    )
+    ap.add_argument(
         "--hold-median",
         action="store_true",
         help="rules 0 and 3 as until 2026-11-26: the median hold on the costs, no distribution",
@@ -763,7 +811,16 @@ def main(argv: list[str] | None = None) -> int:
     threads = None if args.wall_time else load_threads(args.threads or args.results / "threads")
     sched_dir = args.results / "sched"
     preempt = (0.0, ()) if args.no_preempt or not sched_dir.is_dir() else preemption(sched_dir)
-    f = fit(runs, base, timelines, lone, threads, hold_median=args.hold_median, preempt=preempt)
+    f = fit(
+        runs,
+        base,
+        timelines,
+        lone,
+        threads,
+        hold_median=args.hold_median,
+        preempt=preempt,
+        busy_hold=not args.no_busy_hold,
+    )
     slice_ms = None
     if args.slices:
         slices_file = args.results / "slices.json"
@@ -821,6 +878,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{hold_mean(f.preempt[1]):.3f} ms, "
             + ", ".join(f"p{p * 100:g} {ms:g}" for p, ms in f.preempt[1] if 0.5 <= p < 1)
             + " (sched.py, rule 6)"
+        )
+    if f.device_hold_busy:
+        head += (
+            f"; a batch's device thread finding every core running a call holds its device mean "
+            f"{hold_mean(f.device_hold_busy):.3f} ms, "
+            + ", ".join(f"p{p * 100:g} {ms:g}" for p, ms in f.device_hold_busy if 0.5 <= p < 1)
+            + " (independent runs' timelines, device_hold_busy_ms)"
         )
     head += "\n\n" + scenario_lines(scenario)
     return emit(f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}", args.markdown)

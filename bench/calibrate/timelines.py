@@ -8,15 +8,22 @@ mean ``measured_ms`` and the median ``dur - measured_ms`` (what holds a device b
 call: the hand-offs between the driver and the device thread); and per run the distribution of
 that hold over all its batches (``hold_quantiles_ms``: ``[p, ms]`` at the levels of ``HOLD_P``,
 linear between order statistics), which ``compare.py`` gives the simulator as
-``host.device_hold_ms``. Writes ``timelines.json`` into the results folder (or ``--out``), small
-enough to keep beside the run's other files.
+``host.device_hold_ms``. The same hold by how many other runtime calls were running when the
+batch was dispatched (``hold_by_calls``: ``{"0": [batches, mean ms], "1": ..., "3+": ...}``;
+a call runs from its slice's end minus its ``measured_ms`` to the slice's end), and the
+distribution of the holds of batches dispatched while at least ``--cores`` calls ran
+(``hold_busy_quantiles_ms``, ``hold_busy_batches``): every core running a call, the device
+thread waits for one — ``compare.py`` gives the ``independent`` runs' to the simulator as
+``host.device_hold_busy_ms``. Writes ``timelines.json`` into the results folder (or
+``--out``), small enough to keep beside the run's other files.
 
-Run:  python bench/calibrate/timelines.py RESULTS [--out FILE]
+Run:  python bench/calibrate/timelines.py RESULTS [--out FILE] [--cores 2]
 """
 
 from __future__ import annotations
 
 import argparse
+import bisect
 import json
 import statistics
 from collections import defaultdict
@@ -36,18 +43,47 @@ def quantile(xs: list[float], p: float) -> float:
     return xs[i] + (xs[i + 1] - xs[i]) * (k - i)
 
 
-def summarise(trace: dict[str, Any]) -> dict[str, Any]:
+CALLS_SEEN = 40
+"""Calls started before a dispatch that are looked at for still running (there are at most a
+few runtimes per device; a generous bound)."""
+
+
+def calls_running(batches: list[dict[str, Any]]) -> list[int]:
+    """For each batch (by dispatch), how many other batches' runtime calls were running when it
+    was dispatched."""
+    calls = sorted(
+        (ev["ts"] + ev["dur"] - ev["args"]["measured_ms"] * 1e3, ev["ts"] + ev["dur"])
+        for ev in batches
+    )
+    starts = [c[0] for c in calls]
+    out = []
+    for ev in batches:
+        t = ev["ts"]
+        i = bisect.bisect_left(starts, t)
+        out.append(sum(1 for _, end in calls[max(0, i - CALLS_SEEN) : i] if end > t))
+    return out
+
+
+def summarise(trace: dict[str, Any], cores: int = 2) -> dict[str, Any]:
     """One run's timeline: ``{model: {n: {batches, measured_ms, mean_ms, hold_ms}}}``, the
-    run's median ``hold_ms`` over all batches and its quantiles (``hold_quantiles_ms``)."""
+    run's median ``hold_ms`` over all batches and its quantiles (``hold_quantiles_ms``), the
+    hold by the calls running at dispatch (``hold_by_calls``) and the quantiles of the holds of
+    batches dispatched while at least ``cores`` calls ran (``hold_busy_quantiles_ms``)."""
     measured: dict[tuple[str, int], list[float]] = defaultdict(list)
     held: dict[tuple[str, int], list[float]] = defaultdict(list)
-    for ev in trace["traceEvents"]:
-        if ev.get("ph") != "X" or ev["args"].get("failed"):
-            continue
+    batches = [
+        ev for ev in trace["traceEvents"] if ev.get("ph") == "X" and not ev["args"].get("failed")
+    ]
+    by_calls: dict[str, list[float]] = defaultdict(list)
+    busy = []
+    for ev, running in zip(batches, calls_running(batches), strict=True):
         a = ev["args"]
         key = (a["model"], int(a["batch_size"]))
         measured[key].append(a["measured_ms"])
         held[key].append(ev["dur"] / 1e3 - a["measured_ms"])
+        by_calls[str(running) if running < 3 else "3+"].append(held[key][-1])
+        if running >= cores:
+            busy.append(max(0.0, held[key][-1]))
     out: dict[str, Any] = {"models": {}}
     for (model, n), xs in sorted(measured.items()):
         out["models"].setdefault(model, {})[str(n)] = {
@@ -60,6 +96,14 @@ def summarise(trace: dict[str, Any]) -> dict[str, Any]:
     out["hold_ms"] = round(statistics.median(every), 4) if every else None
     if every:
         out["hold_quantiles_ms"] = [[p, round(quantile(every, p), 4)] for p in HOLD_P]
+    out["hold_by_calls"] = {
+        k: [len(hs), round(statistics.fmean(max(0.0, h) for h in hs), 4)]
+        for k, hs in sorted(by_calls.items())
+    }
+    busy.sort()
+    out["hold_busy_batches"] = len(busy)
+    if len(busy) >= 2:
+        out["hold_busy_quantiles_ms"] = [[p, round(quantile(busy, p), 4)] for p in HOLD_P]
     return out
 
 
@@ -67,11 +111,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", type=Path, help="a lanes bench run results folder")
     ap.add_argument("--out", type=Path, help="default: RESULTS/timelines.json")
+    ap.add_argument(
+        "--cores", type=int, default=2, help="the host's cores (hold_busy_quantiles_ms: 2)"
+    )
     args = ap.parse_args(argv)
     runs: dict[str, Any] = {}
     for path in sorted(args.results.glob("runs/*/L*-r*.trace.json")):
         run = path.name.removesuffix(".trace.json")
-        runs[f"{path.parent.name}/{run}"] = summarise(json.loads(path.read_text()))
+        runs[f"{path.parent.name}/{run}"] = summarise(json.loads(path.read_text()), args.cores)
     if not runs:
         raise SystemExit(f"timelines: {args.results} holds no runs/*/L*-r*.trace.json")
     out = args.out or args.results / "timelines.json"

@@ -168,3 +168,19 @@ def test_a_device_hold_reaches_the_simulator(core) -> None:
     calibrated = Scenario.load(ROOT / "examples" / "scenarios" / "cpu-2core.toml")
     assert calibrated.host.device_hold_ms[-1][0] == 1.0
     assert run(calibrated, ["sjf"], [0.5], seeds=[1], requests=2000).points[0]["goodput_rps"] > 0
+
+
+def test_a_busy_core_hold_reaches_the_simulator(core) -> None:
+    # cpu-2core: two cores, two devices. Under `independent` its six runtimes outnumber the
+    # cores, so a batch dispatched beside a running call may wait (here 20 ms) for its core;
+    # under `fifo` each of the two device threads keeps a core of its own and nothing changes.
+    cpu = Scenario.load(ROOT / "examples" / "scenarios" / "cpu-2core.toml")
+    base = replace(cpu, host=replace(cpu.host, device_hold_busy_ms=()))
+    slow = replace(cpu, host=replace(cpu.host, device_hold_busy_ms=((0.0, 20.0), (1.0, 20.0))))
+    for policy, changes in (("independent", True), ("fifo", False)):
+        plain, held = (
+            run(sc, [policy], [0.3], seeds=[1], requests=4000).points[0] for sc in (base, slow)
+        )
+        assert (held["latency_ms"]["mean"] > plain["latency_ms"]["mean"] + 1.0) == changes, policy
+        if not changes:
+            assert held == plain

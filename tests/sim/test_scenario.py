@@ -178,6 +178,17 @@ def test_call_preemptions_reach_the_core_only_when_set(tmp_path: Path) -> None:
     assert host["call_preempt_ms"] == [[0.0, 0.0], [0.5, 0.06], [1.0, 4.0]]
 
 
+def test_a_busy_core_hold_reaches_the_core_only_when_set(tmp_path: Path) -> None:
+    assert "device_hold_busy_ms" not in Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    text = edit(
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\n"
+        "device_hold_busy_ms = [[0, 0.01], [0.5, 0.4], [1, 9]]",
+    )
+    host = Scenario.load(write(tmp_path, text)).to_core()["host"]
+    assert host["device_hold_busy_ms"] == [[0.0, 0.01], [0.5, 0.4], [1.0, 9.0]]
+
+
 def test_interpreter_and_busy_cores_reach_the_core_only_when_set(tmp_path: Path) -> None:
     plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     assert "busy_cores" not in plain and "interpreter" not in plain
@@ -622,6 +633,19 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\ncall_preempt_per_ms = 1\ncall_preempt_ms = [[0, 0.2], [0.5, 0.1], [1, 4]]",
         ["host.call_preempt_ms[1]", "not below the previous"],
+    ),
+    (
+        "hold-busy-without-time-slicing",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ndevice_hold_busy_ms = [[0, 0.1], [1, 4]]",
+        ["host.device_hold_busy_ms", "time_slicing"],
+    ),
+    (
+        "hold-busy-falling",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\n"
+        "device_hold_busy_ms = [[0, 0.2], [0.5, 0.1], [1, 4]]",
+        ["host.device_hold_busy_ms[1]", "not below the previous"],
     ),
     (
         "handoff-negative",

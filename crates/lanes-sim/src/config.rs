@@ -233,6 +233,17 @@ pub struct Host {
     /// `call_preempt_per_ms` > 0.
     #[serde(default)]
     pub call_preempt_ms: Vec<(f64, f64)>,
+    /// With `shared_cores` and `time_slicing`, when the runtimes outnumber
+    /// the cores (`independent`'s one per service per device, or the jobs a
+    /// device runs at once under an engine policy, beyond `cpu_cores`): a
+    /// batch dispatched while n runtime calls run on the cores finds its
+    /// device thread's core busy with probability `min(1, n / cpu_cores)`
+    /// (the thread wakes on a core it does not choose) and then holds its
+    /// device for a draw of this instead of `device_hold_ms` — waiting for
+    /// that core. `(p, ms)` quantile points (as `device_hold_ms`). Empty (the
+    /// default): every hold is a draw of `device_hold_ms`.
+    #[serde(default)]
+    pub device_hold_busy_ms: Vec<(f64, f64)>,
 }
 
 fn constant() -> Dist {
@@ -369,6 +380,17 @@ impl Scenario {
                 format!("{:?}", h.call_preempt_ms),
                 "must be [p, ms] points with p ascending from 0 to 1 and ms >= 0 not below \
                  the previous point's (and given when call_preempt_per_ms > 0)",
+            ));
+        }
+        if !crate::workload::Quantiles::valid(&h.device_hold_busy_ms)
+            || !(h.device_hold_busy_ms.is_empty() || (h.shared_cores && h.time_slicing))
+        {
+            return Err(self.invalid(
+                "host.device_hold_busy_ms".into(),
+                format!("{:?}", h.device_hold_busy_ms),
+                "must be empty or [p, ms] points with p ascending from 0 to 1 and ms >= 0 not \
+                 below the previous point's, and only with host.shared_cores and \
+                 host.time_slicing",
             ));
         }
         if let Some(i) = &h.interpreter {

@@ -72,6 +72,7 @@ pub fn ocr_unbatched() -> Scenario {
             device_hold_ms: Vec::new(),
             call_preempt_per_ms: 0.0,
             call_preempt_ms: Vec::new(),
+            device_hold_busy_ms: Vec::new(),
         },
         services: vec![
             service("cnn", 0.60, 2, 2.0, 5.0, 0.3, 1.0),
@@ -102,6 +103,7 @@ pub fn single_server(gpu: Cost) -> Scenario {
             device_hold_ms: Vec::new(),
             call_preempt_per_ms: 0.0,
             call_preempt_ms: Vec::new(),
+            device_hold_busy_ms: Vec::new(),
         },
         services: vec![Service {
             name: "only".into(),

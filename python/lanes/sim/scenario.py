@@ -43,7 +43,7 @@ _TOP_KEYS = ("name", "description", "slo_ms", "host", "service")
 _HOST_KEYS = (
     "gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta", "shared_cores", "busy_cores",
     "interpreter", "time_slicing", "handoff_ms", "handoff_dist", "slice_ms", "device_hold_ms",
-    "call_preempt_per_ms", "call_preempt_ms",
+    "call_preempt_per_ms", "call_preempt_ms", "device_hold_busy_ms",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -148,6 +148,11 @@ class Host:
     call_preempt_ms: tuple[tuple[float, float], ...] = ()
     """How long a preempted runtime call waits for its core: ``(p, ms)`` points as
     ``device_hold_ms``; needed when ``call_preempt_per_ms`` > 0."""
+    device_hold_busy_ms: tuple[tuple[float, float], ...] = ()
+    """With ``shared_cores`` and ``time_slicing``, when the runtimes outnumber the cores: a batch
+    dispatched while n runtime calls run on the cores finds its device thread's core busy with
+    probability ``min(1, n / cpu_cores)`` and holds its device for a draw of this instead of
+    ``device_hold_ms``: ``(p, ms)`` points as ``device_hold_ms``; empty: never."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -174,6 +179,8 @@ class Host:
         if self.call_preempt_per_ms:
             core["call_preempt_per_ms"] = self.call_preempt_per_ms
             core["call_preempt_ms"] = [list(p) for p in self.call_preempt_ms]
+        if self.device_hold_busy_ms:
+            core["device_hold_busy_ms"] = [list(p) for p in self.device_hold_busy_ms]
         if self.interpreter is not None:
             core["interpreter"] = {
                 "batch_ms": self.interpreter.batch_ms,
@@ -390,10 +397,13 @@ def _host(t: Table) -> Host:
     preempt_ms = _quantiles(t, "call_preempt_ms")
     if preempt_per_ms and not preempt_ms:
         t.missing("call_preempt_ms", "must be given when call_preempt_per_ms > 0")
+    hold_busy = _quantiles(t, "device_hold_busy_ms")
+    if hold_busy and not (shared and slicing):
+        t.fail("device_hold_busy_ms", "needs shared_cores = true and time_slicing = true")
     return Host(
         gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter, slicing,
         handoff, handoff_dist, slice_ms, _quantiles(t, "device_hold_ms"), preempt_per_ms,
-        preempt_ms,
+        preempt_ms, hold_busy,
     )  # fmt: skip
 
 

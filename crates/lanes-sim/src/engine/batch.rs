@@ -19,13 +19,18 @@
 //! cores meanwhile), and with `host.call_preempt_per_ms` for the waits of
 //! its call's preemptions (a Poisson count per ms of its cost, each a draw
 //! of `host.call_preempt_ms`: the device thread waiting for its core, which
-//! processor sharing does not make at light load); with `host.shared_cores`
+//! processor sharing does not make at light load); with
+//! `host.device_hold_busy_ms`, when the runtimes outnumber the cores, a
+//! batch dispatched while n calls run on the cores finds its device thread's
+//! core busy with probability `min(1, n / cores)` and its hold is a draw of
+//! that instead (the thread waiting for the core); with `host.shared_cores`
 //! the runtime call holds a core.
 //! On completion the measured time it held the device feeds the estimator
 //! and each request goes on to its post.
 
 use lanes_policy::{CostConfig, DeviceSet, DeviceSpec, Prior};
 use lanes_serving::{Action, Batching, Grants, ModelConfig, Queued, ServingState};
+use rand::Rng;
 use rand_distr::{Distribution, Poisson};
 
 use super::cpu::{BATCH_PY_TOKEN, BATCH_TOKEN};
@@ -171,12 +176,24 @@ impl Sim<'_> {
     /// `call_preempt_per_ms` x its cost in ms, each a draw of
     /// `host.call_preempt_ms` (no core held; its device counts as busy),
     /// then goes on to its runtime call; without either, or with draws of
-    /// 0, at once.
+    /// 0, at once. With `host.device_hold_busy_ms` (the runtimes outnumber
+    /// the cores) the hold is a draw of that instead with probability
+    /// `min(1, calls on the cores / cores)`.
     pub(super) fn device_hold(&mut self, slot: u32) {
         let mut draw = match &self.hold {
             Some(q) => q.sample(&mut self.hold_rng),
             None => 0,
         };
+        if let Some(busy) = &self.hold_busy {
+            if self.calls_on > 0 {
+                let p = self.calls_on as f64 / self.sc.host.cpu_cores as f64;
+                if self.hold_busy_rng.random::<f64>() < p {
+                    draw = busy
+                        .as_ref()
+                        .map_or(0, |q| q.sample(&mut self.hold_busy_rng));
+                }
+            }
+        }
         if let Some((per_ns, q)) = &self.preempt {
             let mean = per_ns * self.batches[slot as usize].cost as f64;
             let n = Poisson::new(mean).map_or(0.0, |p| p.sample(&mut self.preempt_rng));
@@ -212,6 +229,7 @@ impl Sim<'_> {
         } else {
             if self.sliced.is_some() {
                 self.gpus[g].hold(self.now, &self.sc.host.eta);
+                self.calls_on += 1;
             }
             self.take_core(slot | BATCH_TOKEN, cost);
         }
@@ -222,6 +240,7 @@ impl Sim<'_> {
     pub(super) fn batch_off_cores(&mut self, slot: u32) {
         let g = self.batches[slot as usize].device;
         self.gpus[g].unhold(self.now, &self.sc.host.eta);
+        self.calls_on -= 1;
         let mut actions = std::mem::take(&mut self.actions);
         self.batch_done(slot, &mut actions);
         self.apply(actions);

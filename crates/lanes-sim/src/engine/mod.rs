@@ -28,7 +28,9 @@
 //! `host.handoff_ms` each request's CPU phase starts after its thread wakes;
 //! with `host.device_hold_ms` each batch holds its device for a draw before
 //! its runtime call, no core held, and with `host.call_preempt_per_ms` for
-//! the waits of its call's preemptions as well;
+//! the waits of its call's preemptions as well (with
+//! `host.device_hold_busy_ms`, when the runtimes outnumber the cores, a
+//! hold that finds its core busy is drawn from that instead);
 //! with `host.time_slicing` the cores are shared among every runnable phase
 //! (and, with `shared_cores`, every running batch) instead of queued for —
 //! with `host.slice_ms` in slices, round-robin.
@@ -100,6 +102,13 @@ struct Sim<'a> {
     /// stream.
     preempt: Option<(f64, Quantiles)>,
     preempt_rng: Pcg64Mcg,
+    /// A hold onto busy cores (`host.device_hold_busy_ms`, when the
+    /// runtimes outnumber the cores; `None`: never): its draws (`None`:
+    /// 0), from its own seeded stream.
+    hold_busy: Option<Option<Quantiles>>,
+    hold_busy_rng: Pcg64Mcg,
+    /// Runtime calls on the time-sliced cores now.
+    calls_on: usize,
     busy_slice: u64,
     busy_period: u64,
     gpus: Vec<Gpu>,
@@ -121,6 +130,18 @@ struct Sim<'a> {
     at_window_start: Snapshot,
     gpu_time: GpuTimeNs,
     last_done: u64,
+}
+
+/// The runtimes (device threads) of the host under `mode`: one per service
+/// per device (`workers_per_gpu` each) under `independent`, else the jobs a
+/// device runs at once, per device.
+fn runtimes(sc: &Scenario, mode: Mode) -> usize {
+    let per_gpu = match mode {
+        Mode::Independent => sc.services.iter().map(|s| s.workers_per_gpu).sum(),
+        Mode::Engine(policy) => policy.slots(sc.host.gpu_capacity) + policy.fast_slots(),
+        Mode::Semaphore => sc.host.semaphore,
+    };
+    sc.host.gpus * per_gpu as usize
 }
 
 /// Simulates `requests` arrivals of `scenario` under `mode` at `load`.
@@ -210,6 +231,11 @@ impl<'a> Sim<'a> {
                 .filter(|_| sc.host.call_preempt_per_ms > 0.0)
                 .map(|q| (sc.host.call_preempt_per_ms / 1e6, q)),
             preempt_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0C0E_3A17_5EED),
+            hold_busy: (!sc.host.device_hold_busy_ms.is_empty()
+                && runtimes(sc, mode) > sc.host.cpu_cores)
+                .then(|| Quantiles::new(&sc.host.device_hold_busy_ms)),
+            hold_busy_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0B05_7C0E_4E1D),
+            calls_on: 0,
             busy_slice: (BUSY_SLICE_MS * 1e6) as u64,
             busy_period: if sc.host.busy_cores > 0.0 {
                 (BUSY_SLICE_MS * 1e6 / sc.host.busy_cores).round().max(1.0) as u64
