@@ -6,7 +6,10 @@ Errors are raised as :class:`lanes.errors.LanesError` with a stable ``code``
 produced by :meth:`lanes.sim.Scenario.to_core`; result dicts are described in docs/sim.md.
 """
 
-from typing import Any, final
+from collections.abc import Callable
+from typing import Any, TypeVar, final
+
+_T = TypeVar("_T")
 
 __all__ = [
     "ArbiterRun",
@@ -304,8 +307,12 @@ class NativeServer:
     def observe(self, model: int, rows: int, ns: int) -> None:
         """Seeds the scheduler's estimate: a batch of ``rows`` of model ``model`` took ``ns``."""
     def warm(self, model: int, device: int, rows: int) -> int | None:
-        """Warm-up of a native model: one batch of ``rows`` zeros on ``device``; its nanoseconds,
-        or None for a model warmed by its Python replicas."""
+        """Warm-up of a native model: one batch of ``rows`` zeros on ``device``, on the calling
+        thread; its nanoseconds, or None for a model warmed by its Python replicas."""
+    def on_executors(self, device: int, call: Callable[[], _T]) -> list[_T]:
+        """Calls ``call()`` once on each executor thread of ``device`` (the GIL held only for
+        the call) and returns each thread's result; the first exception raised is raised here.
+        Empty once the server stopped. Not from an executor thread."""
     def queued_rows(self, model: int) -> int:
         """Rows of model ``model`` (its index) queued, as the driver last published them."""
     def drain(self, timeout: float, message: str) -> int | None:

@@ -40,10 +40,16 @@ REQUEST = json.dumps(
 ).encode()
 GATED_PY = """\
 import os
+import threading
 import time
 
 RECORD = {record!r}
 GATE = {gate!r}
+
+
+def thread():
+    with open(f"/proc/self/task/{{threading.get_native_id()}}/comm") as f:
+        return f.read().strip()  # the OS thread's name, cut to 15 characters
 
 
 def load(device):
@@ -51,7 +57,7 @@ def load(device):
         while not os.path.exists(GATE):  # slow until the test opens the gate
             time.sleep(0.002)
         with open(RECORD, "a") as f:
-            f.write(f"{{device.name}} {{len(batch['x'])}} {{time.monotonic()}}\\n")
+            f.write(f"{{device.name}} {{len(batch['x'])}} {{time.monotonic()}} {{thread()}}\\n")
         return {{"y": batch["x"] * 2}}
 
     return predict
@@ -134,9 +140,12 @@ def test_readiness_gates_on_warm_up_on_every_device_at_every_size(tmp_path: Path
         runs = [line.split() for line in record.read_text().splitlines()]
         # 2 batches at each of the sizes 1, 2, 4 on each device, all before ready was seen.
         for device in ("cpu:0", "cpu:1"):
-            assert [int(n) for d, n, _ in runs if d == device] == [1, 1, 2, 2, 4, 4]
+            assert [int(n) for d, n, _, _ in runs if d == device] == [1, 1, 2, 2, 4, 4]
+            # On the device's executor thread, where its requests' batches will run.
+            executor = f"lanes-device-{device[-1]}."
+            assert {t for d, _, _, t in runs if d == device} == {executor}
         assert len(runs) == 12
-        assert all(float(t) < ready_at for _, _, t in runs)
+        assert all(float(t) < ready_at for _, _, t, _ in runs)
         stats = status(f"{url}/v2/models/gated/stats")[1]["model_stats"][0]
         assert stats["execution_count"] == 0  # warm-up is not counted as serving
         assert [w.device for w in sorted(handle.server.warmed, key=lambda w: w.device)] == [

@@ -240,8 +240,8 @@ struct Declared {
 }
 
 impl ModelRunner for Declared {
-    fn inline(&self) -> bool {
-        self.inner.inline()
+    fn inline(&self, device: usize) -> bool {
+        self.inner.inline(device)
     }
 
     fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {
@@ -637,6 +637,34 @@ impl NativeServer {
                     message,
                 })
         })
+    }
+
+    /// Calls `call()` once on each executor thread of device `device` (the
+    /// GIL held only for the call; warm-up runs there, so that what an engine
+    /// keeps per thread is made before the first request) and returns each
+    /// thread's result; the first exception one raised is raised here. Empty
+    /// once the server stopped. Not from an executor thread.
+    fn on_executors(
+        &self,
+        py: Python<'_>,
+        device: usize,
+        call: Py<PyAny>,
+    ) -> PyResult<Vec<Py<PyAny>>> {
+        let running = Arc::clone(&self.running);
+        let results = py.detach(move || {
+            running.on_executors(device, move || Python::attach(|py| call.call0(py)))
+        });
+        results
+            .into_iter()
+            .map(|r| match r {
+                Ok(result) => result,
+                Err(panic) => Err(CoreError {
+                    code: "internal_error",
+                    message: panic,
+                }
+                .into_py(py)),
+            })
+            .collect()
     }
 
     /// Rows of model `model` (its index) queued, as the driver last published.

@@ -15,9 +15,15 @@
 //! device accounts and the timeline, then answers, so a client that reads
 //! them after its answer sees its batch. [`run_batch`] is that work, shared
 //! with the driver, which runs a tiny batch itself (its inline rule).
+//!
+//! **Calls on every executor.** [`Executors::call_each`] runs a function
+//! once on each executor thread of a device (warm-up, so that what an engine
+//! keeps per thread — CUDA libraries' handles — is made before the first
+//! request): one job per thread, each waiting at a barrier of that many once
+//! done, so no thread can take two.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -44,10 +50,22 @@ pub(crate) struct Work<B: Backend> {
     pub items: Vec<Item<B>>,
 }
 
+/// A function to run on executor threads ([`Executors::call_each`]).
+pub(crate) type Call = Arc<dyn Fn() + Send + Sync>;
+
+/// What an executor thread takes from its device's channel.
+pub(crate) enum Job<B: Backend> {
+    Batch(Work<B>),
+    /// Run the call, then wait at the barrier.
+    Call(Call, Arc<Barrier>),
+}
+
 /// The executor threads of every device.
 pub(crate) struct Executors<B: Backend> {
     /// Per device, its work channel (dropped to stop its threads).
-    queues: Vec<flume::Sender<Work<B>>>,
+    queues: Vec<flume::Sender<Job<B>>>,
+    /// Per device, its executor threads.
+    slots: Vec<usize>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -71,7 +89,7 @@ impl<B: Backend> Executors<B> {
         let mut queues = Vec::with_capacity(slots.len());
         let mut threads = Vec::new();
         for (device, &n) in slots.iter().enumerate() {
-            let (tx, rx) = flume::unbounded::<Work<B>>();
+            let (tx, rx) = flume::unbounded::<Job<B>>();
             for slot in 0..n.max(1) {
                 let (rx, backend, done) = (rx.clone(), Arc::clone(backend), done.clone());
                 let observer = Arc::clone(observer);
@@ -82,18 +100,42 @@ impl<B: Backend> Executors<B> {
             }
             queues.push(tx);
         }
-        Ok(Self { queues, threads })
+        let slots = slots.iter().map(|&n| n.max(1) as usize).collect();
+        Ok(Self {
+            queues,
+            slots,
+            threads,
+        })
     }
 
     /// Hands `work` to its device.
     pub fn submit(&self, work: Work<B>) {
         let device = work.info.device;
-        if let Err(flume::SendError(work)) = self.queues[device].send(work) {
+        if let Err(flume::SendError(Job::Batch(work))) = self.queues[device].send(Job::Batch(work))
+        {
             // Only after stop(): answer rather than lose the requests.
             for item in work.items {
                 let _ = item.reply.send(Err(ServerError::ShuttingDown));
             }
         }
+    }
+
+    /// Runs `call` once on each executor thread of `device` (see the module
+    /// docs); returns how many threads will run it (0: no such device, or
+    /// stopped).
+    pub fn call_each(&self, device: usize, call: &Call) -> usize {
+        let (Some(queue), Some(&n)) = (self.queues.get(device), self.slots.get(device)) else {
+            return 0;
+        };
+        let barrier = Arc::new(Barrier::new(n));
+        let sent = (0..n)
+            .filter(|_| {
+                let job = Job::Call(Arc::clone(call), Arc::clone(&barrier));
+                queue.send(job).is_ok()
+            })
+            .count();
+        // A channel closes for all its sends at once: all or none were sent.
+        sent
     }
 
     /// Closes every device's channel and waits for its executors to finish
@@ -108,12 +150,22 @@ impl<B: Backend> Executors<B> {
 
 /// One executor thread: run batches until the device's channel closes.
 fn executor<B: Backend>(
-    work: &flume::Receiver<Work<B>>,
+    jobs: &flume::Receiver<Job<B>>,
     backend: &B,
     done: &mpsc::UnboundedSender<Command<B>>,
     observer: &Observer,
 ) {
-    while let Ok(work) = work.recv() {
+    while let Ok(job) = jobs.recv() {
+        let work = match job {
+            Job::Batch(work) => work,
+            Job::Call(call, barrier) => {
+                // The call reports its own outcome (a panic included); the
+                // barrier is reached whatever it did.
+                let _ = catch_unwind(AssertUnwindSafe(|| call()));
+                barrier.wait();
+                continue;
+            }
+        };
         let Finished {
             job,
             run,
@@ -216,7 +268,7 @@ pub(crate) fn run_batch<B: Backend>(
     }
 }
 
-fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = panic.downcast_ref::<&str>() {
         (*s).to_owned()
     } else if let Some(s) = panic.downcast_ref::<String>() {

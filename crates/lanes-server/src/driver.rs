@@ -23,7 +23,7 @@
 //! `inline_max`, runs on the driver's own thread once the other actions of
 //! its round were carried out (a batch started beside it goes to its
 //! executor undelayed), when the backend allows it ([`Backend::inline`]:
-//! a native engine, no GIL), instead of waking the device's executor thread
+//! a native engine on the CPU: no GIL, no per-thread state), instead of waking the device's executor thread
 //! and then being woken by it. Those two wake-ups of sleeping threads are
 //! where a lone request's tail came from (docs/results/serving.md: identity
 //! at 100 req/s, p99 0.73–0.84 ms inline against 1.06–4.1 ms handed over).
@@ -130,6 +130,13 @@ pub(crate) enum Command<B: Backend> {
     },
     Drain {
         done: oneshot::Sender<()>,
+    },
+    /// Run `call` once on each executor thread of `device`; `threads` gets
+    /// how many will.
+    Call {
+        device: usize,
+        call: device::Call,
+        threads: oneshot::Sender<usize>,
     },
     /// A run time measured outside serving (warm-up) for the estimator.
     Observe {
@@ -276,6 +283,43 @@ impl<B: Backend> Handle<B> {
     /// `run` nanoseconds for a batch of `rows` of `model`.
     pub fn observe(&self, model: ModelIx, rows: u32, run: Nanos) {
         let _ = self.tx.send(Command::Observe { model, rows, run });
+    }
+
+    /// Runs `f` once on each executor thread of `device` (warm-up: an
+    /// engine's per-thread state is made where batches will run); resolves
+    /// to each thread's result, or a panic's message. Empty for no such
+    /// device or once the executors stopped.
+    pub fn on_executors<R: Send + 'static>(
+        &self,
+        device: usize,
+        f: impl Fn() -> R + Send + Sync + 'static,
+    ) -> impl Future<Output = Vec<Result<R, String>>> + Send + 'static {
+        let (tx, rx) = flume::unbounded();
+        let call: device::Call = Arc::new(move || {
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(&f))
+                .map_err(|p| format!("panicked: {}", device::panic_message(&*p)));
+            let _ = tx.send(result);
+        });
+        let (threads, n) = oneshot::channel();
+        let sent = self.tx.send(Command::Call {
+            device,
+            call,
+            threads,
+        });
+        async move {
+            let n = match sent {
+                Ok(()) => n.await.unwrap_or(0),
+                Err(_) => 0,
+            };
+            let mut results = Vec::with_capacity(n);
+            for _ in 0..n {
+                match rx.recv_async().await {
+                    Ok(result) => results.push(result),
+                    Err(_) => break,
+                }
+            }
+            results
+        }
     }
 
     /// Stops admission now; the returned future resolves when every admitted
@@ -459,6 +503,13 @@ impl<B: Backend> Task<B> {
                 self.draining.push(done);
             }
             Command::Observe { model, rows, run } => self.state.observe(model, rows, run),
+            Command::Call {
+                device,
+                call,
+                threads,
+            } => {
+                let _ = threads.send(self.executors.call_each(device, &call));
+            }
         }
         self.apply();
     }

@@ -474,3 +474,34 @@ fn server_errors_keep_the_serving_states_codes() {
         assert_eq!((error.code(), error.http_status()), (code, status));
     }
 }
+
+#[tokio::test]
+async fn a_call_runs_once_on_each_executor_thread_of_its_device() {
+    // Independent grants: one executor per model's batch thread, two here.
+    let models = vec![model("a", 1, 1.0), model("b", 1, 1.0)];
+    let lab = lab(Grants::Independent, models, false);
+    let name = || std::thread::current().name().unwrap_or("").to_owned();
+    let mut names: Vec<String> = lab
+        .handle
+        .on_executors(0, name)
+        .await
+        .into_iter()
+        .map(|r| r.expect("ran"))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["lanes-device-0.0", "lanes-device-0.1"]);
+    // A panic is that thread's result, and the executors go on serving.
+    let results = lab
+        .handle
+        .on_executors(0, || -> u32 { panic!("cold") })
+        .await;
+    assert_eq!(
+        results,
+        [Err("panicked: cold".into()), Err("panicked: cold".into())]
+    );
+    assert_eq!(lab.handle.infer(req(1, 4)).await.unwrap().output, 8);
+    assert!(
+        lab.handle.on_executors(7, name).await.is_empty(),
+        "no such device"
+    );
+}

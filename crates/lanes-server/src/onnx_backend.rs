@@ -13,7 +13,7 @@ use std::path::Path;
 use std::sync::{Mutex, MutexGuard};
 
 use lanes_kserve::{Datatype, InferRequest, OutputTensor, Tensor, TensorData};
-use lanes_onnx::{Dim, InputTensor, OnnxError, OnnxSession, SessionConfig};
+use lanes_onnx::{Dim, InputTensor, OnnxError, OnnxSession, Provider, SessionConfig};
 
 use crate::backend::BatchInfo;
 use crate::runner::{Admitted, ModelRunner, Produced};
@@ -25,6 +25,8 @@ pub struct OnnxModel {
     name: String,
     batching: bool,
     sessions: Vec<Option<Vec<Mutex<OnnxSession>>>>,
+    /// Per device, whether its sessions run on the CPU provider.
+    on_cpu: Vec<bool>,
 }
 
 impl OnnxModel {
@@ -50,10 +52,15 @@ impl OnnxModel {
                     .transpose()
             })
             .collect::<Result<Vec<_>, _>>()?;
+        let on_cpu = configs
+            .iter()
+            .map(|c| c.as_ref().is_some_and(|c| c.provider == Provider::Cpu))
+            .collect();
         Ok(Self {
             name: name.to_owned(),
             batching,
             sessions,
+            on_cpu,
         })
     }
 
@@ -145,9 +152,12 @@ impl ModelRunner for OnnxModel {
         Ok(Some(t0.elapsed()))
     }
 
-    /// ONNX Runtime's `Run` takes no lock a batch elsewhere waits on.
-    fn inline(&self) -> bool {
-        true
+    /// On the CPU provider only: ONNX Runtime's `Run` there takes no lock a
+    /// batch elsewhere waits on and keeps no per-thread state, where the CUDA
+    /// provider keeps per-thread handles (cuBLAS, cuDNN) that each new
+    /// thread would create on its first batch.
+    fn inline(&self, device: usize) -> bool {
+        self.on_cpu.get(device).copied().unwrap_or(false)
     }
 
     fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {

@@ -101,9 +101,10 @@ pub trait ModelRunner: Send + Sync + 'static {
         Ok(None)
     }
 
-    /// Whether a tiny batch of this model may run on the driver's thread
-    /// ([`Backend::inline`]): a native engine, no GIL. No by default.
-    fn inline(&self) -> bool {
+    /// Whether a tiny batch of this model on `device` may run on the
+    /// driver's thread ([`Backend::inline`]): a native engine, no GIL, no
+    /// per-thread state. No by default.
+    fn inline(&self, _device: usize) -> bool {
         false
     }
 }
@@ -253,6 +254,6 @@ impl Backend for Runners {
     /// modelled time); elsewhere as the model's runner says.
     fn inline(&self, batch: &BatchInfo) -> bool {
         !self.simulated.get(batch.device).copied().unwrap_or(true)
-            && self.models[batch.model as usize].inline()
+            && self.models[batch.model as usize].inline(batch.device)
     }
 }

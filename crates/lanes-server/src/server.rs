@@ -324,7 +324,9 @@ impl Running {
     }
 
     /// Warms model `model` on `device` with a batch of `rows` zeros (see
-    /// [`ModelRunner::warm`]); its time, or None when the runner is warmed elsewhere.
+    /// [`ModelRunner::warm`]), on the calling thread — warm-up calls it on
+    /// each of the device's executor threads ([`Running::on_executors`]);
+    /// its time, or None when the runner is warmed elsewhere.
     pub fn warm(&self, model: usize, device: usize, rows: u32) -> Result<Option<Duration>, String> {
         match self.runners.get(model) {
             Some(runner) => runner.warm(device, rows),
@@ -359,6 +361,20 @@ impl Running {
             let _ = tokio::time::timeout(CUT_GRACE, app.in_flight.quiet()).await;
             Some(app.cut.answered())
         })
+    }
+
+    /// Runs `f` once on each executor thread of `device` and waits for all
+    /// (see [`Handle::on_executors`]); each thread's result or a panic's
+    /// message. Not from an executor thread (it would wait for itself).
+    pub fn on_executors<R: Send + 'static>(
+        &self,
+        device: usize,
+        f: impl Fn() -> R + Send + Sync + 'static,
+    ) -> Vec<Result<R, String>> {
+        match self.runtime_handle() {
+            Some(handle) => handle.block_on(self.app.handle.on_executors(device, f)),
+            None => Vec::new(),
+        }
     }
 
     fn runtime_handle(&self) -> Option<tokio::runtime::Handle> {

@@ -431,9 +431,9 @@ pub struct ZooRunner {
 }
 
 impl ModelRunner for ZooRunner {
-    /// Native ONNX Runtime, as [`OnnxModel`].
-    fn inline(&self) -> bool {
-        true
+    /// As [`OnnxModel`] (the CPU provider only).
+    fn inline(&self, device: usize) -> bool {
+        self.model.inline(device)
     }
 
     fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {

@@ -362,3 +362,17 @@ async fn a_head_begun_on_a_kept_alive_connection_gets_408_an_idle_one_nothing() 
     );
     assert!(until_closed(&mut idle).await.is_empty());
 }
+
+#[test]
+fn only_a_cpu_sessions_batch_may_run_on_the_drivers_thread() {
+    use lanes_onnx::SessionConfig;
+    use lanes_server::onnx_backend::OnnxModel;
+    use lanes_server::runner::ModelRunner;
+    // A replica on device 0 (CPU), none on device 1.
+    let configs = [Some(SessionConfig::default()), None];
+    let path = common::fixtures().join("affine.onnx");
+    let model = OnnxModel::load("affine", &path, &configs, 1, true).expect("loads");
+    assert!(model.inline(0));
+    assert!(!model.inline(1));
+    assert!(!model.inline(7));
+}

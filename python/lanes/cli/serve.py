@@ -111,8 +111,8 @@ def register(subparsers: Any) -> None:
     ops.add_argument(
         "--inline-max-us",
         metavar="US",
-        help="on an idle server, run a native model's batch estimated at most US µs on the driver "
-        "thread, sparing two thread wake-ups (default: 200; 0: never)",
+        help="on an idle server, run a native model's CPU batch estimated at most US µs on the "
+        "driver thread, sparing two thread wake-ups (default: 200; 0: never)",
     )
     ops.add_argument(
         "--warmup-batches",

@@ -61,7 +61,7 @@ class ServeConfig:
     - ``trace_events``: the timeline's ring buffer, in events.
     - ``inline_max_us``: on an idle server (no batch running), a batch estimated to run at
       most this many µs runs on the server's driver thread instead of waking its device's
-      executor (native ONNX models only; 0: never): two thread wake-ups fewer for a lone
+      executor (native ONNX models on CPU devices only; 0: never): two wake-ups fewer for a lone
       request to a small model (docs/serve.md).
     - ``warmup_batches``: batches run per model, device and batch size before ready (0: none).
     - ``drain_timeout``: seconds in-flight work may take to finish after SIGTERM/SIGINT.

@@ -363,6 +363,7 @@ class Server:
                 self.config.warmup_batches,
                 native={i for i, n in enumerate(self.native_models) if n},
                 warm=self.native.warm,
+                on_executors=self.native.on_executors,
             )
             self.warmup_seconds = time.perf_counter() - t0
             index = {m.name: i for i, m in enumerate(self.models)}

@@ -4,9 +4,12 @@ Rule (design.md §4.10): for each served model and each device it has a replica 
 batch size of :func:`batch_sizes` (1, the powers of two below ``max_batch_size``, and
 ``max_batch_size``; just 1 when batching is off), run ``batches`` batches of that many copies of
 the model's :meth:`~lanes.models.base.Model.sample` through the replica's ``collate`` →
-``predict`` → ``split``, one thread per device. Devices warm in parallel; on one device, models
-and sizes run one after another, as serving runs one batch per device. Warm-up
-batches do not count in the model's statistics.
+``predict`` → ``split``. Devices warm in parallel; on one device, models and sizes run one after
+another, as serving runs one batch per device. A server's warm-up runs this on **each executor
+thread of the device** (``on_executors``: NativeServer.on_executors), where its batches will run,
+so that what an engine keeps per thread — PyTorch's and ONNX Runtime's CUDA library handles — is
+made before ready, not on the first request; without ``on_executors`` (a caller with no server),
+on one thread per device. Warm-up batches do not count in the model's statistics.
 
 The measured time of the last (warm) batch of each size seeds the scheduler's cost estimate
 (``NativeServer.observe``) on real devices; not on simulated ones, whose run time is the model's
@@ -110,6 +113,21 @@ def _run_native(
     return Warmed(name, device_name, batches * len(sizes), time.perf_counter() - started, last)
 
 
+def _fastest(runs: Sequence[Sequence[Warmed]]) -> list[Warmed]:
+    """One device's warm-up done on each of its executor threads, as one list: per model, the
+    first thread's record with every size's least last time over the threads."""
+    if not runs:
+        return []
+    merged = []
+    for i, first in enumerate(runs[0]):
+        last = {
+            size: min(run[i].last_ns.get(size, ns) for run in runs)
+            for size, ns in first.last_ns.items()
+        }
+        merged.append(Warmed(first.model, first.device, first.batches, first.seconds, last))
+    return merged
+
+
 def warm_up(
     models: Sequence[Model],
     replicas: Sequence[Sequence[Model | None]],
@@ -117,12 +135,15 @@ def warm_up(
     batches: int,
     native: Collection[int] = (),
     warm: Callable[[int, int, int], int | None] | None = None,
+    on_executors: Callable[[int, Callable[[], list[Warmed]]], list[list[Warmed]]] | None = None,
 ) -> list[Warmed]:
     """Warm every model on every device (see the module docstring); returns what ran.
 
     ``replicas[m][d]`` is model ``m``'s replica on device ``d`` (None: none there). The models
     in ``native`` run in the native data plane, with no replica: ``warm(m, d, rows)`` runs one
-    batch of zeros there and returns its nanoseconds."""
+    batch of zeros there, on the calling thread, and returns its nanoseconds.
+    ``on_executors(d, f)`` runs ``f`` on each executor thread of device ``d`` and returns the
+    results (a server's); every device's warm-up runs that way when given."""
     if batches <= 0:
         return []
     samples: dict[int, Any] = {}
@@ -175,5 +196,11 @@ def warm_up(
     with ThreadPoolExecutor(
         max_workers=max(1, len(devices)), thread_name_prefix="lanes-warm"
     ) as ex:
-        per_device = list(ex.map(device, range(len(devices))))
+        if on_executors is None:
+            per_device = list(ex.map(device, range(len(devices))))
+        else:
+            run_on = on_executors
+            per_device = list(
+                ex.map(lambda d: _fastest(run_on(d, lambda: device(d))), range(len(devices)))
+            )
     return [w for ws in per_device for w in ws]
