@@ -111,11 +111,18 @@ figure enters, so every p50, p99 and goodput is a prediction):
 
 Every level and every policy is then simulated with that one scenario (``--fcfs``: with the
 cores first come, first served instead of time-sliced, to see what the slicing changes).
+``--against DIR...``: the scenario is still read off RESULTS, but the predictions are set
+against the runs of these other lab folders instead (their variants and levels, the repeats of
+every folder pooled): the calibrated model on measurements it was not read off.
+``--max-others CORES``: measured runs whose other threads (the busy cores minus the server
+process's: the load generator and anyone else on the machine) used more are left out of the
+table (a build beside a run; this host's quiet runs: 0.04-0.13 cores).
 
 Run:  python bench/calibrate/compare.py RESULTS [--scenario FILE] [--seeds 3]
       [--requests 40000] [--fcfs] [--wall-time] [--threads DIR] [--slices] [--hold-median]
-      [--no-preempt] [--no-busy-hold] [--markdown OUT.md]   (``--wall-time``: rules 0 and 2 as
-      without rule 4)
+      [--no-preempt] [--no-busy-hold] [--against DIR...] [--max-others CORES]
+      [--markdown OUT.md]   (``--wall-time``:
+      rules 0 and 2 as without rule 4)
 """
 
 from __future__ import annotations
@@ -662,6 +669,13 @@ def scenario_lines(scenario: Scenario) -> str:
     return "\n".join(lines)
 
 
+def others_cores(run: dict[str, Any]) -> float:
+    """The cores a run's other threads used: the host's busy cores minus the server process's
+    (the load generator, the lab, anyone else on the machine)."""
+    s = run["server"]
+    return sum(s["cpu_busy_per_core"]) - s["process_cpu_s"] / s["window_s"]
+
+
 def measured(runs: list[dict[str, Any]]) -> dict[tuple[str, float], dict[str, float]]:
     """(variant, offered rps) → mean over repeats of p50, p99, goodput."""
     groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
@@ -797,6 +811,17 @@ def main(argv: list[str] | None = None) -> int:
         help="no hold onto busy cores (host.device_hold_busy_ms; the scenario until 2026-11-27)",
     )
     ap.add_argument(
+        "--against",
+        type=Path,
+        nargs="+",
+        help="measure against these lab folders' runs instead (the scenario still from RESULTS)",
+    )
+    ap.add_argument(
+        "--max-others",
+        type=float,
+        help="leave out measured runs whose other threads used more cores than this",
+    )
+    ap.add_argument(
         "--hold-median",
         action="store_true",
         help="rules 0 and 3 as until 2026-11-26: the median hold on the costs, no distribution",
@@ -828,7 +853,10 @@ def main(argv: list[str] | None = None) -> int:
             sys.exit(f"compare: --slices needs {slices_file} (bench/calibrate/slices.py)")
         slice_ms = json.loads(slices_file.read_text())["runs"]["p50_ms"]
     scenario = calibrated(base, f, slicing=not args.fcfs, slice_ms=slice_ms)
-    meas = measured(runs)
+    against = runs if not args.against else [r for d in args.against for r in load_runs(d)]
+    if args.max_others is not None:
+        against = [r for r in against if others_cores(r) <= args.max_others]
+    meas = measured(against)
     variants = sorted({k[0] for k in meas})
     rates = sorted({k[1] for k in meas})
     pred = predicted(scenario, variants, rates, args.seeds, args.requests)
@@ -844,6 +872,10 @@ def main(argv: list[str] | None = None) -> int:
         f"{scenario.services[0].pre.mean_ms - base.services[0].pre.mean_ms:.3f} ms; "
         f"{args.seeds} seeds x {args.requests} requests"
     )
+    if args.against:
+        head += "; measured: the runs of " + ", ".join(str(d) for d in args.against)
+    if args.max_others is not None:
+        head += f", those whose other threads used at most {args.max_others:g} cores"
     if f.threads is not None and f.check is not None:
         a, p, q = f.check
         shares = ", ".join(
