@@ -349,7 +349,7 @@ async fn on_an_idle_server_a_tiny_batch_runs_on_the_drivers_thread() {
 }
 
 #[tokio::test]
-async fn while_a_batch_runs_the_next_goes_to_an_executor_and_failures_are_alike() {
+async fn while_a_batch_runs_the_next_goes_to_an_executor() {
     // Independent grants let b start while a (estimated 100 ms) holds the device.
     let models = vec![model("a", 1, 100.0), model("b", 1, 0.01)];
     let lab = lab_inline(
@@ -369,8 +369,13 @@ async fn while_a_batch_runs_the_next_goes_to_an_executor_and_failures_are_alike(
     assert_eq!(a.await.unwrap().output, 2);
     assert_eq!(b.await.unwrap().output, 4);
     assert_eq!(on_executors(&lab), [true, true]);
-    // Idle again: b's next batch runs inline; a failure there fails its
-    // request with 500 and the driver goes on.
+}
+
+#[tokio::test(start_paused = true)]
+async fn within_the_quiet_time_after_a_batch_the_next_goes_to_an_executor_and_failures_are_alike() {
+    // Idle for the quiet time: each batch runs inline; a failure there fails
+    // its request with 500 and the driver goes on. Within the quiet time
+    // after a batch, the next goes to its executor.
     let lab = lab_inline(
         fifo(),
         None,
@@ -379,12 +384,15 @@ async fn while_a_batch_runs_the_next_goes_to_an_executor_and_failures_are_alike(
         ObserveConfig::default(),
         Some(1_000_000),
     );
+    let quiet = Duration::from_nanos(crate::driver::INLINE_AFTER_IDLE);
     for tag in [FAILS, PANICS] {
         let err = lab.handle.infer(req(0, tag)).await.unwrap_err();
         assert_eq!(err.http_status(), 500, "{tag}: {err}");
+        tokio::time::advance(quiet).await;
     }
     assert_eq!(lab.handle.infer(req(0, 5)).await.unwrap().output, 10);
-    assert_eq!(on_executors(&lab), [false, false, false]);
+    assert_eq!(lab.handle.infer(req(0, 6)).await.unwrap().output, 12);
+    assert_eq!(on_executors(&lab), [false, false, false, true]);
 }
 
 #[tokio::test]

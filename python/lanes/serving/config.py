@@ -59,10 +59,10 @@ class ServeConfig:
       port (0: any free).
     - ``trace``: a file the device timeline (Chrome trace-event JSON) is written to at exit.
     - ``trace_events``: the timeline's ring buffer, in events.
-    - ``inline_max_us``: on an idle server (no batch running), a batch estimated to run at
-      most this many µs runs on the server's driver thread instead of waking its device's
-      executor (native ONNX models on CPU devices only; 0: never): two wake-ups fewer for a lone
-      request to a small model (docs/serve.md).
+    - ``inline_max_us``: on an idle server (no batch running or finished within 1 ms), a batch
+      estimated to run at most this many µs runs on the server's driver thread instead of waking
+      its device's executor (native ONNX models on CPU devices only; 0: never): two wake-ups
+      fewer for a lone request to a small model (docs/serve.md).
     - ``warmup_batches``: batches run per model, device and batch size before ready (0: none).
     - ``drain_timeout``: seconds in-flight work may take to finish after SIGTERM/SIGINT.
     - ``log_format``: ``text`` or ``json``; ``log_level``: ``debug``, ``info``, ``warning``,
