@@ -468,6 +468,65 @@ def test_concurrent_requests_form_one_full_batch(serve: Callable[..., Handle]) -
     assert elapsed < 1.5  # a full batch does not wait for the timeout
 
 
+class Short(Model):
+    """``y = 2x`` that drops the batch's last row: a model whose output does not have the
+    batch's rows."""
+
+    def predict(self, batch: Any) -> dict[str, np.ndarray]:
+        return {"y": batch["x"][:-1] * 2}
+
+
+class Concat(Probe):
+    """:class:`Probe` with its own ``collate``: not stacked by the server."""
+
+    def collate(self, items: Sequence[Any]) -> Any:
+        return super().collate(items)
+
+
+def test_a_batch_is_stacked_in_rust_with_no_per_request_python(
+    serve: Callable[..., Handle], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from lanes.serving import bridge
+
+    calls = {"run_batch": 0, "run_stacked": 0}
+    for name in calls:
+        real = getattr(bridge, name)
+
+        def counted(*args: Any, _real: Any = real, _name: str = name) -> Any:
+            calls[_name] += 1
+            return _real(*args)
+
+        monkeypatch.setattr(bridge, name, counted)
+    timeout = {"max_batch_size": 6, "batch_timeout_micros": 2_000_000}
+    model = probe("double", **timeout)
+    custom = Concat(name="custom", inputs=X, outputs=Y, batching=Batching(**timeout))
+    short = Short(name="short", inputs=X, outputs=Y, batching=Batching(**timeout))
+    h = serve(model, custom, short)
+    # Requests of 1, 2 and 3 rows fill one batch of 6 and each gets its own rows back.
+    sent = [(1.0, 2.0), (3.0, 4.0, 5.0, 6.0), (7.0, 8.0, 9.0, 10.0, 11.0, 12.0)]
+    for name, path in (("double", "run_stacked"), ("custom", "run_batch")):
+        before = dict(calls)
+        with ThreadPoolExecutor(3) as pool:
+            replies = list(pool.map(lambda d, n=name: infer(h, n, d), sent))
+        for data, reply in zip(sent, replies, strict=True):
+            assert reply.status == 200, reply.body
+            (y,) = reply.json()["outputs"]
+            assert (y["shape"], y["data"]) == ([len(data) // 2, 2], [2 * v for v in data])
+        assert {k: calls[k] - before[k] for k in calls} == {
+            "run_batch": int(path == "run_batch"),
+            "run_stacked": int(path == "run_stacked"),
+        }, name
+    assert model.ran == [6]
+    # An output without the batch's rows fails the batch (500) with a message naming it.
+    with ThreadPoolExecutor(3) as pool:
+        replies = list(pool.map(lambda d: infer(h, "short", d), sent))
+    for reply in replies:
+        assert reply.status == 500
+        assert "output 'y' has shape [5, 2]" in reply.json()["error"], reply.body
+        assert "the batch's 6 rows" in reply.json()["error"]
+    assert_serves(h)
+
+
 @pytest.mark.parametrize(("timeout_us", "held"), [(100_000, True), (0, False)])
 def test_a_lone_request_waits_for_the_batch_timeout_only_when_there_is_one(
     serve: Callable[..., Handle], timeout_us: int, held: bool

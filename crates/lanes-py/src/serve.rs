@@ -116,12 +116,146 @@ fn item_object(item: Item) -> Py<PyAny> {
 }
 
 /// A Python model's batches: one bridge call per batch, under the GIL.
+///
+/// **Stacked rule.** For a model with no hooks and `Model`'s own `collate`,
+/// `split` and `rows` (`stacked`), a batch of two or more requests whose
+/// inputs agree in names, datatypes (none `BYTES`) and trailing dimensions
+/// is stacked here: each input's bytes concatenated along dimension 0, one
+/// `bridge.run_stacked` call (`predict` on the stacked arrays, its outputs as
+/// wire tensors), and each output cut back into the requests' rows here,
+/// without copying — what `collate` → `predict` → `split` does, with no
+/// per-request Python. Anything else takes `bridge.run_batch`.
 struct PyRunner {
     /// Python's list of the model's replicas by device (None: none there),
     /// read at each batch: Python fills it while loading.
     replicas: Py<PyList>,
     bridge: Py<PyAny>,
     postprocess: bool,
+    /// The stacked rule applies to this model.
+    stacked: bool,
+}
+
+/// One input of a stacked batch: name, datatype, shape, little-endian bytes.
+type StackedInput = (String, Datatype, Vec<u64>, Vec<u8>);
+
+/// A batch's inputs stacked along dimension 0 (the stacked rule), and each
+/// request's rows; None when the requests do not stack.
+fn stack(inputs: &[Admitted]) -> Option<(Vec<StackedInput>, Vec<u64>)> {
+    let first = &inputs.first()?.request.inputs;
+    let mut stacked: Vec<StackedInput> = Vec::with_capacity(first.len());
+    for input in first {
+        let t = &input.tensor;
+        t.datatype().item_size()?;
+        let shape = t.shape().to_vec();
+        shape.first()?;
+        stacked.push((input.name.clone(), t.datatype(), shape, Vec::new()));
+    }
+    let mut rows = Vec::with_capacity(inputs.len());
+    for (i, admitted) in inputs.iter().enumerate() {
+        let request = &admitted.request;
+        if admitted.item.is_some() || request.inputs.len() != stacked.len() {
+            return None;
+        }
+        let lead = request.inputs.first()?.tensor.shape()[0];
+        for (input, (name, datatype, shape, data)) in request.inputs.iter().zip(&mut stacked) {
+            let t = &input.tensor;
+            let same = &input.name == name
+                && t.datatype() == *datatype
+                && t.shape().first() == Some(&lead)
+                && t.shape()[1..] == shape[1..];
+            let TensorData::Fixed(bytes) = t.data() else {
+                return None;
+            };
+            if !same {
+                return None;
+            }
+            if i > 0 {
+                shape[0] += lead;
+            }
+            data.extend_from_slice(bytes);
+        }
+        rows.push(lead);
+    }
+    Some((stacked, rows))
+}
+
+/// A stacked batch's output tensors cut into each request's `rows` along
+/// dimension 0 (slices of the same buffers).
+fn unstack(outputs: Vec<OutputTensor>, rows: &[u64]) -> Result<Vec<Produced>, String> {
+    let total: u64 = rows.iter().sum();
+    let mut parts: Vec<Vec<OutputTensor>> = rows.iter().map(|_| Vec::new()).collect();
+    for OutputTensor { name, tensor } in outputs {
+        let shape = tensor.shape();
+        if shape.first() != Some(&total) {
+            return Err(format!(
+                "output '{name}' has shape {shape:?}: its first dimension must be the batch's {total} rows"
+            ));
+        }
+        let per_row: u64 = shape[1..].iter().product();
+        let mut start = 0u64;
+        for (part, &n) in parts.iter_mut().zip(rows) {
+            let mut part_shape = shape.to_vec();
+            part_shape[0] = n;
+            let (a, b) = ((start * per_row) as usize, ((start + n) * per_row) as usize);
+            let data = match tensor.data() {
+                TensorData::Fixed(bytes) => {
+                    let size = tensor.datatype().item_size().unwrap_or(1);
+                    TensorData::Fixed(bytes.slice(a * size..b * size))
+                }
+                TensorData::Bytes(items) => TensorData::Bytes(items[a..b].to_vec()),
+            };
+            let t = Tensor::new(tensor.datatype(), part_shape, data)
+                .map_err(|e| format!("output '{name}': {e}"))?;
+            part.push(OutputTensor {
+                name: name.clone(),
+                tensor: t,
+            });
+            start += n;
+        }
+    }
+    Ok(parts.into_iter().map(Produced::Tensors).collect())
+}
+
+impl PyRunner {
+    /// The stacked rule's batch (see [`PyRunner`]).
+    fn run_stacked(
+        &self,
+        batch: &BatchInfo,
+        stacked: Vec<StackedInput>,
+        rows: &[u64],
+    ) -> Result<Vec<Produced>, String> {
+        let outputs = Python::attach(|py| -> Result<Vec<OutputTensor>, String> {
+            let replica = replica_on(py, &self.replicas, batch.device)?;
+            let wire = stacked
+                .iter()
+                .map(|(name, datatype, shape, data)| {
+                    PyTuple::new(
+                        py,
+                        [
+                            name.as_str().into_pyobject(py)?.into_any(),
+                            datatype.name().into_pyobject(py)?.into_any(),
+                            PyList::new(py, shape)?.into_any(),
+                            PyBytes::new(py, data).into_any(),
+                        ],
+                    )
+                })
+                .collect::<PyResult<Vec<_>>>()
+                .map_err(|e| message(py, &e))?;
+            let wire = PyList::new(py, wire).map_err(|e| message(py, &e))?;
+            let out = self
+                .bridge
+                .bind(py)
+                .call_method1("run_stacked", (replica, wire))
+                .map_err(|e| message(py, &e))?;
+            let (ok, value): (bool, Bound<'_, PyAny>) =
+                out.extract().map_err(|e| format!("bridge: {e}"))?;
+            if !ok {
+                return Err(value.extract::<String>().unwrap_or_default());
+            }
+            wire_outputs(&value)
+        })?;
+        unstack(outputs, rows)
+    }
 }
 
 /// The replica on `device` of a model's list of replicas by device.
@@ -140,6 +274,11 @@ fn replica_on<'py>(
 
 impl ModelRunner for PyRunner {
     fn run(&self, batch: &BatchInfo, inputs: Vec<Admitted>) -> Result<Vec<Produced>, String> {
+        if self.stacked && inputs.len() > 1 {
+            if let Some((stacked, rows)) = stack(&inputs) {
+                return self.run_stacked(batch, stacked, &rows);
+            }
+        }
         Python::attach(|py| {
             let replica = match replica_on(py, &self.replicas, batch.device) {
                 Ok(replica) => replica,
@@ -444,6 +583,7 @@ fn served_model(
                 replicas,
                 bridge: Python::attach(|py| bridge.clone_ref(py)),
                 postprocess,
+                stacked: get(m, "stacked")?,
             };
             (Arc::new(runner), hooks)
         }

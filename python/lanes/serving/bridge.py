@@ -1,10 +1,12 @@
 """The Python side of a Python model served by the native data plane (``lanes._core``).
 
 The Rust server calls these functions with the GIL held: :func:`run_batch` once per batch on the
-device's executor thread, :func:`preprocess` and :func:`postprocess` once per request on the front
-end's bounded pool (only for a model that overrides them); for a demo zoo model whose network runs
-in Python (``cuda:N``, the ``torch`` backend) :func:`zoo_logits` once per batch, its pre- and
-post-processing being in Rust. Tensors cross as ``(name, datatype,
+device's executor thread (or :func:`run_stacked`, when Rust stacked the batch itself: a model with
+no hooks and ``Model``'s own ``collate``, ``split`` and ``rows`` pays no per-request Python),
+:func:`preprocess` and :func:`postprocess` once per request on the front end's bounded pool (only
+for a model that overrides them); for a demo zoo model whose network runs in Python (``cuda:N``,
+the ``torch`` backend) :func:`zoo_logits` once per batch, its pre- and post-processing being in
+Rust. Tensors cross as ``(name, datatype,
 shape, data)`` tuples: ``data`` is the raw little-endian bytes of the array in C order, or a list of
 ``bytes`` for ``BYTES``.
 
@@ -87,6 +89,16 @@ def run_batch(
         if postprocess:
             return True, list(parts)
         return True, [wire(part) for part in parts]
+    except Exception as err:
+        return False, f"{type(err).__name__}: {err}"
+
+
+def run_stacked(replica: Model, tensors: Wire) -> tuple[bool, Any]:
+    """One batch already stacked in Rust (lanes-py's stacked rule, for a model with
+    ``Model``'s own ``collate``/``split``/``rows`` and no hooks): ``predict`` on the stacked
+    arrays; its outputs as wire tensors for Rust to cut back into the requests' rows."""
+    try:
+        return True, wire(replica.predict(arrays(tensors)))
     except Exception as err:
         return False, f"{type(err).__name__}: {err}"
 

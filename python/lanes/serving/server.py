@@ -203,6 +203,12 @@ class Server:
                 "model": model,
                 "replicas": replicas,
                 "hooks": (_overrides(model, "preprocess"), _overrides(model, "postprocess")),
+                # Rust may stack the batch itself (lanes-py's stacked rule): no hook and the
+                # base class's own batching methods.
+                "stacked": not any(
+                    _overrides(model, name)
+                    for name in ("preprocess", "postprocess", "collate", "split", "rows")
+                ),
             }
             zoo = _zoo_hooks(model) if native is None else None
             if zoo is not None:
