@@ -128,14 +128,16 @@ impl<B: Backend> Executors<B> {
             return 0;
         };
         let barrier = Arc::new(Barrier::new(n));
-        let sent = (0..n)
-            .filter(|_| {
-                let job = Job::Call(Arc::clone(call), Arc::clone(&barrier));
-                queue.send(job).is_ok()
-            })
-            .count();
-        // A channel closes for all its sends at once: all or none were sent.
-        sent
+        for _ in 0..n {
+            // A channel closes for all its sends at once: all or none go.
+            if queue
+                .send(Job::Call(Arc::clone(call), Arc::clone(&barrier)))
+                .is_err()
+            {
+                return 0;
+            }
+        }
+        n
     }
 
     /// Closes every device's channel and waits for its executors to finish
@@ -166,22 +168,10 @@ fn executor<B: Backend>(
                 continue;
             }
         };
-        let Finished {
-            job,
-            run,
-            failed,
-            answers,
-        } = run_batch(backend, observer, work);
         // The driver answers once the job is in the device accounts and the timeline.
-        let finished = Command::Finished {
-            job,
-            run,
-            failed,
-            answers,
-        };
-        if let Err(mpsc::error::SendError(Command::Finished { answers, .. })) = done.send(finished)
-        {
-            for (reply, answer) in answers {
+        let finished = Command::Finished(run_batch(backend, observer, work));
+        if let Err(mpsc::error::SendError(Command::Finished(ran))) = done.send(finished) {
+            for (reply, answer) in ran.answers {
                 let _ = reply.send(answer);
             }
         }
@@ -194,7 +184,9 @@ pub(crate) struct Finished<O> {
     /// The measured run time (also when the model failed).
     pub run: Nanos,
     pub failed: bool,
-    /// The answers, for the driver to send once the job is accounted.
+    /// The answers, for the driver to send once the job is in the device
+    /// accounts and the timeline (a client that reads them after its answer
+    /// sees its batch).
     pub answers: Vec<Answered<O>>,
 }
 

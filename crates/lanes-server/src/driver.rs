@@ -24,8 +24,8 @@
 //! `inline_max`, runs on the driver's own thread once the other actions of
 //! its round were carried out (a batch started beside it goes to its
 //! executor undelayed), when the backend allows it ([`Backend::inline`]:
-//! a native engine on the CPU: no GIL, no per-thread state), instead of waking the device's executor thread
-//! and then being woken by it. Those two wake-ups of sleeping threads are
+//! a native engine on the CPU: no GIL, no per-thread state), instead of
+//! waking the device's executor thread and then being woken by it. Those two wake-ups of sleeping threads are
 //! where a lone request's tail came from (docs/results/serving.md: identity
 //! at 100 req/s, p99 0.73–0.84 ms inline against 1.06–4.1 ms handed over).
 //! Only when idle: nothing else waits for the driver but requests arriving
@@ -122,16 +122,8 @@ pub(crate) enum Command<B: Backend> {
         model: ModelIx,
         id: RequestId,
     },
-    Finished {
-        job: JobId,
-        /// The batch's measured run time (also when the model failed).
-        run: Nanos,
-        failed: bool,
-        /// The batch's answers, sent once the job is in the device accounts
-        /// and the timeline (a client that reads them after its answer sees
-        /// its batch).
-        answers: Vec<Answered<B::Output>>,
-    },
+    /// A batch an executor ran.
+    Finished(Finished<B::Output>),
     Drain {
         done: oneshot::Sender<()>,
     },
@@ -229,7 +221,6 @@ impl<B: Backend> Handle<B> {
             backend,
             inline_max: config.inline_max,
             inline: None,
-            inline_open: false,
             idle_since: None,
             waiting: FxHashMap::default(),
             running: 0,
@@ -420,8 +411,6 @@ struct Task<B: Backend> {
     inline_max: Nanos,
     /// The batch started by the actions being applied, to run inline.
     inline: Option<Work<B>>,
-    /// Whether this command may still run a batch inline.
-    inline_open: bool,
     /// When the last batch finished leaving no batch running (None: none yet).
     idle_since: Option<Nanos>,
     /// Queued requests' inputs and reply channels, by id.
@@ -494,20 +483,7 @@ impl<B: Backend> Task<B> {
                     self.probe.withdrawn(model);
                 }
             }
-            Command::Finished {
-                job,
-                run,
-                failed,
-                answers,
-            } => self.finished(
-                now,
-                Finished {
-                    job,
-                    run,
-                    failed,
-                    answers,
-                },
-            ),
+            Command::Finished(done) => self.finished(now, done),
             Command::Drain { done } => {
                 self.probe.draining();
                 self.draining.push(done);
@@ -621,13 +597,11 @@ impl<B: Backend> Task<B> {
     /// started inline (the inline rule), if any, and carries out the actions
     /// its completion brought (whose batches go to their executors).
     fn apply(&mut self) {
-        self.inline_open = true;
-        self.apply_actions();
+        self.apply_actions(true);
         if let Some(work) = self.inline.take() {
-            self.inline_open = false;
             let done = device::run_batch(&*self.backend, self.probe.observer(), work);
             self.finished(self.clock.now(), done);
-            self.apply_actions();
+            self.apply_actions(false);
         }
         for (job, run) in std::mem::take(&mut self.releases) {
             self.tell(arbiter::Request::Release { job, run });
@@ -635,7 +609,9 @@ impl<B: Backend> Task<B> {
         self.probe.decision_point(self.clock.now(), &self.state);
     }
 
-    fn apply_actions(&mut self) {
+    /// The actions, in order; a batch they start may be kept in `inline`
+    /// (at most one) when `may_inline`.
+    fn apply_actions(&mut self, may_inline: bool) {
         let now = self.clock.now();
         for action in std::mem::take(&mut self.actions) {
             match action {
@@ -657,7 +633,8 @@ impl<B: Backend> Task<B> {
                         device: batch.device,
                         rows: batch.rows,
                     };
-                    let inline = self.inline_open
+                    let inline = may_inline
+                        && self.inline.is_none()
                         && self.running == 0
                         && self
                             .idle_since
@@ -672,10 +649,7 @@ impl<B: Backend> Task<B> {
                         items,
                     };
                     match inline {
-                        true => {
-                            self.inline_open = false;
-                            self.inline = Some(work);
-                        }
+                        true => self.inline = Some(work),
                         false => self.executors.submit(work),
                     }
                 }
