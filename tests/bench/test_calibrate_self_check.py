@@ -1,0 +1,81 @@
+"""``bench/calibrate/self_check.py``: each lab repeat against the mean of the others."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import types
+from pathlib import Path
+
+import pytest
+
+CALIBRATE = Path(__file__).resolve().parents[2] / "bench" / "calibrate"
+
+
+@pytest.fixture
+def sc(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """The script as a module (it imports compare.py from beside itself)."""
+    monkeypatch.syspath_prepend(str(CALIBRATE))
+    return importlib.import_module("self_check")
+
+
+def test_leave_one_out_and_the_rule(sc):
+    errs = sc.leave_one_out([1.0, 2.0, 3.0])  # against 2.5, 2.0, 1.5
+    assert errs == pytest.approx([-0.6, 0.0, 1.0])
+    assert sc.leave_one_out([5.0]) == []
+    cell = sc.Cell((10.0, 10.0, 13.0))  # -13 %, -13 %, +30 %
+    assert cell.hits == 2
+    assert cell.spread == pytest.approx(1.3)
+    assert sc.within(11.5, 10.0) and not sc.within(11.6, 10.0)
+
+
+def test_interval_and_repeats(sc):
+    assert sc.t975(2) == 4.303
+    assert sc.t975(31) == pytest.approx(2.0395, abs=1e-3)
+    # sd 1, mean 2, n 3: 4.303 / sqrt(3) / 2
+    assert sc.ci_pct([1.0, 2.0, 3.0]) == pytest.approx(124.217, abs=1e-3)
+    # cv 0.2: 9 repeats give 2.306 * 0.2 / 3 = 0.154, 10 give 0.143
+    assert sc.repeats_needed(0.2) == 10
+    assert sc.repeats_needed(0.0) == 2
+    assert sc.repeats_needed(50.0) == sc.MAX_REPEATS + 1
+    # cv 0.3 over 4 repeats: se 0.15; Phi(0.1765 / 0.15) - Phi(-0.1304 / 0.15)
+    assert sc.perfect(0.3, 4) == pytest.approx(0.68803, abs=1e-5)
+    assert sc.perfect(0.0, 3) == 1.0
+
+
+def write_run(folder: Path, rate: float, repeat: int, p99: float, goodput: float, others: float):
+    run = {
+        "variant": "fifo",
+        "offered": {"rate_rps": rate},
+        "load": {"latency_ms": {"p50": 2.0, "p99": p99}, "goodput_rps": goodput},
+        # others_cores: busy cores minus the server's (process_cpu_s / window_s = 0.5)
+        "server": {
+            "cpu_busy_per_core": [0.5 + others, 0.0],
+            "process_cpu_s": 5.0,
+            "window_s": 10.0,
+        },
+    }
+    path = folder / "fifo" / f"L{int(rate)}-r{repeat}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(run))
+
+
+def test_main_counts_below_the_knee(sc, tmp_path, capsys):
+    for repeat, p99 in enumerate((10.0, 10.0, 13.0), start=1):
+        write_run(tmp_path, 100.0, repeat, p99, 100.0, 0.1)
+        write_run(tmp_path, 200.0, repeat, p99, 150.0, 0.1)  # 75 % of the offer: past the knee
+    write_run(tmp_path, 100.0, 4, 100.0, 100.0, 1.0)  # a build beside it
+    out = tmp_path / "self.md"
+    assert sc.main([str(tmp_path), "--max-others", "0.3", "--markdown", str(out)]) == 0
+    text = out.read_text()
+    assert text in capsys.readouterr().out
+    assert "| fifo | 100 | 3 |" in text
+    assert "| fifo | 200 |" not in text
+    assert "3/3 / 2/3 / 3/3 |" in text
+    assert "- fifo (100 req/s): p50 +0 to +0 % (3/3 within 15%" in text
+    assert "p99 -13 to +30 % (2/3 within 15%; per level 0.7/1" in text
+    assert "in all 8/9 repeats, per level 2.7 of 3" in text
+    # without the filter the fourth repeat counts: 10 against 41, 13 against 40, 100 against 11
+    sc.main([str(tmp_path), "--markdown", str(out)])
+    assert "| fifo | 100 | 4 |" in out.read_text()
+    assert "p99 -76 to +809 % (0/4 within 15%" in out.read_text()
