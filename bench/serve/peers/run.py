@@ -24,6 +24,10 @@
   input in ``raw_input_contents``, as ``tritonclient.grpc`` sends it. ``--client lanes``:
   ``lanes bench`` drives both instead (open loop, Poisson, the same JSON body, sent over gRPC
   as a ``ModelInferRequest`` with ``--kserve-model``), so one client measures both protocols.
+- Variants of ``lanes`` for A/Bs, each with its own port: ``lanes-py`` (the graph inside a
+  ``python``-adapter model), ``lanes-noinline`` (``--inline-max-us 0``), ``lanes-auto``
+  (``--devices auto``: one single-threaded executor per core, where ``lanes`` keeps one
+  executor) and ``native`` (the data plane alone, an example binary).
 - ``all``: the first four in order (about 22 minutes; ``--quick``: a smoke run of about 5).
 
 **Capacity search** (one server, one model): rates step up by x2 from ``START_RATE`` until a
@@ -84,7 +88,16 @@ MLSERVER_PACKAGES = ["mlserver==1.7.1", "uvloop<0.22"]
 GHZ = HERE / ".go" / "bin" / "ghz"
 GHZ_MODULE = "github.com/bojand/ghz/cmd/ghz@latest"
 KSERVE_PROTO = ROOT / "crates" / "lanes-kserve" / "proto" / "grpc_predict_v2.proto"
-SERVERS = ("lanes", "lanes-py", "native", "mlserver", "litserve", "ray", "lanes-noinline")
+SERVERS = (
+    "lanes",
+    "lanes-py",
+    "native",
+    "mlserver",
+    "litserve",
+    "ray",
+    "lanes-noinline",
+    "lanes-auto",
+)
 PEERS = ("litserve", "ray")  # the servers that need the peers' venv
 WORKERS = 2  # the machine's cores: peer workers / replicas
 THREADS = 1  # intra-op threads per ONNX Runtime session
@@ -100,6 +113,7 @@ PORTS = {
     "litserve": 8100,
     "ray": 8200,
     "lanes-noinline": 8700,
+    "lanes-auto": 8800,
 }
 GRPC_SERVERS = ("lanes", "native", "mlserver")  # gRPC on PORTS[server] + 1
 # `lanes-py`: `lanes serve` with the same graph inside a `python`-adapter model (ONNX Runtime
@@ -313,9 +327,12 @@ def server_command(server: str, repo: Path, model: str) -> list[str]:
             str(THREADS),
             f"{model}={repo / model / 'model.onnx'}:{models.MAX_BATCH_SIZE}",
         ]
-    if server in ("lanes", "lanes-py", "lanes-noinline"):
+    if server in ("lanes", "lanes-py", "lanes-noinline", "lanes-auto"):
         # `lanes-noinline`: `lanes serve` with the driver's inline rule off (every batch
         # handed to its device's executor thread), for the latency floor's A/B.
+        # `lanes-auto`: `--devices auto`, what docs/serve.md advises on a host without GPUs
+        # (one single-threaded executor per core: two model copies here, as the peers' two
+        # workers), where `lanes` keeps the race's historical one executor.
         models_dir = python_repository(repo.parent.parent, model) if server == "lanes-py" else repo
         return [
             str(LANES_VENV / "bin" / "lanes"),
@@ -323,7 +340,7 @@ def server_command(server: str, repo: Path, model: str) -> list[str]:
             "--models",
             str(models_dir),
             "--devices",
-            "cpu",
+            "auto" if server == "lanes-auto" else "cpu",
             "--cpu-threads",
             str(THREADS),
             "--metrics-port",

@@ -20,6 +20,8 @@
 //! - [`grpc`]: the KServe v2 gRPC front end: tonic's service on hyper's HTTP/2 (`tritonclient.grpc`).
 //! - [`http`]: the KServe v2 REST front end on hyper (routes, statuses and
 //!   error bodies of today's server).
+//! - [`repoll`]: a connection woken during its own poll is polled again at
+//!   once instead of yielding to tokio (which would wake an idle I/O thread).
 //! - [`signature`]: a model's declared tensors and the edge's check of a
 //!   request against them.
 //! - [`runner`]: one [`runner::ModelRunner`] per model behind the one backend
@@ -56,6 +58,7 @@ pub mod observe;
 pub mod occupancy;
 pub mod onnx_backend;
 pub mod probe;
+pub mod repoll;
 pub mod runner;
 pub mod server;
 pub mod signature;

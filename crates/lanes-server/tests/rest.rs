@@ -106,6 +106,87 @@ async fn an_onnx_model_answers_as_python_onnxruntime_does() {
     }
 }
 
+/// Reads one keep-alive response (head and `Content-Length` body); its status.
+async fn read_response(stream: &mut TcpStream) -> u16 {
+    let mut got = Vec::new();
+    let mut byte = [0u8; 1];
+    while !got.ends_with(b"\r\n\r\n") {
+        stream.read_exact(&mut byte).await.unwrap();
+        got.push(byte[0]);
+    }
+    let head = String::from_utf8_lossy(&got).to_lowercase();
+    let length: usize = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length: "))
+        .and_then(|v| v.trim().parse().ok())
+        .expect("a content-length");
+    let mut body = vec![0u8; length];
+    stream.read_exact(&mut body).await.unwrap();
+    head[9..12].parse().unwrap()
+}
+
+/// On an idle server a `POST` with a body wakes only the I/O thread that
+/// reads it. hyper's dispatcher wakes its own task on every request with a
+/// body; tokio reschedules a self-woken task as a yield and unparks an idle
+/// sibling worker for it, which finds nothing and parks again — two more
+/// park/unpark transitions per request, unless the connection is polled
+/// again in place (lanes_server::repoll).
+#[test]
+fn a_request_with_a_body_does_not_wake_the_idle_io_thread() {
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let address = server.block_on(start());
+    // Refused at the edge after its body is read (no such input): the
+    // driver and the device's executor thread, whose hand-offs wake workers
+    // of their own, stay out of the count.
+    let body = serde_json::json!({
+        "inputs": [{"name": "nope", "shape": [1, 4], "datatype": "FP32", "data": [1.0, 2.0, 3.0, 4.0]}],
+    })
+    .to_string();
+    let request = format!(
+        "POST /v2/models/affine/infer HTTP/1.1\r\nHost: test\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    let client = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let requests = 60;
+    let per_request = client.block_on(async {
+        let mut stream = TcpStream::connect(&address).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        for _ in 0..5 {
+            stream.write_all(request.as_bytes()).await.unwrap();
+            assert_eq!(read_response(&mut stream).await, 400);
+        }
+        let metrics = server.metrics();
+        let transitions = || -> u64 {
+            (0..metrics.num_workers())
+                .map(|w| metrics.worker_park_unpark_count(w))
+                .sum()
+        };
+        let mut total = 0;
+        for _ in 0..requests {
+            // Idle first: both workers parked before the request comes.
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            let before = transitions();
+            stream.write_all(request.as_bytes()).await.unwrap();
+            assert_eq!(read_response(&mut stream).await, 400);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            total += transitions() - before;
+        }
+        total as f64 / requests as f64
+    });
+    // The reading worker's unpark and park are 2; the sibling's would be 2 more.
+    assert!(
+        per_request < 3.0,
+        "{per_request:.2} park/unpark transitions per request: an idle worker was woken"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn routes_answer_with_todays_statuses_and_json_errors() {
     let address = start().await;

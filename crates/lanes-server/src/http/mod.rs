@@ -29,6 +29,7 @@ use tokio::net::TcpListener;
 use crate::accept::Acceptor;
 use crate::app::App;
 use crate::backend::Backend;
+use crate::repoll::Repoll;
 
 pub use routes::route;
 
@@ -61,7 +62,10 @@ where
                 .header_read_timeout(limits.header_read_timeout)
                 .max_buf_size(limits.max_header_bytes.max(8192))
                 .serve_connection(TokioIo::new(stream), service);
-            let served = std::future::poll_fn(|cx| connection.poll_without_shutdown(cx)).await;
+            let served = Repoll::new(std::future::poll_fn(|cx| {
+                connection.poll_without_shutdown(cx)
+            }))
+            .await;
             let parts = connection.into_parts();
             let mut stream = parts.io.into_inner();
             match served {
