@@ -33,6 +33,7 @@ fn main() {
         models: Vec::new(),
         codec: CodecConfig::default(),
         limits: Limits::default(),
+        inline_max: std::time::Duration::from_micros(200),
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| {

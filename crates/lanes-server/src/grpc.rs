@@ -25,7 +25,7 @@ use std::time::Duration;
 use hyper::body::Incoming;
 use hyper::server::conn::http2;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use lanes_kserve::grpc;
 use lanes_kserve::proto::grpc_inference_service_server::{
     GrpcInferenceService, GrpcInferenceServiceServer,
@@ -43,8 +43,10 @@ use tonic::{Request, Response, Status};
 use crate::accept::{Acceptor, Connection};
 use crate::app::{deadline_after, App, Failure};
 use crate::backend::Backend;
+use crate::repoll::Repoll;
 use crate::runner::{Admitted, Produced};
 use crate::signature::Spec;
+use crate::streams::{Streams, WithStreams};
 
 /// The gRPC service over an [`App`].
 pub struct GrpcFront<B: Backend> {
@@ -206,7 +208,8 @@ where
 pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Serves gRPC on `listener` until `shutdown` resolves: one hyper HTTP/2
-/// connection task per client, each call into the generated tonic service.
+/// connection task per client, its calls run on that task
+/// ([`crate::streams`]), each into the generated tonic service.
 ///
 /// **Rule** (why not tonic's own server): tonic's transport answers a call
 /// whose `grpc-timeout` passes with `CANCELLED` from its own timer, racing
@@ -224,14 +227,19 @@ where
     })
     .max_decoding_message_size(app.codec.max_body_bytes)
     .max_encoding_message_size(usize::MAX);
-    let mut builder = http2::Builder::new(TokioExecutor::new());
-    builder
-        .timer(TokioTimer::new())
-        .keep_alive_interval(limits.keepalive_interval)
-        .keep_alive_timeout(KEEPALIVE_TIMEOUT)
-        // gRPC servers send no `Date` (grpc-go and C-core do not); hyper would
-        // format and HPACK-encode one on every response.
-        .auto_date_header(false);
+    // One builder per connection: each connection's calls run on its own
+    // task, through its own executor (crate::streams).
+    let builder = |streams: Streams| {
+        let mut builder = http2::Builder::new(streams);
+        builder
+            .timer(TokioTimer::new())
+            .keep_alive_interval(limits.keepalive_interval)
+            .keep_alive_timeout(KEEPALIVE_TIMEOUT)
+            // gRPC servers send no `Date` (grpc-go and C-core do not); hyper would
+            // format and HPACK-encode one on every response.
+            .auto_date_header(false);
+        builder
+    };
     let acceptor = Acceptor::new(listener, limits.max_connections);
     let (closing, _) = tokio::sync::watch::channel(false);
     tokio::pin!(shutdown);
@@ -246,15 +254,16 @@ where
             let mut service = service.clone();
             async move { service.call(request.map(tonic::body::Body::new)).await }
         });
-        let connection = builder.serve_connection(io, calls);
+        let streams = Streams::default();
+        let connection = Box::pin(builder(streams.clone()).serve_connection(io, calls));
+        let mut served = Repoll::new(WithStreams::new(connection, &streams));
         let mut closing = closing.subscribe();
         tokio::spawn(async move {
-            tokio::pin!(connection);
             tokio::select! {
-                _ = connection.as_mut() => return,
-                _ = closing.changed() => connection.as_mut().graceful_shutdown(),
+                _ = &mut served => return,
+                _ = closing.changed() => served.get_mut().connection().as_mut().graceful_shutdown(),
             }
-            let _ = connection.await;
+            let _ = served.await;
         });
     }
     drop(acceptor); // the listener closes: new clients are refused, not left hanging

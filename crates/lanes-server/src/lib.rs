@@ -22,6 +22,7 @@
 //!   error bodies of today's server).
 //! - [`repoll`]: a connection woken during its own poll is polled again at
 //!   once instead of yielding to tokio (which would wake an idle I/O thread).
+//! - [`streams`]: a gRPC connection's calls run on the connection's own task.
 //! - [`signature`]: a model's declared tensors and the edge's check of a
 //!   request against them.
 //! - [`runner`]: one [`runner::ModelRunner`] per model behind the one backend
@@ -63,6 +64,7 @@ pub mod runner;
 pub mod server;
 pub mod signature;
 pub mod stats;
+pub mod streams;
 pub mod timeline;
 pub mod zoo;
 

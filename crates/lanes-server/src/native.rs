@@ -38,6 +38,8 @@ pub struct NativeConfig {
     pub models: Vec<NativeModel>,
     pub codec: CodecConfig,
     pub limits: Limits,
+    /// The driver's inline rule's bound (`lanes serve --inline-max-us`).
+    pub inline_max: Duration,
 }
 
 /// Why a native server could not be built.
@@ -114,7 +116,7 @@ pub fn build(config: &NativeConfig) -> Result<Arc<App<Runners>>, NativeError> {
         trace_events: crate::timeline::DEFAULT_CAPACITY,
         version: env!("CARGO_PKG_VERSION").into(),
         hook_workers: 1,
-        inline_max: Duration::from_micros(200),
+        inline_max: config.inline_max,
         access_log: false,
     };
     server::build(spec, Phase::Ready).map_err(|e| match e {

@@ -9,9 +9,9 @@
 //! thread, which finds nothing to steal and parks again. hyper's HTTP/1
 //! dispatcher wakes its own task on every request with a body: the
 //! handler's first poll of the body sends hyper's "want" signal to the
-//! dispatcher, both inside the one connection task. (gRPC's connections are
-//! not wrapped: on hyper's HTTP/2 the wakes come from the stream tasks, not
-//! from the connection itself, and wrapping them changed nothing measured.) On an idle server every
+//! dispatcher, both inside the one connection task. A gRPC connection is
+//! wrapped too, with its calls on its own task ([`crate::streams`]): their
+//! wakes of one another are then its own. On an idle server every
 //! `POST .../infer` paid that wake-up of the other I/O thread on its path
 //! (docs/results/serving.md, "A self-woken connection").
 //!
@@ -99,6 +99,11 @@ impl<F: Future + Unpin> Repoll<F> {
     /// The wrapped future (for what it owns once it has finished).
     pub fn into_inner(self) -> F {
         self.inner
+    }
+
+    /// The wrapped future, to act on it between polls.
+    pub fn get_mut(&mut self) -> &mut F {
+        &mut self.inner
     }
 }
 

@@ -6,7 +6,7 @@
 mod common;
 
 use bytes::Bytes;
-use common::{affine_config, fixtures};
+use common::{affine_config, fixtures, Transitions};
 use lanes_kserve::proto::grpc_inference_service_client::GrpcInferenceServiceClient;
 use lanes_kserve::proto::model_infer_request::InferInputTensor;
 use lanes_kserve::proto::{
@@ -276,4 +276,61 @@ async fn silent_connections_are_cut_and_bounded_while_others_are_served() {
     );
     // The first client was served throughout.
     assert!(client.model_infer(infer(&[1.0; 4], "FP32")).await.is_ok());
+}
+
+/// On an idle server a call wakes no idle I/O thread: its stream runs on its
+/// connection's task (lanes_server::streams), so the hops connection → call →
+/// driver → call → connection stay on the thread that read it. With a task
+/// per call the chain outran tokio's LIFO slot (3 polls per tick) and
+/// unparked the sibling worker on every call.
+#[test]
+fn a_call_does_not_wake_the_idle_io_thread() {
+    let server = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    // The batch runs on the driver's thread even in a debug build (its
+    // bound at `--inline-max-us`'s largest): an executor's hand-off back to
+    // the driver wakes a worker of its own.
+    let mut config = affine_config(CodecConfig::default(), Limits::default());
+    config.inline_max = Duration::from_millis(1);
+    let app = server.block_on(async { build(&config).expect("the server builds") });
+    let listener = server.block_on(TcpListener::bind("127.0.0.1:0")).unwrap();
+    let address = listener.local_addr().unwrap();
+    server.spawn(lanes_server::grpc::serve(
+        listener,
+        app,
+        std::future::pending(),
+    ));
+    let client = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let calls = 60;
+    let per_call = client.block_on(async {
+        let channel = Channel::from_shared(format!("http://{address}"))
+            .unwrap()
+            .connect()
+            .await
+            .unwrap();
+        let mut client = GrpcInferenceServiceClient::new(channel);
+        for _ in 0..5 {
+            client.model_infer(infer(&[1.0; 4], "FP32")).await.unwrap();
+        }
+        let count = Transitions(server.metrics());
+        let mut total = 0;
+        for _ in 0..calls {
+            total += count
+                .idle(async {
+                    client.model_infer(infer(&[1.0; 4], "FP32")).await.unwrap();
+                })
+                .await;
+        }
+        total as f64 / calls as f64
+    });
+    assert!(
+        per_call < 3.0,
+        "{per_call:.2} park/unpark transitions per call: an idle worker was woken"
+    );
 }

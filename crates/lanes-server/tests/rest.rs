@@ -9,7 +9,7 @@ mod common;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{affine_config, fixtures};
+use common::{affine_config, fixtures, Transitions};
 use lanes_kserve::CodecConfig;
 use lanes_server::app::Limits;
 use lanes_server::native::build;
@@ -162,21 +162,15 @@ fn a_request_with_a_body_does_not_wake_the_idle_io_thread() {
             stream.write_all(request.as_bytes()).await.unwrap();
             assert_eq!(read_response(&mut stream).await, 400);
         }
-        let metrics = server.metrics();
-        let transitions = || -> u64 {
-            (0..metrics.num_workers())
-                .map(|w| metrics.worker_park_unpark_count(w))
-                .sum()
-        };
+        let count = Transitions(server.metrics());
         let mut total = 0;
         for _ in 0..requests {
-            // Idle first: both workers parked before the request comes.
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            let before = transitions();
-            stream.write_all(request.as_bytes()).await.unwrap();
-            assert_eq!(read_response(&mut stream).await, 400);
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            total += transitions() - before;
+            total += count
+                .idle(async {
+                    stream.write_all(request.as_bytes()).await.unwrap();
+                    assert_eq!(read_response(&mut stream).await, 400);
+                })
+                .await;
         }
         total as f64 / requests as f64
     });

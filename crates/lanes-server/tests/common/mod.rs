@@ -31,5 +31,27 @@ pub fn affine_config(codec: CodecConfig, limits: Limits) -> NativeConfig {
         }],
         codec,
         limits,
+        inline_max: std::time::Duration::from_micros(200),
+    }
+}
+
+/// Counts the park/unpark transitions of a server runtime's workers.
+pub struct Transitions(pub tokio::runtime::RuntimeMetrics);
+
+impl Transitions {
+    fn now(&self) -> u64 {
+        (0..self.0.num_workers())
+            .map(|w| self.0.worker_park_unpark_count(w))
+            .sum()
+    }
+
+    /// The transitions while `call` runs on an idle server: both workers
+    /// parked first (5 ms of quiet), and parked again after.
+    pub async fn idle<F: std::future::Future<Output = ()>>(&self, call: F) -> u64 {
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        let before = self.now();
+        call.await;
+        tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        self.now() - before
     }
 }
