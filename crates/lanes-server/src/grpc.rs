@@ -261,7 +261,11 @@ where
         tokio::spawn(async move {
             tokio::select! {
                 _ = &mut served => return,
-                _ = closing.changed() => served.get_mut().connection().as_mut().graceful_shutdown(),
+                _ = closing.changed() => {
+                    if let Some(connection) = served.get_mut().connection() {
+                        connection.as_mut().graceful_shutdown();
+                    }
+                }
             }
             let _ = served.await;
         });

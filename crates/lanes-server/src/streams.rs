@@ -16,9 +16,10 @@
 //! connection, then moves the queued streams into its set and polls every
 //! stream that was woken, until none is ready. A wake between the connection
 //! and its streams is then a wake of the task by itself, which [`Repoll`]
-//! turns into a poll in place. The connection is done when the HTTP/2
-//! connection is and no stream is left (a graceful shutdown lets the calls in
-//! flight finish). One connection's calls share one thread at a time, as its
+//! turns into a poll in place. When the HTTP/2 connection ends it is dropped
+//! at once (its socket and connection slot freed, h2 telling its streams the
+//! connection is gone); the task ends when no stream is left (a graceful
+//! shutdown lets the calls in flight finish first). One connection's calls share one thread at a time, as its
 //! framing already did; calls of other connections run beside them.
 //!
 //! [`Repoll`]: crate::repoll::Repoll
@@ -78,7 +79,8 @@ impl<C: Future> std::fmt::Debug for WithStreams<C> {
 
 /// A connection future and the streams its [`Streams`] executor was handed.
 pub struct WithStreams<C: Future> {
-    connection: C,
+    /// The connection, until it ends.
+    connection: Option<C>,
     /// The connection's output, once it has one.
     done: Option<C::Output>,
     calls: FuturesUnordered<Call>,
@@ -89,16 +91,17 @@ impl<C: Future + Unpin> WithStreams<C> {
     /// `connection`, served with `streams` as its executor.
     pub fn new(connection: C, streams: &Streams) -> Self {
         Self {
-            connection,
+            connection: Some(connection),
             done: None,
             calls: FuturesUnordered::new(),
             handed: Arc::clone(&streams.handed),
         }
     }
 
-    /// The connection future, to act on it between polls.
-    pub fn connection(&mut self) -> &mut C {
-        &mut self.connection
+    /// The connection future, to act on it between polls (None once it
+    /// ended).
+    pub fn connection(&mut self) -> Option<&mut C> {
+        self.connection.as_mut()
     }
 
     /// Calls in flight (tests).
@@ -116,9 +119,10 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<C::Output> {
         let this = self.get_mut();
         this.handed.task.register(cx.waker());
-        if this.done.is_none() {
-            if let Poll::Ready(out) = Pin::new(&mut this.connection).poll(cx) {
+        if let Some(connection) = &mut this.connection {
+            if let Poll::Ready(out) = Pin::new(connection).poll(cx) {
                 this.done = Some(out);
+                this.connection = None;
             }
         }
         loop {
@@ -154,9 +158,12 @@ mod tests {
         let (open_tx, open_rx) = tokio::sync::oneshot::channel::<()>();
         let (reply_tx, reply_rx) = tokio::sync::oneshot::channel::<u32>();
         let (seen_tx, seen_rx) = tokio::sync::oneshot::channel::<u32>();
-        // The "connection" hands one call to the executor, then ends when told.
+        // The "connection" hands one call to the executor, then ends when
+        // told; what it owns (its socket) is seen to go by `owned_rx`.
+        let (owned, mut owned_rx) = tokio::sync::oneshot::channel::<()>();
         let exec = streams.clone();
         let connection = Box::pin(async move {
+            let _socket = owned;
             exec.execute(async move {
                 let got = reply_rx.await.unwrap();
                 seen_tx.send(got).unwrap();
@@ -167,8 +174,15 @@ mod tests {
         assert!(poll_once(&mut served).await.is_pending());
         assert_eq!(served.calls(), 1);
         open_tx.send(()).unwrap();
-        // The connection is done but a call is in flight: not ready yet.
+        // The connection is done but a call is in flight: not ready yet, and
+        // the connection is dropped already, not held until the call ends.
         assert!(poll_once(&mut served).await.is_pending());
+        assert!(served.connection().is_none());
+        assert_eq!(
+            owned_rx.try_recv(),
+            Err(tokio::sync::oneshot::error::TryRecvError::Closed)
+        );
+        assert_eq!(served.calls(), 1);
         reply_tx.send(7).unwrap();
         assert!(poll_once(&mut served).await.is_ready());
         assert_eq!(seen_rx.await.unwrap(), 7);
