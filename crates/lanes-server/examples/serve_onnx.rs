@@ -12,7 +12,7 @@ use std::path::PathBuf;
 
 use lanes_kserve::CodecConfig;
 use lanes_server::app::Limits;
-use lanes_server::native::{build, NativeConfig, NativeModel};
+use lanes_server::native::{build, NativeConfig, NativeModel, DEFAULT_INLINE_MAX};
 use lanes_serving::Batching;
 
 fn usage(why: &str) -> ! {
@@ -33,7 +33,7 @@ fn main() {
         models: Vec::new(),
         codec: CodecConfig::default(),
         limits: Limits::default(),
-        inline_max: std::time::Duration::from_micros(200),
+        inline_max: DEFAULT_INLINE_MAX,
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| {

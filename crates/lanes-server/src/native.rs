@@ -26,6 +26,10 @@ pub struct NativeModel {
     pub timeout_ms: Option<f64>,
 }
 
+/// `lanes serve`'s default bound of the driver's inline rule
+/// (`--inline-max-us 200`).
+pub const DEFAULT_INLINE_MAX: Duration = Duration::from_micros(200);
+
 /// The server's settings.
 #[derive(Debug, Clone)]
 pub struct NativeConfig {

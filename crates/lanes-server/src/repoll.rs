@@ -9,11 +9,11 @@
 //! thread, which finds nothing to steal and parks again. hyper's HTTP/1
 //! dispatcher wakes its own task on every request with a body: the
 //! handler's first poll of the body sends hyper's "want" signal to the
-//! dispatcher, both inside the one connection task. A gRPC connection is
-//! wrapped too, with its calls on its own task ([`crate::streams`]): their
-//! wakes of one another are then its own. On an idle server every
+//! dispatcher, both inside the one connection task. On an idle server every
 //! `POST .../infer` paid that wake-up of the other I/O thread on its path
-//! (docs/results/serving.md, "A self-woken connection").
+//! (docs/results/serving.md, "A self-woken connection"). A gRPC connection
+//! is wrapped too, with its calls on its own task ([`crate::streams`]):
+//! their wakes of one another are then its own.
 //!
 //! **Rule.** [`Repoll`] polls its inner future with a waker of its own. A
 //! wake that arrives while the inner poll runs, from any thread, only marks
@@ -94,11 +94,6 @@ impl<F: Future + Unpin> Repoll<F> {
             signal,
             waker,
         }
-    }
-
-    /// The wrapped future (for what it owns once it has finished).
-    pub fn into_inner(self) -> F {
-        self.inner
     }
 
     /// The wrapped future, to act on it between polls.

@@ -103,11 +103,6 @@ impl<C: Future + Unpin> WithStreams<C> {
     pub fn connection(&mut self) -> Option<&mut C> {
         self.connection.as_mut()
     }
-
-    /// Calls in flight (tests).
-    pub fn calls(&self) -> usize {
-        self.calls.len()
-    }
 }
 
 impl<C: Future + Unpin> Future for WithStreams<C>
@@ -172,7 +167,7 @@ mod tests {
         });
         let mut served = WithStreams::new(connection, &streams);
         assert!(poll_once(&mut served).await.is_pending());
-        assert_eq!(served.calls(), 1);
+        assert_eq!(served.calls.len(), 1);
         open_tx.send(()).unwrap();
         // The connection is done but a call is in flight: not ready yet, and
         // the connection is dropped already, not held until the call ends.
@@ -182,7 +177,7 @@ mod tests {
             owned_rx.try_recv(),
             Err(tokio::sync::oneshot::error::TryRecvError::Closed)
         );
-        assert_eq!(served.calls(), 1);
+        assert_eq!(served.calls.len(), 1);
         reply_tx.send(7).unwrap();
         assert!(poll_once(&mut served).await.is_ready());
         assert_eq!(seen_rx.await.unwrap(), 7);
@@ -213,7 +208,11 @@ mod tests {
             .unwrap();
         assert_eq!(count.0.load(Ordering::SeqCst), 1, "handing woke the task");
         assert!(Pin::new(&mut served).poll(&mut cx).is_pending());
-        assert_eq!(served.calls(), 0, "the call ran to its end in that poll");
+        assert_eq!(
+            served.calls.len(),
+            0,
+            "the call ran to its end in that poll"
+        );
         assert_eq!(rx.try_recv(), Ok(3));
     }
 }

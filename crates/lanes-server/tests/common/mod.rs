@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use lanes_kserve::CodecConfig;
 use lanes_server::app::Limits;
-use lanes_server::native::{NativeConfig, NativeModel};
+use lanes_server::native::{NativeConfig, NativeModel, DEFAULT_INLINE_MAX};
 use lanes_serving::Batching;
 
 /// lanes-onnx's committed small fixtures.
@@ -31,7 +31,7 @@ pub fn affine_config(codec: CodecConfig, limits: Limits) -> NativeConfig {
         }],
         codec,
         limits,
-        inline_max: std::time::Duration::from_micros(200),
+        inline_max: DEFAULT_INLINE_MAX,
     }
 }
 
