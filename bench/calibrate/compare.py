@@ -162,6 +162,16 @@ def load_runs(results: Path) -> list[dict[str, Any]]:
     return runs
 
 
+def linear(pts: list[tuple[float, float]] | tuple[tuple[float, float], ...], x: float) -> float:
+    """``pts`` (ascending in x) at ``x``: linear between points, the nearest one's outside them."""
+    if x <= pts[0][0]:
+        return pts[0][1]
+    for (x0, y0), (x1, y1) in itertools.pairwise(pts):
+        if x <= x1:
+            return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
+    return pts[-1][1]
+
+
 @dataclass(frozen=True)
 class ThreadLevel:
     """threads.py at one rate: CPU by thread, cores."""
@@ -188,12 +198,7 @@ class Threads:
         """The device threads' CPU ÷ (CPU + run delay) at ``rate``: linear between the measured
         rates, the nearest one's outside them."""
         pts = [(t.rate_rps, t.device_cpu / (t.device_cpu + t.device_delay)) for t in self.levels]
-        if rate <= pts[0][0]:
-            return pts[0][1]
-        for (x0, y0), (x1, y1) in itertools.pairwise(pts):
-            if rate <= x1:
-                return y0 + (y1 - y0) * (rate - x0) / (x1 - x0)
-        return pts[-1][1]
+        return linear(pts, rate)
 
     def io_fit(self) -> tuple[float, float]:
         """``(a, p)``: least squares of ``I/O + other threads' cores = a + p * rate``; ``a`` in
