@@ -31,26 +31,12 @@ from typing import Any
 
 from compare import KNEE, TARGET, emit, load_runs, others_cores  # beside this file
 
-FIGURES = ("p50", "p99", "goodput")
+from lanes.lab.aggregate import t_quantile_975
 
-T975 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228)
-T975 += (2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086)
-T975 += (2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-"""Student's t, two-sided 95 % (the 0.975 quantile), for 1 to 30 degrees of freedom."""
+FIGURES = ("p50", "p99", "goodput")
 
 MAX_REPEATS = 999
 """Where :func:`repeats_needed` stops looking."""
-
-
-def t975(df: int) -> float:
-    """The 0.975 quantile of Student's t with ``df`` degrees of freedom (a table to 30, then
-    the Cornish-Fisher expansion about the normal's, within 0.001 there)."""
-    if df < 1:
-        raise ValueError("t975: needs at least one degree of freedom")
-    if df <= len(T975):
-        return T975[df - 1]
-    z = statistics.NormalDist().inv_cdf(0.975)
-    return z + (z**3 + z) / (4 * df) + (5 * z**5 + 16 * z**3 + 3 * z) / (96 * df**2)
 
 
 def within(x: float, m: float) -> bool:
@@ -74,14 +60,20 @@ def ci_pct(xs: list[float]) -> float:
     """The 95 % confidence interval's half-width of the mean of ``xs``, % of the mean."""
     if len(xs) < 2:
         return math.inf
-    return t975(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs)) / statistics.mean(xs) * 100
+    return (
+        t_quantile_975(len(xs) - 1)
+        * statistics.stdev(xs)
+        / math.sqrt(len(xs))
+        / statistics.mean(xs)
+        * 100
+    )
 
 
 def repeats_needed(cv: float) -> int:
     """The fewest repeats whose mean's 95 % interval is within ± ``TARGET`` at coefficient of
     variation ``cv`` (``MAX_REPEATS + 1`` when more than ``MAX_REPEATS``)."""
     for n in range(2, MAX_REPEATS + 1):
-        if t975(n - 1) * cv / math.sqrt(n) <= TARGET:
+        if t_quantile_975(n - 1) * cv / math.sqrt(n) <= TARGET:
             return n
     return MAX_REPEATS + 1
 
