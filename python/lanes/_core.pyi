@@ -104,7 +104,7 @@ class Scheduler:
         ewma_weight: float = 0.1,
     ) -> Scheduler:
         """``policy``: ``fifo``, ``limit:K``, ``sjf[:alpha=A,slack=MS|off,starve=MS|off]``,
-        ``fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS]``,
+        ``fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,...]``,
         ``lanes[:alpha=A,slack=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off]`` (``sjf``
         plus a fast slot per device for jobs of estimated cost at most ``fast``, optionally
         gated) or ``edf``;

@@ -91,8 +91,23 @@
 //! ahead keep every device J may use busy — finite, like `sjf`'s bound,
 //! whenever the load on those devices is below 1.
 //!
-//! Arguments: `fair:alpha=A,slack=MS,starve=MS,threshold=MS,cap=MS`
-//! (`alpha`, `slack` and `starve` as `sjf`; `threshold` >= 0 and < `cap`, in milliseconds).
+//! *Shares that follow use* (`usage=MS`). Equal shares hold a model back
+//! for being heavy, not for bursting: on steady traffic the model whose
+//! batches take the most device time is always "ahead" of an equal split.
+//! With `usage`, a model's share is instead its own recent part of the
+//! device time: each model keeps `u`, the device time it got, decayed by
+//! `exp(−h/usage)` at every completion of `h` (of any model: an average over
+//! about the last `usage` of delivered device time, no clock), and a
+//! completion credits each active model `h · w_m / Σ w` (active models) with
+//! `w_m = u_m + ū/10` (`ū`: the mean `u` of the models seen, so a new or
+//! rarely seen model still has a share). A model is then ahead only when it
+//! takes more than it has been taking — a burst — by more than `threshold`.
+//! The starvation bound above holds with `h/M` replaced by `h·w_min/Σ w`
+//! (`w_min` ≥ `ū/10` > 0 once any device time was delivered).
+//!
+//! Arguments: `fair:alpha=A,slack=MS,starve=MS,threshold=MS,cap=MS,usage=MS|off`
+//! (`alpha`, `slack` and `starve` as `sjf`; `threshold` >= 0 and < `cap`, in milliseconds;
+//! `usage` > 0, off by default: equal shares).
 //!
 //! ## The `lanes` rule (fast lane)
 //!
@@ -155,7 +170,7 @@ use crate::{FastGate, Nanos, PolicyError, NANOS_PER_MS};
 
 /// The allowed policy names, for error messages.
 pub const ALLOWED: &str =
-    "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off,starve=MS|off], fair[:alpha=A,slack=MS|off,starve=MS|off,threshold=MS,cap=MS,fast=MS|off,hold=MS,budget=MS|off,burst=MS|off], lanes[:alpha=A,slack=MS|off,starve=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf";
+    "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off,starve=MS|off], fair[:alpha=A,slack=MS|off,starve=MS|off,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,hold=MS,budget=MS|off,burst=MS|off], lanes[:alpha=A,slack=MS|off,starve=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf";
 
 /// `sjf`'s default aging rate α (cost-nanoseconds forgiven per nanosecond
 /// waited), chosen by simulation: docs/results/sim.md.
@@ -193,14 +208,16 @@ pub enum Policy {
         starve: Option<Nanos>,
     },
     /// `sjf`, except that a model more than `threshold` of device time ahead
-    /// of its equal share yields to the other models (deficits kept within
-    /// `±cap`); with `fast`, also `lanes`' fast slot per device.
+    /// of its share yields to the other models (deficits kept within
+    /// `±cap`); shares are equal, or with `usage` each model's recent part
+    /// of the device time; with `fast`, also `lanes`' fast slot per device.
     Fair {
         alpha: f64,
         slack: Option<Nanos>,
         starve: Option<Nanos>,
         threshold: Nanos,
         cap: Nanos,
+        usage: Option<Nanos>,
         fast: Option<Nanos>,
         gate: FastGate,
     },
@@ -236,6 +253,7 @@ impl Policy {
             starve: DEFAULT_SJF_STARVE,
             threshold: DEFAULT_FAIR_THRESHOLD,
             cap: DEFAULT_FAIR_CAP,
+            usage: None,
             fast: None,
             gate: FastGate::default(),
         }
@@ -365,6 +383,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
     let (mut alpha, mut slack) = (DEFAULT_SJF_ALPHA, DEFAULT_SJF_SLACK);
     let mut starve = DEFAULT_SJF_STARVE;
     let (mut threshold, mut cap) = (DEFAULT_FAIR_THRESHOLD, DEFAULT_FAIR_CAP);
+    let mut usage = None;
     let mut fast = DEFAULT_LANES_FAST;
     let mut fair_fast = None;
     let mut gate = FastGate::default();
@@ -372,7 +391,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
     let lanes = family == Family::Lanes;
     let keys = match family {
         Family::Sjf => "alpha, slack, starve",
-        Family::Fair => "alpha, slack, starve, threshold, cap, fast, hold, budget, burst",
+        Family::Fair => "alpha, slack, starve, threshold, cap, usage, fast, hold, budget, burst",
         Family::Lanes => "alpha, slack, starve, fast, hold, budget, burst",
     };
     for pair in args.split(',') {
@@ -396,6 +415,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
             ("slack", _, _) => slack = milliseconds_or_off(name, "slack", value)?,
             ("starve", _, _) => starve = positive_milliseconds_or_off(name, "starve", value)?,
             ("threshold", true, _) => threshold = milliseconds(name, "threshold", value)?,
+            ("usage", true, _) => usage = positive_milliseconds_or_off(name, "usage", value)?,
             ("fast", false, true) => {
                 fast = milliseconds(name, "fast", value)?;
                 if fast == 0 {
@@ -478,6 +498,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
         starve,
         threshold,
         cap,
+        usage,
         fast: fair_fast,
         gate,
     })
@@ -533,6 +554,7 @@ impl fmt::Display for Policy {
             Self::Fair {
                 threshold,
                 cap,
+                usage,
                 fast,
                 gate,
                 ..
@@ -548,6 +570,9 @@ impl fmt::Display for Policy {
                     *threshold as f64 / NANOS_PER_MS,
                     *cap as f64 / NANOS_PER_MS
                 )?;
+                if let Some(ns) = usage {
+                    write!(f, ",usage={}", *ns as f64 / NANOS_PER_MS)?;
+                }
                 match fast {
                     Some(ns) => write!(f, ",fast={}", *ns as f64 / NANOS_PER_MS)?,
                     None => return Ok(()),
@@ -620,6 +645,15 @@ mod tests {
                 "fair:alpha=0,slack=off,threshold=20,cap=1000",
             ),
             ("fair:fast=off", "fair"),
+            ("fair:usage=off", "fair"),
+            (
+                "fair:usage=30000,threshold=100,cap=1000",
+                "fair:alpha=4,slack=80,threshold=100,cap=1000,usage=30000",
+            ),
+            (
+                "fair:fast=25,usage=2500.5",
+                "fair:alpha=4,slack=80,threshold=20,cap=200,usage=2500.5,fast=25",
+            ),
             (
                 "fair:fast=20",
                 "fair:alpha=4,slack=80,threshold=20,cap=200,fast=20",
@@ -692,10 +726,14 @@ mod tests {
             (
                 "fair:weight=2",
                 "bad_policy_argument",
-                "threshold, cap, fast",
+                "threshold, cap, usage, fast",
             ),
             ("fair:threshold=-1", "bad_policy_argument", "'-1'"),
             ("fair:cap=0", "bad_policy_argument", "> 0"),
+            ("fair:usage=0", "bad_policy_argument", "'0'"),
+            ("fair:usage=soon", "bad_policy_argument", "'soon'"),
+            ("sjf:usage=100", "bad_policy_argument", "alpha, slack"),
+            ("lanes:usage=100", "bad_policy_argument", "fast, hold"),
             ("fair:cap=soon", "bad_policy_argument", "'soon'"),
             ("fair:threshold=300", "bad_policy_argument", "less than cap"),
             ("fair:threshold", "bad_policy_argument", "KEY=VALUE"),

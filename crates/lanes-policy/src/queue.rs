@@ -100,7 +100,12 @@ impl ReadyQueue {
             expiry: BinaryHeap::new(),
             seq: 0,
             shares: match policy {
-                Policy::Fair { threshold, cap, .. } => Some(Shares::new(threshold, cap)),
+                Policy::Fair {
+                    threshold,
+                    cap,
+                    usage,
+                    ..
+                } => Some(Shares::new(threshold, cap, usage)),
                 _ => None,
             },
             long: BinaryHeap::new(),

@@ -19,6 +19,20 @@
 //! - A model whose deficit is below `-threshold` is *ahead of its share*; the
 //!   policy then lets it yield (see [`crate::policy`]).
 //!
+//! - With `usage` (`fair:usage=MS`), shares follow use instead of being
+//!   equal. Each model keeps `used`, the device time it received; at every
+//!   completion of `h` (of any model) every `used` and every deficit first
+//!   decays by `exp(−h/usage)`, then the active models are credited
+//!   `h · w / Σ w` (over the active models) with `w = used + mean(used)/10`
+//!   (the mean over every model seen, so a new model has a share too;
+//!   before any device time was delivered, shares are equal), the finishing
+//!   model is debited `h`, and `h` is added to its `used`. Both are averages
+//!   over about the last `usage` of delivered device time: a deficit is then
+//!   the recent excess over the model's own recent part, which a burst makes
+//!   negative and steady use keeps near zero (without the decay a deficit
+//!   would keep whatever it gathered while the weights settled). `used`
+//!   survives idle time: it is the model's usual demand.
+//!
 //! Models are few (a host serves a handful to a few dozen), so a completion
 //! updates every active model's counter directly: O(models), no clock needed.
 
@@ -32,6 +46,8 @@ struct Share {
     running: u32,
     /// Entitled minus received device time, ns.
     deficit: i64,
+    /// (`usage`) device time received, exponentially decayed, ns.
+    used: f64,
 }
 
 impl Share {
@@ -47,6 +63,9 @@ pub(crate) struct Shares {
     models: Vec<Share>,
     threshold: i64,
     cap: i64,
+    /// (`usage`) the decay's time constant in delivered device time, ns;
+    /// None: equal shares.
+    usage: Option<f64>,
     /// Some model went inactive since the last [`Shares::settle`].
     unsettled: bool,
 }
@@ -56,13 +75,16 @@ fn signed(ns: Nanos) -> i64 {
 }
 
 impl Shares {
-    pub fn new(threshold: Nanos, cap: Nanos) -> Self {
+    /// Equal shares (`usage` None) or shares that follow each model's use
+    /// over about `usage` of delivered device time.
+    pub fn new(threshold: Nanos, cap: Nanos, usage: Option<Nanos>) -> Self {
         let cap = signed(cap);
         Self {
             slots: FxHashMap::default(),
             models: Vec::new(),
             threshold: signed(threshold).min(cap),
             cap,
+            usage: usage.map(|ns| ns.max(1) as f64),
             unsettled: false,
         }
     }
@@ -125,20 +147,73 @@ impl Shares {
     }
 
     /// A job of `model` finished after holding its slot for `held`: credit
-    /// every active model `held / n`, debit `model` `held`, clamp.
+    /// every active model its part of `held` (`held / n`, or by weight with
+    /// `usage`), debit `model` `held`, clamp.
     pub fn finished(&mut self, model: ModelId, held: Nanos) {
         let s = self.slot(model) as usize;
-        let held = signed(held);
-        let active = self.models.iter().filter(|m| m.active()).count().max(1);
-        let part = held / active as i64;
         let cap = self.cap;
-        for m in self.models.iter_mut().filter(|m| m.active()) {
-            m.deficit = m.deficit.saturating_add(part).min(cap);
+        let held_ns = held;
+        if let Some(tau) = self.usage {
+            let keep = (-(held_ns as f64) / tau).exp();
+            for m in &mut self.models {
+                m.used *= keep;
+                m.deficit = (m.deficit as f64 * keep) as i64;
+            }
+        }
+        let weights = self.usage.and_then(|_| self.weights());
+        let held = signed(held);
+        match weights {
+            None => {
+                let active = self.models.iter().filter(|m| m.active()).count().max(1);
+                let part = held / active as i64;
+                for m in self.models.iter_mut().filter(|m| m.active()) {
+                    m.deficit = m.deficit.saturating_add(part).min(cap);
+                }
+            }
+            Some(total) => {
+                let floor = self.floor();
+                for m in self.models.iter_mut().filter(|m| m.active()) {
+                    let part = (held as f64 * (m.used + floor) / total) as i64;
+                    m.deficit = m.deficit.saturating_add(part).min(cap);
+                }
+            }
+        }
+        if self.usage.is_some() {
+            self.models[s].used += held_ns as f64;
         }
         let m = &mut self.models[s];
         m.deficit = m.deficit.saturating_sub(held).max(-cap);
         m.running -= 1;
         self.unsettled |= !m.active();
+    }
+
+    /// (`usage`) a tenth of the mean `used` over every model seen: the part
+    /// of a weight every model has.
+    fn floor(&self) -> f64 {
+        let n = self.models.len().max(1) as f64;
+        self.models.iter().map(|m| m.used).sum::<f64>() / n / 10.0
+    }
+
+    /// (`usage`) the sum of the active models' weights, None while no
+    /// device time was delivered (then shares are equal).
+    fn weights(&self) -> Option<f64> {
+        let floor = self.floor();
+        let total: f64 = self
+            .models
+            .iter()
+            .filter(|m| m.active())
+            .map(|m| m.used + floor)
+            .sum();
+        (total > 0.0).then_some(total)
+    }
+
+    /// (`usage`) the device time `model` received, decayed, ns (0 for a
+    /// model never seen).
+    #[cfg(test)]
+    pub fn used(&self, model: ModelId) -> f64 {
+        self.slots
+            .get(&model)
+            .map_or(0.0, |&s| self.models[s as usize].used)
     }
 }
 
@@ -167,7 +242,7 @@ mod tests {
             (&[(0, 10), (0, 10), (0, 10)], [-12, 12, 0]),
         ];
         for (steps, expect) in cases {
-            let mut s = Shares::new(3, 12);
+            let mut s = Shares::new(3, 12, None);
             for m in [0, 1] {
                 s.queued(m);
             }
@@ -183,7 +258,7 @@ mod tests {
 
     #[test]
     fn ahead_is_past_the_threshold_and_an_idle_model_forgets() {
-        let mut s = Shares::new(3, 100);
+        let mut s = Shares::new(3, 100, None);
         let (a, b) = (s.slot(0), s.slot(1));
         s.queued(0);
         s.queued(1);
@@ -207,5 +282,91 @@ mod tests {
         assert_eq!(s.deficit(1), 4, "kept until the next dispatch");
         s.settle();
         assert_eq!(s.deficit(1), 0);
+    }
+
+    /// Two models, both always active; `pattern` is the order of their
+    /// completions (each holding 10 ms), repeated `rounds` times; returns
+    /// the shares with `usage` = 1 s and the largest lead model 0 took.
+    fn follow(pattern: &[ModelId], rounds: usize, threshold_ms: u64) -> (Shares, i64) {
+        let ms = 1_000_000;
+        let mut s = Shares::new(threshold_ms * ms, 500 * ms, Some(1_000 * ms));
+        s.queued(0);
+        s.queued(1);
+        let mut lead = 0;
+        for _ in 0..rounds {
+            for &m in pattern {
+                s.queued(m);
+                s.started(m);
+                s.finished(m, 10 * ms);
+                lead = lead.min(s.deficit(0));
+            }
+        }
+        (s, lead)
+    }
+
+    #[test]
+    fn with_usage_a_steady_heavy_model_is_not_ahead_and_a_burst_is() {
+        let ms = 1_000_000_i64;
+        // Model 0 takes 3 of every 4 completions for 200 rounds (8 s of
+        // device time, 8 usage time constants): its share follows, so its
+        // deficit stays within a few completions of zero.
+        let steady = [0, 0, 0, 1];
+        let (mut s, _) = follow(&steady, 200, 20);
+        let d0 = s.deficit(0);
+        assert!(d0.abs() < 30 * ms, "steady deficit {d0}");
+        let u = (s.used(0), s.used(1));
+        assert!((u.0 / (u.0 + u.1) - 0.75).abs() < 0.03, "{u:?}");
+        // The same pattern under equal shares: model 0 is ahead by the cap.
+        let mut eq = Shares::new(20 * ms as u64, 500 * ms as u64, None);
+        let a = eq.slot(0);
+        eq.queued(0);
+        eq.queued(1);
+        for _ in 0..200 {
+            for &m in &steady {
+                eq.queued(m);
+                eq.started(m);
+                eq.finished(m, 10 * ms as u64);
+            }
+        }
+        assert!(eq.ahead(a), "equal shares: {}", eq.deficit(0));
+        assert!(
+            eq.deficit(0) <= -490 * ms,
+            "near the cap: {}",
+            eq.deficit(0)
+        );
+        // A burst: model 0 then takes 20 completions in a row, 200 ms more
+        // than its usual 150: past a 20 ms threshold.
+        let a = s.slot(0);
+        for _ in 0..20 {
+            s.queued(0);
+            s.started(0);
+            s.finished(0, 10 * ms as u64);
+        }
+        assert!(s.ahead(a), "deficit after the burst {}", s.deficit(0));
+    }
+
+    #[test]
+    fn with_usage_equal_use_is_equal_shares_and_a_new_model_has_a_part() {
+        let ms = 1_000_000_i64;
+        // Alternating completions: the same deficits as equal shares.
+        let (s, lead) = follow(&[0, 1], 100, 20);
+        assert!(lead > -10 * ms, "lead {lead}");
+        assert!(s.deficit(0).abs() <= 5 * ms && s.deficit(1).abs() <= 5 * ms);
+        // Before any device time, shares are equal (the first completion
+        // splits its 10 ms into 5 and 5).
+        let mut f = Shares::new(0, 100 * ms as u64, Some(1_000 * ms as u64));
+        f.queued(0);
+        f.queued(1);
+        f.queued(0);
+        f.started(0);
+        f.finished(0, 10 * ms as u64);
+        assert_eq!((f.deficit(0), f.deficit(1)), (-5 * ms, 5 * ms));
+        // Model 2 appears after model 0 took everything: credited its floor
+        // (a tenth of the mean use), not nothing.
+        f.queued(2);
+        f.queued(0);
+        f.started(0);
+        f.finished(0, 10 * ms as u64);
+        assert!(f.deficit(2) > 0, "{}", f.deficit(2));
     }
 }

@@ -82,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         default="sjf",
         metavar="NAME",
         help="fifo, limit:K, sjf[:alpha=A,slack=MS|off,starve=MS|off], "
-        "fair[:...,threshold=MS,cap=MS], "
+        "fair[:...,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,...], "
         "lanes[:...,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf "
         "(default sjf)",
     )

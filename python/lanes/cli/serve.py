@@ -26,8 +26,9 @@ devices:  auto (default: every CUDA GPU, else one CPU executor per core, 1 intra
           each; under independent one CPU executor of all cores), cpu, cpu:N (N CPU
           executors), cuda:0,cuda:1, sim:N (N simulated GPUs)
 policies: independent (each model its own workers, overlapping), fifo, limit:K,
-          sjf[:alpha=A,slack=MS|off,starve=MS|off] (default), fair[:...,threshold=MS,cap=MS]
-          (sjf with a per-model share of device time: docs/policies.md),
+          sjf[:alpha=A,slack=MS|off,starve=MS|off] (default),
+          fair[:...,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,...] (sjf with a per-model
+          share of device time: docs/policies.md),
           lanes[:...,fast=MS,hold=MS,budget=MS|off,burst=MS|off] (sjf plus a fast slot per
           device for short jobs, optionally gated: docs/policies.md), edf
 environment: LANES_SERVE_DEVICES, LANES_SERVE_POLICY, LANES_SERVE_PORT, ... (any option)

@@ -27,7 +27,8 @@ CONFIG_INVALID = "config_invalid"
 
 POLICIES = (
     "independent, fifo, limit:K, sjf[:alpha=A,slack=MS|off,starve=MS|off], "
-    "fair[:alpha=A,slack=MS|off,starve=MS|off,threshold=MS,cap=MS], "
+    "fair[:alpha=A,slack=MS|off,starve=MS|off,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,"
+    "hold=MS,budget=MS|off,burst=MS|off], "
     "lanes[:alpha=A,slack=MS|off,starve=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf"
 )
 
