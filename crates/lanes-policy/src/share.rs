@@ -70,6 +70,11 @@ pub(crate) struct Shares {
     unsettled: bool,
 }
 
+/// (`usage`) the part of the models' mean recent device time that every
+/// model's weight has on top of its own, so that a new or rarely seen model
+/// is still credited.
+const FLOOR_PART: f64 = 0.1;
+
 fn signed(ns: Nanos) -> i64 {
     i64::try_from(ns).unwrap_or(i64::MAX)
 }
@@ -152,20 +157,18 @@ impl Shares {
     pub fn finished(&mut self, model: ModelId, held: Nanos) {
         let s = self.slot(model) as usize;
         let cap = self.cap;
-        let held_ns = held;
+        let h = signed(held);
         if let Some(tau) = self.usage {
-            let keep = (-(held_ns as f64) / tau).exp();
+            let keep = (-(held as f64) / tau).exp();
             for m in &mut self.models {
                 m.used *= keep;
                 m.deficit = (m.deficit as f64 * keep) as i64;
             }
         }
-        let weights = self.usage.and_then(|_| self.weights());
-        let held = signed(held);
-        match weights {
+        match self.usage.and_then(|_| self.weights()) {
             None => {
                 let active = self.models.iter().filter(|m| m.active()).count().max(1);
-                let part = held / active as i64;
+                let part = h / active as i64;
                 for m in self.models.iter_mut().filter(|m| m.active()) {
                     m.deficit = m.deficit.saturating_add(part).min(cap);
                 }
@@ -173,25 +176,25 @@ impl Shares {
             Some(total) => {
                 let floor = self.floor();
                 for m in self.models.iter_mut().filter(|m| m.active()) {
-                    let part = (held as f64 * (m.used + floor) / total) as i64;
+                    let part = (h as f64 * (m.used + floor) / total) as i64;
                     m.deficit = m.deficit.saturating_add(part).min(cap);
                 }
             }
         }
         if self.usage.is_some() {
-            self.models[s].used += held_ns as f64;
+            self.models[s].used += held as f64;
         }
         let m = &mut self.models[s];
-        m.deficit = m.deficit.saturating_sub(held).max(-cap);
+        m.deficit = m.deficit.saturating_sub(h).max(-cap);
         m.running -= 1;
         self.unsettled |= !m.active();
     }
 
-    /// (`usage`) a tenth of the mean `used` over every model seen: the part
-    /// of a weight every model has.
+    /// (`usage`) [`FLOOR_PART`] of the mean `used` over every model seen:
+    /// the part of a weight every model has.
     fn floor(&self) -> f64 {
         let n = self.models.len().max(1) as f64;
-        self.models.iter().map(|m| m.used).sum::<f64>() / n / 10.0
+        self.models.iter().map(|m| m.used).sum::<f64>() / n * FLOOR_PART
     }
 
     /// (`usage`) the sum of the active models' weights, None while no
