@@ -126,7 +126,7 @@ def read_oha(report: dict[str, Any]) -> dict[str, Any]:
         "rps": float(report["summary"].get("requestsPerSec") or 0.0),
         "requests": sum(codes.values()),
         "errors": {
-            "status": sum(n for code, n in codes.items() if code != "200"),
+            "status": sum(n for code, n in codes.items() if not code.startswith("2")),
             "other": sum(errors.values()),
         },
         "unsent_at_deadline": aborted,

@@ -173,8 +173,7 @@ impl Shares {
                     m.deficit = m.deficit.saturating_add(part).min(cap);
                 }
             }
-            Some(total) => {
-                let floor = self.floor();
+            Some((total, floor)) => {
                 for m in self.models.iter_mut().filter(|m| m.active()) {
                     let part = (h as f64 * (m.used + floor) / total) as i64;
                     m.deficit = m.deficit.saturating_add(part).min(cap);
@@ -197,9 +196,10 @@ impl Shares {
         self.models.iter().map(|m| m.used).sum::<f64>() / n * FLOOR_PART
     }
 
-    /// (`usage`) the sum of the active models' weights, None while no
-    /// device time was delivered (then shares are equal).
-    fn weights(&self) -> Option<f64> {
+    /// (`usage`) the sum of the active models' weights and the floor each
+    /// weight includes, None while no device time was delivered (then
+    /// shares are equal).
+    fn weights(&self) -> Option<(f64, f64)> {
         let floor = self.floor();
         let total: f64 = self
             .models
@@ -207,7 +207,7 @@ impl Shares {
             .filter(|m| m.active())
             .map(|m| m.used + floor)
             .sum();
-        (total > 0.0).then_some(total)
+        (total > 0.0).then_some((total, floor))
     }
 
     /// (`usage`) the device time `model` received, decayed, ns (0 for a
