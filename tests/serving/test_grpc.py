@@ -137,3 +137,25 @@ def test_grpc_off_and_a_busy_grpc_port() -> None:
             )
     assert err.value.message.startswith(f"cannot listen on 127.0.0.1:{port}: ")
     assert "--grpc-port" in err.value.message
+
+
+def test_grpc_requests_have_spans_too() -> None:
+    """``--trace-requests`` keeps gRPC requests' spans as it keeps REST's (docs/metrics.md)."""
+    import json
+    import urllib.request
+
+    Double.gate.set()
+    model = Double(name="double", inputs=X, outputs=Y, batching=Batching(max_batch_size=8))
+    config = ServeConfig(
+        port=0, metrics_port=None, grpc_port="0", warmup_batches=0, trace_requests=10
+    )
+    with start_in_thread(config, [model]) as h:
+        with grpcclient.InferenceServerClient(f"127.0.0.1:{h.server.grpc_port}") as c:
+            for _ in range(3):
+                c.infer("double", request(2))
+        with urllib.request.urlopen(f"{h.url}/v2/trace?seconds=60", timeout=10) as r:
+            trace = json.loads(r.read())
+    spans = [e["args"] for e in trace["traceEvents"] if e["ph"] == "b" and "args" in e]
+    assert len(spans) == 3 == trace["otherData"]["requests"]
+    assert all(s["model"] == "double" and s["batch_size"] == 2 for s in spans)
+    assert all(s["total_ms"] >= s["scheduled_ms"] >= s["run_ms"] > 0 for s in spans)

@@ -82,6 +82,8 @@ def test_the_limits_come_from_the_environment_too() -> None:
         ({}, {}, "max_header_kb = 4", "serve.toml: max_header_kb = 4: must be 8..1024"),
         ({"inline_max_us": "5000"}, {}, "", "--inline-max-us = 5000: must be 0..1000 µs"),
         ({}, {"LANES_SERVE_INLINE_MAX_US": "-1"}, "", "LANES_SERVE_INLINE_MAX_US = -1: must be"),
+        ({"trace_requests": "-1"}, {}, "", "--trace-requests = -1: must be 0..10000000"),
+        ({}, {}, "trace_requests = 20000000", "trace_requests = 20000000: must be 0..10000000"),
         # The flag wins over the variable, and the error names the flag.
         (
             {"header_timeout": "0"},

@@ -27,6 +27,8 @@ REQUIRED = {  # phase → keys every event of it must have (Trace Event Format)
     "M": {"name", "ph", "pid", "tid", "args"},
     "X": {"name", "ph", "pid", "tid", "ts", "dur", "args"},
     "C": {"name", "ph", "pid", "ts", "args"},
+    "b": {"name", "cat", "ph", "id", "pid", "ts"},
+    "e": {"name", "cat", "ph", "id", "pid", "ts"},
 }
 JOB_ARGS = {"model", "batch_size", "requests", "estimated_ms", "measured_ms", "queue_wait_ms"}
 
@@ -50,6 +52,8 @@ def check_schema(trace: dict[str, Any]) -> list[dict[str, Any]]:
             assert isinstance(e["dur"], (int, float)) and e["dur"] >= 0
             assert set(e["args"]) - {"failed"} == JOB_ARGS
             assert e["name"] == e["args"]["model"]
+        if e["ph"] in "be":
+            assert e["cat"] == "request" and isinstance(e["id"], int)
         if e["ph"] == "C":
             assert e["name"].startswith("jobs ")
             assert set(e["args"]) == {"jobs"} and isinstance(e["args"]["jobs"], int)
@@ -203,3 +207,79 @@ def test_a_trace_file_in_a_missing_folder_is_refused_at_start(tmp_path: Path) ->
     assert err.value.message == (
         f"trace = '{path}': folder '{path.parent}' does not exist (see --trace)"
     )
+
+
+# -- request spans (--trace-requests) ---------------------------------------------------------
+
+STAGES = (  # the stages that add up to a request's total (crates/lanes-server/src/spans.rs)
+    "decode_ms",
+    "pre_ms",
+    "pre_return_ms",
+    "scheduled_ms",
+    "answer_wake_ms",
+    "post_ms",
+    "post_return_ms",
+)
+
+
+def requests(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The outer span of each request: its ``b`` event's args, with the matching ``e``'s time."""
+    ends = {(e["id"], e["name"]): e["ts"] for e in events if e["ph"] == "e"}
+    out = []
+    for e in events:
+        if e["ph"] == "b" and "args" in e:
+            out.append(
+                {**e["args"], "id": e["id"], "ts": e["ts"], "end": ends[(e["id"], e["name"])]}
+            )
+    return out
+
+
+def test_request_spans_split_each_request_into_its_stages() -> None:
+    with start("fifo", trace_requests=100) as h:
+        asyncio.run(burst(h.url, 3))
+        status, trace = get(f"{h.url}/v2/trace?seconds=60")
+    assert status == 200
+    events = check_schema(trace)
+    spans = requests(events)
+    assert len(spans) == 6 == trace["otherData"]["requests"]
+    assert (trace["otherData"]["requests_dropped"], trace["otherData"]["requests_capacity"]) == (
+        0,
+        100,
+    )
+    assert sorted(s["model"] for s in spans) == ["a", "a", "a", "b", "b", "b"]
+    assert len({s["id"] for s in spans}) == 6
+    for s in spans:
+        # Each model costs 30 ms per batch of one; under fifo on one device the six queue.
+        assert s["batch_size"] == 1 and s["run_ms"] >= 30 * 0.9, s
+        assert all(s[k] >= 0 for k in STAGES), s
+        assert s["handoff_ms"] >= -1e-6, s
+        assert (
+            abs(
+                sum(s[k] for k in STAGES)
+                + s.get("pre_wait_ms", 0)
+                + s.get("post_wait_ms", 0)
+                - s["total_ms"]
+            )
+            < 1e-6
+        ), s
+        parts = s["batch_wait_ms"] + s["run_ms"] + s["handoff_ms"]
+        assert abs(parts - s["scheduled_ms"]) < 1e-6, s
+        assert abs((s["end"] - s["ts"]) / 1e3 - s["total_ms"]) < 1e-3, s
+    # One device, first come first served: the last request waited for five batches.
+    assert max(s["batch_wait_ms"] for s in spans) >= 5 * 30 * 0.9
+    # Each request nests front, scheduled and back, which tile it.
+    nested = [e for e in events if e["ph"] == "b" and "args" not in e]
+    assert sorted(e["name"] for e in nested) == sorted(["front", "scheduled", "back"] * 6)
+
+
+def test_request_spans_keep_the_last_n_and_are_off_by_default() -> None:
+    with start("fifo", trace_requests=4) as h:
+        asyncio.run(burst(h.url, 3))
+        _, trace = get(f"{h.url}/v2/trace?seconds=60")
+    assert len(requests(check_schema(trace))) == 4
+    assert (trace["otherData"]["requests"], trace["otherData"]["requests_dropped"]) == (4, 2)
+    with start("fifo") as h:
+        asyncio.run(burst(h.url, 1))
+        _, trace = get(f"{h.url}/v2/trace?seconds=60")
+    assert not [e for e in check_schema(trace) if e["ph"] in "be"]
+    assert "requests" not in trace["otherData"]

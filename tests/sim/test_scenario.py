@@ -189,6 +189,20 @@ def test_a_busy_core_hold_reaches_the_core_only_when_set(tmp_path: Path) -> None
     assert host["device_hold_busy_ms"] == [[0.0, 0.01], [0.5, 0.4], [1.0, 9.0]]
 
 
+def test_wakes_and_the_client_reach_the_core_only_when_set(tmp_path: Path) -> None:
+    plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    assert not {"pre_wake_ms", "post_wake_ms", "client_ms"} & set(plain)
+    text = edit(
+        "cpu_cores = 8",
+        "cpu_cores = 8\npre_wake_ms = [[0, 0.02], [0.99, 1.2], [1, 4]]\n"
+        "post_wake_ms = [[0, 0.01], [1, 3]]\nclient_ms = [[0, 0.1], [0.5, 0.36], [1, 3]]",
+    )
+    host = Scenario.load(write(tmp_path, text)).to_core()["host"]
+    assert host["pre_wake_ms"] == [[0.0, 0.02], [0.99, 1.2], [1.0, 4.0]]
+    assert host["post_wake_ms"] == [[0.0, 0.01], [1.0, 3.0]]
+    assert host["client_ms"] == [[0.0, 0.1], [0.5, 0.36], [1.0, 3.0]]
+
+
 def test_interpreter_and_busy_cores_reach_the_core_only_when_set(tmp_path: Path) -> None:
     plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     assert "busy_cores" not in plain and "interpreter" not in plain
@@ -664,6 +678,24 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\nhandoff_ms = 0.5\ninterpreter = { batch_ms = 1 }",
         ["host.handoff_ms", "must be 0 with [host.interpreter]"],
+    ),
+    (
+        "wake-with-handoff",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nhandoff_ms = 0.3\npre_wake_ms = [[0, 0.01], [1, 2]]",
+        ["host.pre_wake_ms", "handoff_ms > 0"],
+    ),
+    (
+        "wake-with-interpreter",
+        "cpu_cores = 8",
+        "cpu_cores = 8\npost_wake_ms = [[0, 0.01], [1, 2]]\ninterpreter = { batch_ms = 1 }",
+        ["host.post_wake_ms", "[host.interpreter]"],
+    ),
+    (
+        "client-falling",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nclient_ms = [[0, 0.5], [0.5, 0.1], [1, 4]]",
+        ["host.client_ms[1]", "not below the previous"],
     ),
     (
         "interpreter-not-table",

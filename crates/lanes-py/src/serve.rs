@@ -713,6 +713,7 @@ fn start(py: Python<'_>, config: &Bound<'_, PyDict>) -> Result<Running, CoreErro
         },
         limits: limits(config)?,
         trace_events: get(config, "trace_events")?,
+        trace_requests: get(config, "trace_requests")?,
         inline_max: Duration::from_micros(get(config, "inline_max_us")?),
         version: get(config, "version")?,
         hook_workers: get(config, "workers")?,

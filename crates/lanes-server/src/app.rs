@@ -25,6 +25,7 @@ use crate::driver::{Handle, Request};
 use crate::error::ServerError;
 use crate::runner::{Admitted, HookError, Hooks, Produced};
 use crate::signature::Signature;
+use crate::spans::{Span, Stamps};
 
 /// The longest deadline a request can ask for (~31 years).
 pub const MAX_TIMEOUT_NS: Nanos = 1_000_000_000_000_000_000;
@@ -408,13 +409,16 @@ where
     B: Backend<Input = Admitted, Output = Produced>,
 {
     /// Runs `request` on model `ix` (the module's rule); `edge_deadline_ns`
-    /// is the front end's deadline in nanoseconds after `arrival`.
+    /// is the front end's deadline in nanoseconds after `arrival`. Stamps
+    /// `stamps` from the hooks to the answer ([`crate::spans`]: `pre`,
+    /// `queued`, the driver's part, `resumed`, `post`).
     pub async fn infer(
         &self,
         ix: usize,
         request: InferRequest,
         edge_deadline_ns: Option<f64>,
         arrival: Nanos,
+        stamps: &mut Stamps,
     ) -> Result<(InferResponse, OutputChoice), Failure> {
         let entry = &self.models[ix];
         if !self.is_ready() {
@@ -440,14 +444,17 @@ where
         let hooks = self.hooks.get(ix).cloned().flatten();
         let mut input = Admitted::from(request);
         if let Some(hooks) = hooks.as_ref().filter(|h| h.has_preprocess()) {
-            let t0 = self.handle.clock().now();
+            let clock = self.handle.clock();
+            let t0 = clock.now();
             let (hooks, request) = (Arc::clone(hooks), input.request);
-            let (request, item) = self
+            let (request, item, ran) = self
                 .hook(move || {
+                    let start = clock.now();
                     let item = hooks.preprocess(&request);
-                    (request, item)
+                    (request, item, (start, clock.now()))
                 })
                 .await?;
+            stamps.pre = Some(ran);
             input = Admitted {
                 request,
                 item: Some(item.map_err(Failure::Hook)?),
@@ -469,6 +476,7 @@ where
             (!hooks.as_ref().is_some_and(|h| h.has_preprocess()))
                 .then(|| self.handle.observer().model(ix as u32)),
         );
+        stamps.queued = self.handle.clock().now();
         let pending = self.handle.infer(Request {
             model: ix as u32,
             rows,
@@ -490,6 +498,11 @@ where
             Ok(answer) => answer?,
             Err(message) => return Err(Failure::NotReady(message)),
         };
+        stamps.resumed = self.handle.clock().now();
+        stamps.sent = reply.sent;
+        stamps.batch_wait = reply.queued;
+        stamps.run = reply.run;
+        stamps.batch_rows = reply.batch_rows;
         let outputs = match reply.output {
             Produced::Tensors(outputs) => {
                 obs.compute_output(0);
@@ -505,11 +518,17 @@ where
                         ),
                     }));
                 };
-                let t0 = self.handle.clock().now();
-                let outputs = self
-                    .hook(move || hooks.postprocess(item))
-                    .await?
-                    .map_err(Failure::Hook)?;
+                let clock = self.handle.clock();
+                let t0 = clock.now();
+                let (outputs, ran) = self
+                    .hook(move || {
+                        let start = clock.now();
+                        let outputs = hooks.postprocess(item);
+                        (outputs, (start, clock.now()))
+                    })
+                    .await?;
+                stamps.post = Some(ran);
+                let outputs = outputs.map_err(Failure::Hook)?;
                 let spent = self.handle.clock().now().saturating_sub(t0);
                 self.handle
                     .observer()
@@ -525,6 +544,19 @@ where
             outputs,
         };
         Ok((response, choice))
+    }
+
+    /// Keeps a successful request's span when spans are on
+    /// ([`crate::spans`]), its reply built now (`encoded`).
+    pub fn record_span(&self, ix: usize, mut stamps: Stamps) {
+        let spans = self.handle.observer().timeline().spans();
+        if spans.on() {
+            stamps.encoded = self.handle.clock().now();
+            spans.record(Span {
+                model: ix as lanes_serving::ModelIx,
+                stamps,
+            });
+        }
     }
 
     /// Runs `f` on the blocking pool, at most `hook_slots` at once.

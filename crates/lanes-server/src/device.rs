@@ -237,6 +237,7 @@ pub(crate) fn run_batch<B: Backend>(
                     queued,
                     run,
                     batch_rows: info.rows,
+                    sent: 0, // the driver's, when it sends it
                 });
                 (reply, answer)
             })

@@ -103,6 +103,8 @@ pub struct Reply<O> {
     pub run: Nanos,
     /// Rows of the whole batch it ran in.
     pub batch_rows: u32,
+    /// When the driver sent this answer (its clock).
+    pub sent: Nanos,
 }
 
 pub(crate) type Answer<O> = Result<Reply<O>, ServerError>;
@@ -519,7 +521,10 @@ impl<B: Backend> Task<B> {
             self.releases.push((job, measured.unwrap_or(0)));
         }
         self.probe.finished(now, job, run, failed, &self.state);
-        for (reply, answer) in answers {
+        for (reply, mut answer) in answers {
+            if let Ok(r) = &mut answer {
+                r.sent = now;
+            }
             let _ = reply.send(answer);
         }
     }

@@ -46,6 +46,7 @@ use crate::backend::Backend;
 use crate::repoll::Repoll;
 use crate::runner::{Admitted, Produced};
 use crate::signature::Spec;
+use crate::spans::Stamps;
 use crate::streams::{Streams, WithStreams};
 
 /// The gRPC service over an [`App`].
@@ -182,8 +183,18 @@ where
             .map_err(|e| status(&e))?;
         let run = async {
             let decoded = grpc::decode_request(message, &self.app.codec)?;
-            let (response, choice) = self.app.infer(ix, decoded, edge_deadline, arrival).await?;
-            Ok::<_, Failure>(grpc::encode_response(&response, &choice)?)
+            let mut stamps = Stamps {
+                arrival,
+                decoded: self.app.handle.clock().now(),
+                ..Stamps::default()
+            };
+            let (response, choice) = self
+                .app
+                .infer(ix, decoded, edge_deadline, arrival, &mut stamps)
+                .await?;
+            let encoded = grpc::encode_response(&response, &choice)?;
+            self.app.record_span(ix, stamps);
+            Ok::<_, Failure>(encoded)
         };
         // The call's deadline is the server's too (gRPC's rule): past it the
         // call answers DEADLINE_EXCEEDED, and dropping `run` takes a

@@ -63,6 +63,7 @@ pub mod repoll;
 pub mod runner;
 pub mod server;
 pub mod signature;
+pub mod spans;
 pub mod stats;
 pub mod streams;
 pub mod timeline;

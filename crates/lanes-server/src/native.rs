@@ -118,6 +118,7 @@ pub fn build(config: &NativeConfig) -> Result<Arc<App<Runners>>, NativeError> {
         codec: config.codec,
         limits: config.limits,
         trace_events: crate::timeline::DEFAULT_CAPACITY,
+        trace_requests: 0,
         version: env!("CARGO_PKG_VERSION").into(),
         hook_workers: 1,
         inline_max: config.inline_max,

@@ -58,6 +58,8 @@ pub struct ObserveConfig {
     pub model_versions: Vec<String>,
     /// Jobs the timeline keeps (`--trace-events`).
     pub trace_events: usize,
+    /// Request spans the timeline keeps (`--trace-requests`; 0: none).
+    pub trace_requests: usize,
 }
 
 impl Default for ObserveConfig {
@@ -67,6 +69,7 @@ impl Default for ObserveConfig {
             devices: Vec::new(),
             model_versions: Vec::new(),
             trace_events: DEFAULT_CAPACITY,
+            trace_requests: 0,
         }
     }
 }
@@ -219,7 +222,9 @@ impl Observer {
             .duration_since(UNIX_EPOCH)
             .map_or(0.0, |d| d.as_secs_f64())
             - seconds(clock.now());
-        let timeline = Timeline::new(observe.trace_events, devices, meta, origin_unix_s);
+        let names = config.models.iter().map(|m| m.name.clone()).collect();
+        let timeline = Timeline::new(observe.trace_events, devices, meta, origin_unix_s)
+            .with_spans(observe.trace_requests, names);
         Self {
             notices: flume::bounded(NOTICES),
             models,

@@ -25,6 +25,7 @@ fn observe_config() -> ObserveConfig {
         devices: vec!["sim:0".into()],
         model_versions: vec!["3".into()],
         trace_events: 100,
+        trace_requests: 0,
     }
 }
 

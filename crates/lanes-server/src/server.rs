@@ -80,6 +80,8 @@ pub struct ServerSpec {
     pub limits: Limits,
     /// Jobs the timeline keeps.
     pub trace_events: usize,
+    /// Request spans the timeline keeps ([`crate::spans`]; 0: none).
+    pub trace_requests: usize,
     /// A batch estimated to run at most this long runs on the driver's
     /// thread (the driver's inline rule; zero: never).
     pub inline_max: Duration,
@@ -185,6 +187,7 @@ pub fn build(spec: ServerSpec, phase: Phase) -> Result<Arc<App<Runners>>, ServeS
             .map(|m| m.entry.version.clone())
             .collect(),
         trace_events: spec.trace_events,
+        trace_requests: spec.trace_requests,
     };
     let runners = Runners::new(
         spec.models.iter().map(|m| Arc::clone(&m.runner)).collect(),

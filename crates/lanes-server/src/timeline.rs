@@ -41,6 +41,7 @@ use lanes_policy::Nanos;
 use serde_json::{json, Map, Value};
 
 use crate::error::{ServerError, StartError};
+use crate::spans::Spans;
 
 /// `seconds` when `GET /v2/trace` names none.
 pub const DEFAULT_SECONDS: f64 = 10.0;
@@ -82,6 +83,10 @@ pub struct Timeline {
     meta: Map<String, Value>,
     /// The wall time of the driver's clock zero, seconds since the Unix epoch.
     origin_unix_s: f64,
+    /// The request spans (`--trace-requests`; off unless [`Timeline::with_spans`]).
+    spans: Spans,
+    /// Model names by index, for the spans.
+    models: Vec<String>,
 }
 
 impl Timeline {
@@ -102,7 +107,22 @@ impl Timeline {
             devices,
             meta,
             origin_unix_s,
+            spans: Spans::new(0),
+            models: Vec::new(),
         }
+    }
+
+    /// The same timeline keeping the last `capacity` request spans of the
+    /// models named `models` (by index) too; 0: none.
+    pub fn with_spans(mut self, capacity: usize, models: Vec<String>) -> Self {
+        self.spans = Spans::new(capacity);
+        self.models = models;
+        self
+    }
+
+    /// The request spans.
+    pub fn spans(&self) -> &Spans {
+        &self.spans
     }
 
     fn ring(&self) -> std::sync::MutexGuard<'_, Ring> {
@@ -160,10 +180,26 @@ impl Timeline {
         chrome_trace(jobs, &self.devices, 0, std::process::id(), other)
     }
 
-    /// The last `seconds` before `now` (None: the whole ring) as JSON bytes.
+    /// The last `seconds` before `now` (None: the whole ring) as JSON bytes:
+    /// the jobs, and with spans on the requests whose reply was built in
+    /// the window ([`crate::spans`]; `otherData` counts them as `requests`,
+    /// `requests_dropped`, `requests_capacity`).
     pub fn export(&self, seconds: Option<f64>, now: Nanos) -> Vec<u8> {
         let jobs = self.window(seconds, now);
-        serde_json::to_vec(&self.trace(&jobs, seconds)).expect("a trace encodes")
+        let mut trace = self.trace(&jobs, seconds);
+        if self.spans.on() {
+            let spans = self.spans.window(seconds, now);
+            let (recorded, kept, capacity) = self.spans.counts();
+            let other = &mut trace["otherData"];
+            other["requests"] = json!(spans.len());
+            other["requests_dropped"] = json!(recorded - kept);
+            other["requests_capacity"] = json!(capacity);
+            let events = Spans::events(&spans, &self.models, 0, std::process::id());
+            if let Some(list) = trace["traceEvents"].as_array_mut() {
+                list.extend(events);
+            }
+        }
+        serde_json::to_vec(&trace).expect("a trace encodes")
     }
 
     /// Writes the whole ring to `path` atomically (a temporary file beside

@@ -215,6 +215,23 @@ pub struct Host {
     /// a few long, as waits for a scheduler are).
     #[serde(default = "constant")]
     pub handoff_dist: Dist,
+    /// A request's wait for a thread before its pre phase, drawn per
+    /// request from this empirical distribution (`(p, ms)` quantile points,
+    /// as `device_hold_ms`), no core held: the hops around the
+    /// pre-processing hook as `lanes serve --trace-requests` measures them.
+    /// Replaces `handoff_ms` for the pre phase; empty (the default): not used.
+    #[serde(default)]
+    pub pre_wake_ms: Vec<(f64, f64)>,
+    /// The same before each request's post phase (the handler waking for
+    /// its answer, the hook's thread taking it up).
+    #[serde(default)]
+    pub post_wake_ms: Vec<(f64, f64)>,
+    /// What the client's side adds to each request's latency (its send and
+    /// receive, the kernel's socket queues): a draw per request from this
+    /// empirical distribution (`(p, ms)` points), added at its end, nothing
+    /// held. Empty (the default): nothing.
+    #[serde(default)]
+    pub client_ms: Vec<(f64, f64)>,
     /// A device is held this long beyond each batch's runtime call, drawn
     /// per batch from this empirical distribution: `(p, ms)` points of its
     /// quantile function (see [`crate::workload::Quantiles`] for the rule),
@@ -356,6 +373,24 @@ impl Scenario {
                 "lognormal",
                 "must be constant or exponential",
             ));
+        }
+        for (key, points) in [
+            ("pre_wake_ms", &h.pre_wake_ms),
+            ("post_wake_ms", &h.post_wake_ms),
+            ("client_ms", &h.client_ms),
+        ] {
+            let waking = key != "client_ms";
+            if !crate::workload::Quantiles::valid(points)
+                || (waking && !points.is_empty() && (h.handoff_ms > 0.0 || h.interpreter.is_some()))
+            {
+                return Err(self.invalid(
+                    format!("host.{key}"),
+                    format!("{points:?}"),
+                    "must be empty or [p, ms] points with p ascending from 0 to 1 and ms >= 0 \
+                     not below the previous point's (a wake-up table: not with host.handoff_ms \
+                     > 0 nor [host.interpreter])",
+                ));
+            }
         }
         if !crate::workload::Quantiles::valid(&h.device_hold_ms) {
             return Err(self.invalid(

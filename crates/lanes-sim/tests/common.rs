@@ -73,6 +73,9 @@ pub fn ocr_unbatched() -> Scenario {
             call_preempt_per_ms: 0.0,
             call_preempt_ms: Vec::new(),
             device_hold_busy_ms: Vec::new(),
+            pre_wake_ms: Vec::new(),
+            post_wake_ms: Vec::new(),
+            client_ms: Vec::new(),
         },
         services: vec![
             service("cnn", 0.60, 2, 2.0, 5.0, 0.3, 1.0),
@@ -104,6 +107,9 @@ pub fn single_server(gpu: Cost) -> Scenario {
             call_preempt_per_ms: 0.0,
             call_preempt_ms: Vec::new(),
             device_hold_busy_ms: Vec::new(),
+            pre_wake_ms: Vec::new(),
+            post_wake_ms: Vec::new(),
+            client_ms: Vec::new(),
         },
         services: vec![Service {
             name: "only".into(),

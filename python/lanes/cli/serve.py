@@ -110,6 +110,12 @@ def register(subparsers: Any) -> None:
         "--trace-events", metavar="N", help="timeline ring buffer size (default: 200000 events)"
     )
     ops.add_argument(
+        "--trace-requests",
+        metavar="N",
+        help="also keep the last N requests' spans in the timeline: each request's stages and "
+        "the hops between the server's threads (default: 0, none; docs/metrics.md)",
+    )
+    ops.add_argument(
         "--inline-max-us",
         metavar="US",
         help="on an idle server, run a native model's CPU batch estimated at most US µs on the "
@@ -175,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
         "grpc_port": args.grpc_port,
         "trace": args.trace,
         "trace_events": args.trace_events,
+        "trace_requests": args.trace_requests,
         "inline_max_us": args.inline_max_us,
         "warmup_batches": args.warmup_batches,
         "drain_timeout": args.drain_timeout,

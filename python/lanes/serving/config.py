@@ -23,6 +23,9 @@ else:
     import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
 
 CONFIG_INVALID = "config_invalid"
+
+MAX_TRACE_REQUESTS = 10_000_000
+"""The most request spans ``--trace-requests`` may keep (about 100 bytes each)."""
 """A ``--config`` file that cannot be read, is not TOML, or has an unknown key."""
 
 POLICIES = (
@@ -60,6 +63,8 @@ class ServeConfig:
       port (0: any free).
     - ``trace``: a file the device timeline (Chrome trace-event JSON) is written to at exit.
     - ``trace_events``: the timeline's ring buffer, in events.
+    - ``trace_requests``: the request spans the timeline also keeps (each successful request's
+      stages on the server's threads; 0: none).
     - ``inline_max_us``: on an idle server (no batch running or finished within 1 ms), a batch
       estimated to run at most this many µs runs on the server's driver thread instead of waking
       its device's executor (native ONNX models on CPU devices only; 0: never): two wake-ups
@@ -92,6 +97,7 @@ class ServeConfig:
     grpc_port: str = "auto"
     trace: Path | None = None
     trace_events: int = 200_000
+    trace_requests: int = 0
     inline_max_us: int = 200
     warmup_batches: int = 2
     drain_timeout: float = 30.0
@@ -130,6 +136,7 @@ def _convert(key: str, value: Any, where: str) -> Any:
             "port",
             "workers",
             "trace_events",
+            "trace_requests",
             "inline_max_us",
             "warmup_batches",
             "max_connections",
@@ -213,6 +220,12 @@ def check(cfg: ServeConfig, origin: Mapping[str, str] | None = None) -> ServeCon
     if cfg.trace_events < 1000:
         raise LanesError(
             BAD_ARGUMENT, f"{at('trace_events')} = {cfg.trace_events}: must be >= 1000"
+        )
+    if not 0 <= cfg.trace_requests <= MAX_TRACE_REQUESTS:
+        raise LanesError(
+            BAD_ARGUMENT,
+            f"{at('trace_requests')} = {cfg.trace_requests}: must be 0..{MAX_TRACE_REQUESTS} "
+            "(0: no request spans)",
         )
     if not 0 <= cfg.inline_max_us <= 1000:
         raise LanesError(

@@ -266,6 +266,7 @@ class Server:
             "max_header_bytes": c.max_header_kb * 1024,
             "grpc_keepalive": c.grpc_keepalive,
             "trace_events": c.trace_events,
+            "trace_requests": c.trace_requests,
             "inline_max_us": c.inline_max_us,
             "version": self.version,
             "access_log": c.access_log,

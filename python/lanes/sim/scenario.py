@@ -43,7 +43,8 @@ _TOP_KEYS = ("name", "description", "slo_ms", "host", "service")
 _HOST_KEYS = (
     "gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta", "shared_cores", "busy_cores",
     "interpreter", "time_slicing", "handoff_ms", "handoff_dist", "slice_ms", "device_hold_ms",
-    "call_preempt_per_ms", "call_preempt_ms", "device_hold_busy_ms",
+    "call_preempt_per_ms", "call_preempt_ms", "device_hold_busy_ms", "pre_wake_ms",
+    "post_wake_ms", "client_ms",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -153,6 +154,17 @@ class Host:
     dispatched while n runtime calls run on the cores finds its device thread's core busy with
     probability ``min(1, n / cpu_cores)`` and holds its device for a draw of this instead of
     ``device_hold_ms``: ``(p, ms)`` points as ``device_hold_ms``; empty: never."""
+    pre_wake_ms: tuple[tuple[float, float], ...] = ()
+    """A request's wait for a thread before its pre phase, drawn per request, no core held (the
+    hops around the pre-processing hook as ``lanes serve --trace-requests`` measures them):
+    ``(p, ms)`` points as ``device_hold_ms``; replaces ``handoff_ms`` for the pre phase (which
+    must then be 0); empty: not used."""
+    post_wake_ms: tuple[tuple[float, float], ...] = ()
+    """The same before each request's post phase."""
+    client_ms: tuple[tuple[float, float], ...] = ()
+    """What the client's side adds to each request's latency (its send and receive, the kernel's
+    socket queues): a draw per request, added at its end, nothing held; ``(p, ms)`` points as
+    ``device_hold_ms``; empty: nothing."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -181,6 +193,9 @@ class Host:
             core["call_preempt_ms"] = [list(p) for p in self.call_preempt_ms]
         if self.device_hold_busy_ms:
             core["device_hold_busy_ms"] = [list(p) for p in self.device_hold_busy_ms]
+        for key in ("pre_wake_ms", "post_wake_ms", "client_ms"):
+            if points := getattr(self, key):
+                core[key] = [list(p) for p in points]
         if self.interpreter is not None:
             core["interpreter"] = {
                 "batch_ms": self.interpreter.batch_ms,
@@ -400,10 +415,15 @@ def _host(t: Table) -> Host:
     hold_busy = _quantiles(t, "device_hold_busy_ms")
     if hold_busy and not (shared and slicing):
         t.fail("device_hold_busy_ms", "needs shared_cores = true and time_slicing = true")
+    wakes = {k: _quantiles(t, k) for k in ("pre_wake_ms", "post_wake_ms")}
+    for key, points in wakes.items():
+        if points and (handoff or interpreter is not None):
+            t.fail(key, "must not be given with handoff_ms > 0 or [host.interpreter]")
     return Host(
         gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter, slicing,
         handoff, handoff_dist, slice_ms, _quantiles(t, "device_hold_ms"), preempt_per_ms,
-        preempt_ms, hold_busy,
+        preempt_ms, hold_busy, wakes["pre_wake_ms"], wakes["post_wake_ms"],
+        _quantiles(t, "client_ms"),
     )  # fmt: skip
 
 

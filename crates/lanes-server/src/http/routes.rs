@@ -19,6 +19,7 @@ use crate::app::{App, Failure};
 use crate::backend::Backend;
 use crate::runner::{Admitted, Produced};
 use crate::signature::metadata;
+use crate::spans::Stamps;
 use crate::stats::Outcome;
 use crate::timeline::parse_seconds;
 
@@ -448,13 +449,21 @@ where
         version: version.map(str::to_owned),
     };
     let decoded = decode_request(model, body, header_length, &app.codec)?;
+    let mut stamps = Stamps {
+        arrival,
+        decoded: app.handle.clock().now(),
+        ..Stamps::default()
+    };
     // The header is the deadline only for a request without a `timeout` parameter.
     let edge_deadline = match decoded.timeout_us {
         Some(_) => None,
         None => header_deadline(&parts.headers)?,
     };
-    let (response, choice) = app.infer(ix, decoded, edge_deadline, arrival).await?;
+    let (response, choice) = app
+        .infer(ix, decoded, edge_deadline, arrival, &mut stamps)
+        .await?;
     let encoded = encode_response(&response, &choice)?;
+    app.record_span(ix, stamps);
     let body = match encoded.chunks.len() {
         1 => encoded.chunks.into_iter().next().expect("one chunk"),
         _ => Bytes::from(encoded.to_vec()),

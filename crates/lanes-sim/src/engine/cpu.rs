@@ -9,7 +9,9 @@
 //! **Rule.** A request's pre or post and a batch's Python work
 //! ([`holds_lock`]; not a runtime call nor a background slice) first wait
 //! for their thread to wake (nothing held): `handoff` ns, or with
-//! `host.handoff_dist = "exponential"` a draw with that mean. With an interpreter
+//! `host.handoff_dist = "exponential"` a draw with that mean; a request's
+//! pre (post) with `host.pre_wake_ms` (`host.post_wake_ms`) a draw of that
+//! measured distribution instead. With an interpreter
 //! lock they then ask for the lock (FCFS, a pool of one); every phase then
 //! asks for a core (FCFS, `cpu_cores`; with `host.time_slicing` it runs at
 //! once on the time-sliced cores, [`crate::host::TimeShared`]). A phase
@@ -52,6 +54,17 @@ impl Sim<'_> {
     /// first (`handoff`, nothing held); then it asks for the lock if it holds
     /// one, and for a core.
     pub(super) fn cpu_phase(&mut self, token: u32, cost: u64) {
+        if token & (BATCH_TOKEN | BATCH_PY_TOKEN | BUSY_TOKEN) == 0 {
+            let table = match self.reqs[token as usize].phase {
+                Phase::Pre => self.pre_wake.as_ref(),
+                Phase::Post => self.post_wake.as_ref(),
+            };
+            if let Some(q) = table {
+                let wake = q.sample(&mut self.wake_rng);
+                self.at(self.now + wake, Ev::Woken(token));
+                return;
+            }
+        }
         if self.handoff > 0 && holds_lock(token) {
             let wake = self.wake.sample(&mut self.wake_rng);
             self.at(self.now + wake, Ev::Woken(token));

@@ -93,6 +93,15 @@ struct Sim<'a> {
     wake: CostSampler,
     wake_rng: Pcg64Mcg,
     convoy: u64,
+    /// Each request's wake-up before its pre and its post phase
+    /// (`host.pre_wake_ms`, `host.post_wake_ms`; `None`: `handoff`), drawn
+    /// from `wake_rng`.
+    pre_wake: Option<Quantiles>,
+    post_wake: Option<Quantiles>,
+    /// The client's part of each request's latency (`host.client_ms`;
+    /// `None`: none), from its own seeded stream.
+    client: Option<Quantiles>,
+    client_rng: Pcg64Mcg,
     /// Draws each batch's device hold (`host.device_hold_ms`; `None`:
     /// none), from its own seeded stream.
     hold: Option<Quantiles>,
@@ -225,6 +234,10 @@ impl<'a> Sim<'a> {
             }),
             wake_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x005E_ED0F_3A4E),
             convoy: lock_ns(|i| i.convoy_ms),
+            pre_wake: Quantiles::new(&sc.host.pre_wake_ms),
+            post_wake: Quantiles::new(&sc.host.post_wake_ms),
+            client: Quantiles::new(&sc.host.client_ms),
+            client_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0C11_E470_5EED),
             hold: Quantiles::new(&sc.host.device_hold_ms),
             hold_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0DE7_1CE0_4B1D),
             preempt: Quantiles::new(&sc.host.call_preempt_ms)

@@ -144,7 +144,11 @@ impl Sim<'_> {
         let q = self.reqs[r as usize];
         if q.measured {
             let s = &self.services[q.service as usize];
-            let latency = self.now - q.arrival;
+            let client = self
+                .client
+                .as_ref()
+                .map_or(0, |c| c.sample(&mut self.client_rng));
+            let latency = self.now - q.arrival + client;
             let own = q.pre + q.work + q.post;
             self.per_service[q.service as usize].complete(latency, own, s.slo);
             self.gpu_time.queue += q.queued;
