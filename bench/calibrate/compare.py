@@ -80,6 +80,10 @@ figure enters, so every p50, p99 and goodput is a prediction):
    request on its own at a light open-loop rate on this host (lone.py's docstring). Without
    ``lone.json``, that closed-loop figure is used (``p50 / slowdown`` in every run; median over
    models and server starts). The client's own latency is in both.
+   **A scenario that carries measured wake-ups** (``host.pre_wake_ms``, ``post_wake_ms``,
+   ``client_ms``: read off request spans by ``bench/calibrate/spans.py``, docs/sim.md) keeps
+   them, and this rule is not applied (``handoff_ms`` 0): the waits are measured per request
+   rather than fitted to lone requests.
 
 4. With the per-thread CPU of a live server (``threads/*.md`` in the results folder, or
    ``--threads DIR``: ``bench/calibrate/threads.py``'s output, each thread's CPU and run delay
@@ -500,10 +504,18 @@ def fit(
             threads=threads,
             check=(a, p * 1e3, q * 1e3),
         )
+    if measured_wakes(scenario):
+        return replace(f, handoff_ms=0.0)
     scaled = calibrated(scenario, replace(f, in_situ=()))
     if lone is not None and not hold_median:
         return replace(f, handoff_ms=lone_handoff_ms(scaled, lone))
     return replace(f, handoff_ms=handoff_ms(runs, scaled, lone))
+
+
+def measured_wakes(scenario: Scenario) -> bool:
+    """Whether ``scenario`` carries measured wake-ups (rule 3's exception)."""
+    h = scenario.host
+    return bool(h.pre_wake_ms or h.post_wake_ms)
 
 
 LONE_SEEDS = (1, 2, 3)
@@ -651,7 +663,8 @@ def scenario_lines(scenario: Scenario) -> str:
     h = scenario.host
     lines = [
         f"busy_cores = {h.busy_cores:.3f}",
-        f"handoff_ms = {h.handoff_ms:.3f}",
+        f"handoff_ms = {h.handoff_ms:.3f}"
+        + (" (measured wake-ups: pre_wake_ms, post_wake_ms, client_ms)" if h.pre_wake_ms else ""),
         f"time_slicing = {str(h.time_slicing).lower()}",
         f"slice_ms = {h.slice_ms:g}",
         "device_hold_ms = [" + ", ".join(f"[{p:g}, {ms:.4g}]" for p, ms in h.device_hold_ms) + "]",
@@ -871,8 +884,13 @@ def main(argv: list[str] | None = None) -> int:
         f"{f.server_cores:.3f} cores + {f.request_ms:.3f} ms per request + {f.batch_ms:.3f} ms "
         f"per batch (median batch {f.batch_size:.2f}) beyond its devices "
         f"({'measured by thread, rule 4' if f.threads else 'fitted'}); thread "
-        f"wake-up {f.handoff_ms:.3f} ms (measured, {'lone.json' if lone else 'closed loop'}). "
-        f"Scenario {args.scenario.name} with shared "
+        + (
+            "wake-ups measured per request (the scenario's pre_wake_ms, post_wake_ms). "
+            if measured_wakes(base)
+            else f"wake-up {f.handoff_ms:.3f} ms (measured, "
+            f"{'lone.json' if lone else 'closed loop'}). "
+        )
+        + f"Scenario {args.scenario.name} with shared "
         f"{cores} cores, busy_cores {scenario.host.busy_cores:.3f}, pre + "
         f"{scenario.services[0].pre.mean_ms - base.services[0].pre.mean_ms:.3f} ms; "
         f"{args.seeds} seeds x {args.requests} requests"

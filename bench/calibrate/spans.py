@@ -20,8 +20,10 @@ them beside the client's latency and the simulator's terms:
   A difference of quantiles, not a quantile of differences: client and server are not joined
   per request.
 
-Per variant, level and model (repeats pooled) the p50/p90/p99 of each, and per variant and level
-the two waits' quantile functions over every model, in the scenario's ``[[p, ms], ...]`` form
+Per variant, level and model the p50/p90/p99 of each (the mean over repeats of each run's, the
+lab's estimator); per variant and level the slowest 1 % of requests by ``total_ms`` (repeats
+pooled): their models and the mean of each term; and per variant and level the two waits'
+quantile functions over every model (repeats pooled), in the scenario's ``[[p, ms], ...]`` form
 (``--json``).
 
 Run:  python bench/calibrate/spans.py RESULTS [--markdown OUT.md] [--json OUT.json]
@@ -65,6 +67,7 @@ def terms(span: dict[str, Any]) -> dict[str, float]:
         "handoff": span["handoff_ms"],
         "pre": span["decode_ms"] + span["pre_ms"],
         "post": span["post_ms"] + span["post_return_ms"],
+        "batch": span["batch_size"],
     }
 
 
@@ -119,6 +122,7 @@ def report(results: Path) -> tuple[list[str], dict[str, Any]]:
         "|---|---:|---|---:|---|---|---|---|---|---|---|---|---|---|",
     ]
     tables: dict[str, Any] = {}
+    slow_rows: list[str] = []
     for (variant, rate), models in sorted(spans.items()):
         pooled: dict[str, list[float]] = defaultdict(list)
         for model, repeats in sorted(models.items()):
@@ -142,11 +146,44 @@ def report(results: Path) -> tuple[list[str], dict[str, Any]]:
                 + " | ".join(q3(col[t]) for t in TERMS[1:])
                 + " |"
             )
+        slow_rows.append(slowest(variant, rate, models))
         tables[f"{variant}@{rate:.0f}"] = {
             t: [[p, round(quantile(sorted(xs), p), 4)] for p in QUANTILES]
             for t, xs in pooled.items()
         }
+    lines += [
+        "",
+        "The slowest 1 % of requests by `total` (repeats pooled): how many of each model, and the",
+        "mean of each term in ms.",
+        "",
+        "| variant | req/s | n | models | total | inside | outside | wake before pre |"
+        " wake before post | driver hand-offs | pre | post | batch size |",
+        "|---|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
+        *slow_rows,
+    ]
     return lines, tables
+
+
+def slowest(variant: str, rate: float, models: dict[str, list[list[dict[str, float]]]]) -> str:
+    """The row of the slowest 1 % of requests at (variant, rate), repeats pooled."""
+    rows = sorted(
+        ((r, m) for m, repeats in models.items() for rep in repeats for r in rep),
+        key=lambda x: x[0]["total"],
+    )
+    top = rows[int(len(rows) * 0.99) :] or rows[-1:]
+    count: dict[str, int] = defaultdict(int)
+    for _, m in top:
+        count[m] += 1
+    who = ", ".join(f"{m} {n}" for m, n in sorted(count.items(), key=lambda x: -x[1]))
+
+    def mean(term: str) -> str:
+        return f"{sum(r[term] for r, _ in top) / len(top):.2f}"
+
+    return (
+        f"| {variant} | {rate:.0f} | {len(top)} | {who} | "
+        + " | ".join(mean(t) for t in (*TERMS, "batch"))
+        + " |"
+    )
 
 
 def main() -> None:
