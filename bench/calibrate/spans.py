@@ -41,18 +41,11 @@ from typing import Any
 from compare import emit, load_runs  # beside this file
 from timelines import quantile
 
+from lanes.lab.spans import read as spans_of
+
 QUANTILES = (0.0, 0.1, 0.25, 0.5, 0.75, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999, 1.0)
 """The points of each wait's quantile function in ``--json`` (the scenario's form)."""
 SHOWN = (0.5, 0.9, 0.99)
-
-
-def spans_of(trace: dict[str, Any]) -> list[dict[str, Any]]:
-    """The request spans of a timeline: each outer ``b`` event's args."""
-    return [
-        e["args"]
-        for e in trace["traceEvents"]
-        if e.get("ph") == "b" and e.get("cat") == "request" and "args" in e
-    ]
 
 
 def terms(span: dict[str, Any]) -> dict[str, float]:

@@ -4,7 +4,8 @@
 draws the charts (:mod:`lanes.lab.charts`) into ``RESULTS_DIR/charts/*.png`` and writes
 ``report.html``: the experiment's name, dates, machine and commands; the capacity at SLO of each
 variant and its ratio to the baseline; the three charts; the summary table (means with 95 % CIs,
-p99 as a ratio to the baseline at the same level); device and per-model tables; the experiment
+p99 as a ratio to the baseline at the same level); device and per-model tables; where the
+server's time went when the servers kept request spans (:mod:`lanes.lab.spans`); the experiment
 file. The page opens offline: inline CSS, charts embedded as base64 ``data:`` URIs, no script
 and nothing fetched. A figure that is missing shows as "no data". Every file is written
 atomically.
@@ -197,6 +198,7 @@ def render_html(
         "<h2>Per-model latency and slowdown</h2>",
         "<p class='note'>Slowdown: the model's p50 under this load over its p50 unloaded.</p>",
         _model_table(summary, labels),
+        _spans_section(summary, root, level, labels),
         diagnosis.section(root, summary.get("diagnosis") or {}),
         _experiment_file(root),
     ]
@@ -413,6 +415,40 @@ def _model_table(summary: Mapping[str, Any], labels: Mapping[int, str]) -> str:
                 ]  # fmt: skip
                 rows.append(("", cells))
     return html_table(head, rows)
+
+
+def _spans_section(
+    summary: Mapping[str, Any], root: Path, level: int | None, labels: Mapping[int, str]
+) -> str:
+    """ "Where the server's time went": per variant and model, each part's p50 / p99 from the
+    request spans of the chosen level's timelines (:mod:`lanes.lab.spans`); empty when no
+    variant's server kept spans there."""
+    from lanes.lab import spans
+
+    rows = []
+    for name, variant in summary["variants"].items():
+        for lv in variant["levels"]:
+            if lv["level"] != level:
+                continue
+            for model, row in spans.table(spans.level_spans(root, lv["timelines"])).items():
+                cells = [html.escape(name), html.escape(model), str(row["requests"])]
+                cells += [f"{row[p][0]:.2f} / {row[p][1]:.2f}" for p in spans.PARTS]
+                rows.append(("", cells))
+    if not rows:
+        return ""
+    load = html.escape(labels.get(level, NO_DATA) if level is not None else NO_DATA)
+    return "".join(
+        [
+            "<h2>Where the server's time went</h2>",
+            f"<p class='note'>Request spans (<code>lanes serve --trace-requests</code>) at load "
+            f"{load}, every repeat pooled: p50 / p99 in ms of each part. Batch wait: from the "
+            "request's arrival in the scheduler to its batch's start; call: the batch's run; "
+            "hooks: decoding and the pre- and post-processing hooks; hand-offs: every wait for a "
+            "thread between them, and the encoding. The parts add up to the server's total; "
+            "the client saw its send and receive on top.</p>",
+            html_table(["variant", "model", "requests", *[f"{p} ms" for p in spans.PARTS]], rows),
+        ]
+    )
 
 
 def _experiment_file(root: Path) -> str:
