@@ -38,8 +38,10 @@ def main() -> None:
             replicas[name].predict(batches[name])
             times[name].append((time.perf_counter() - t0) * 1000 / args.batch)
     base = statistics.median(times["char_cnn"])
-    print(f"# {platform.processor() or platform.machine()}, batch {args.batch}, "
-          f"{args.rounds} interleaved rounds, 1 intra-op thread")
+    print(
+        f"# {platform.processor() or platform.machine()}, batch {args.batch}, "
+        f"{args.rounds} interleaved rounds, 1 intra-op thread"
+    )
     print("| model | per item (ms, median) | x char_cnn |")
     print("|---|---|---|")
     for name in ZOO_NAMES:
