@@ -26,6 +26,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from compare import emit  # beside this file
+
 import lanes.lab.generators as generators
 import lanes.lab.runner as runner
 from lanes.bench.result import Result, merge
@@ -111,11 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", type=Path)
     args = ap.parse_args(argv)
     if args.report:
-        text = report(args.report)
-        print(text)
-        if args.markdown:
-            args.markdown.write_text(text)
-        return 0
+        return emit(report(args.report), args.markdown)
     if args.experiment is None or args.out is None:
         ap.error("give EXPERIMENT.toml and --out DIR, or --report DIR")
     install()

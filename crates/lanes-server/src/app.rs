@@ -529,7 +529,7 @@ where
                     .await?;
                 stamps.post = Some(ran);
                 let outputs = outputs.map_err(Failure::Hook)?;
-                let spent = self.handle.clock().now().saturating_sub(t0);
+                let spent = clock.now().saturating_sub(t0);
                 self.handle
                     .observer()
                     .model(ix as u32)

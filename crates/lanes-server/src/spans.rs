@@ -72,6 +72,26 @@ fn ms(ns: i128) -> f64 {
     ns as f64 / 1e6
 }
 
+fn between(a: Nanos, b: Nanos) -> f64 {
+    ms(b as i128 - a as i128)
+}
+
+/// A hook's three stages between `from` and `to` in `args`: with the hook
+/// having `ran` (start, end), `{hook}_wait_ms` (from to start), `{hook}_ms`
+/// and `{hook}_return_ms` (end to `to`); without it `{hook}_ms` 0 and the
+/// whole of `from` to `to` in `{hook}_return_ms`.
+fn hook_stages(args: &mut Value, hook: &str, from: Nanos, ran: Option<(Nanos, Nanos)>, to: Nanos) {
+    let (run, back) = match ran {
+        Some((start, end)) => {
+            args[format!("{hook}_wait_ms")] = json!(between(from, start));
+            (between(start, end), between(end, to))
+        }
+        None => (0.0, between(from, to)),
+    };
+    args[format!("{hook}_ms")] = json!(run);
+    args[format!("{hook}_return_ms")] = json!(back);
+}
+
 impl Span {
     /// Every stage in ms, the export's `args`: `decode_ms` (arrival to
     /// decoded); with a preprocess hook `pre_wait_ms` (decoded to the hook's
@@ -87,41 +107,20 @@ impl Span {
     /// `batch_size`.
     pub fn args(&self, name: &str) -> Value {
         let s = &self.stamps;
-        let d = |a: Nanos, b: Nanos| ms(b as i128 - a as i128);
         let scheduled = s.sent as i128 - s.queued as i128;
         let mut args = json!({
             "model": name,
-            "decode_ms": d(s.arrival, s.decoded),
+            "decode_ms": between(s.arrival, s.decoded),
             "scheduled_ms": ms(scheduled),
             "batch_wait_ms": ms(s.batch_wait as i128),
             "run_ms": ms(s.run as i128),
             "handoff_ms": ms(scheduled - s.batch_wait as i128 - s.run as i128),
-            "answer_wake_ms": d(s.sent, s.resumed),
-            "total_ms": d(s.arrival, s.encoded),
+            "answer_wake_ms": between(s.sent, s.resumed),
+            "total_ms": between(s.arrival, s.encoded),
             "batch_size": s.batch_rows,
         });
-        match s.pre {
-            Some((start, end)) => {
-                args["pre_wait_ms"] = json!(d(s.decoded, start));
-                args["pre_ms"] = json!(d(start, end));
-                args["pre_return_ms"] = json!(d(end, s.queued));
-            }
-            None => {
-                args["pre_ms"] = json!(0.0);
-                args["pre_return_ms"] = json!(d(s.decoded, s.queued));
-            }
-        }
-        match s.post {
-            Some((start, end)) => {
-                args["post_wait_ms"] = json!(d(s.resumed, start));
-                args["post_ms"] = json!(d(start, end));
-                args["post_return_ms"] = json!(d(end, s.encoded));
-            }
-            None => {
-                args["post_ms"] = json!(0.0);
-                args["post_return_ms"] = json!(d(s.resumed, s.encoded));
-            }
-        }
+        hook_stages(&mut args, "pre", s.decoded, s.pre, s.queued);
+        hook_stages(&mut args, "post", s.resumed, s.post, s.encoded);
         args
     }
 }

@@ -46,6 +46,15 @@ impl Sim<'_> {
         let q = &mut self.reqs[r as usize];
         q.phase = phase;
         let cost = if phase == Phase::Pre { q.pre } else { q.post };
+        let measured = match phase {
+            Phase::Pre => self.pre_wake.as_ref(),
+            Phase::Post => self.post_wake.as_ref(),
+        };
+        if let Some(table) = measured {
+            let wake = table.sample(&mut self.wake_rng);
+            self.at(self.now + wake, Ev::Woken(r));
+            return;
+        }
         self.cpu_phase(r, cost);
     }
 
@@ -54,17 +63,6 @@ impl Sim<'_> {
     /// first (`handoff`, nothing held); then it asks for the lock if it holds
     /// one, and for a core.
     pub(super) fn cpu_phase(&mut self, token: u32, cost: u64) {
-        if token & (BATCH_TOKEN | BATCH_PY_TOKEN | BUSY_TOKEN) == 0 {
-            let table = match self.reqs[token as usize].phase {
-                Phase::Pre => self.pre_wake.as_ref(),
-                Phase::Post => self.post_wake.as_ref(),
-            };
-            if let Some(q) = table {
-                let wake = q.sample(&mut self.wake_rng);
-                self.at(self.now + wake, Ev::Woken(token));
-                return;
-            }
-        }
         if self.handoff > 0 && holds_lock(token) {
             let wake = self.wake.sample(&mut self.wake_rng);
             self.at(self.now + wake, Ev::Woken(token));
