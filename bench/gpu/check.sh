@@ -3,15 +3,20 @@
 #
 #   bench/gpu/check.sh smoke OUT   the host (GPU, driver, torch, onnxruntime's providers), the
 #                                  CUDA tests (tests/serving/test_cuda.py, the torch zoo's CUDA
-#                                  test, device parsing), and lanes serve on cuda:0 with the
-#                                  zoo's torch backend answering every zoo model, its metrics
-#                                  and its device timeline
-#   bench/gpu/check.sh lab OUT     examples/experiments/gpu.toml (independent, fifo, sjf on
+#                                  tests, CUDA graphs among them, device parsing), and lanes serve
+#                                  on cuda:0 with the zoo's torch backend answering every zoo
+#                                  model, its first request after ready, its metrics and its
+#                                  device timeline: eager (smoke.txt) and --cuda-graphs
+#                                  (smoke-graphs.txt)
+#   bench/gpu/check.sh lab OUT     examples/experiments/gpu.toml (independent, fifo, sjf, fair on
 #                                  cuda:0) with lanes bench run; OUT/gpu-lab.tgz holds the folder
 #                                  (LAB_EXPERIMENT=FILE runs another experiment, LAB_ARGS adds
-#                                  options such as --repeats 1)
+#                                  options such as --repeats 1); a lab with request spans also
+#                                  gives OUT/spans.md (bench/calibrate/spans.py), and its timelines
+#                                  are left out of the archive but for two (they are large)
 #   bench/gpu/check.sh kernel OUT  bench/gpu/kernel_time.py: each zoo batch's wall, CPU and GPU
-#                                  time, and the three OCR models serial vs overlapped
+#                                  time, and the three OCR models serial vs overlapped, eager
+#                                  (kernel.txt) and through CUDA graphs (kernel-graphs.txt)
 #
 # lanes must be importable (a wheel from `maturin build --release`, or `make setup`). Every step
 # is bounded by `timeout`, writes its output under OUT, and a failed step does not stop the next.
@@ -33,16 +38,27 @@ if [ "$mode" = smoke ]; then
   echo "pytest rc $?" >> "$out/pytest.txt"
   timeout 120 "$py" bench/gpu/smoke.py > "$out/smoke.txt" 2>&1
   echo "smoke rc $?" >> "$out/smoke.txt"
+  timeout 120 "$py" bench/gpu/smoke.py --cuda-graphs > "$out/smoke-graphs.txt" 2>&1
+  echo "smoke rc $?" >> "$out/smoke-graphs.txt"
 elif [ "$mode" = lab ]; then
   lab=$(mktemp -d)/gpu-lab
   timeout "${LAB_TIMEOUT:-420}" "$py" -m lanes bench run "${LAB_EXPERIMENT:-examples/experiments/gpu.toml}" \
     --out "$lab" ${LAB_ARGS:-} > "$out/lab.txt" 2>&1
   echo "lab rc $?" >> "$out/lab.txt"
   cp "$lab/summary.json" "$out/" 2>/dev/null
+  if grep -qs trace-requests "$lab/experiment.toml"; then
+    timeout 120 "$py" bench/calibrate/spans.py "$lab" --markdown "$out/spans.md" \
+      --json "$out/waits.json" > "$out/spans.txt" 2>&1
+    echo "spans rc $?" >> "$out/spans.txt"
+    find "$lab/runs" -name '*.trace.json' | sort | tail -n +3 | xargs -r rm -f
+  fi
   tar czf "$out/gpu-lab.tgz" -C "$(dirname "$lab")" gpu-lab
 elif [ "$mode" = kernel ]; then
   timeout 180 "$py" bench/gpu/kernel_time.py --json "$out/kernel.json" > "$out/kernel.txt" 2>&1
   echo "kernel rc $?" >> "$out/kernel.txt"
+  timeout 180 "$py" bench/gpu/kernel_time.py --graphs --json "$out/kernel-graphs.json" \
+    > "$out/kernel-graphs.txt" 2>&1
+  echo "kernel rc $?" >> "$out/kernel-graphs.txt"
 else
   echo "usage: check.sh smoke|lab|kernel OUT" >&2; exit 2
 fi

@@ -16,6 +16,10 @@ on ``cuda:0`` (or ``--device``), with nothing else running:
    ``independent``. Batches per second of each model and in all. If the device were the
    bottleneck, (b) would complete no more work than (a): overlapping work only waits.
 
+With ``--graphs`` every call goes through :class:`lanes.models.cuda_graphs.GraphRunner` as
+``lanes serve --cuda-graphs`` runs it (a CUDA graph per shape and thread, captured before the
+timing; each overlap thread captures its own): the same two tests with the launches gone.
+
 Prints a table and writes ``--json FILE``. Run by bench/gpu/check.sh (``kernel`` form); the
 figures go to docs/results/gpu.md. Needs torch with CUDA (or ``--device cpu`` to try it).
 """
@@ -31,16 +35,31 @@ from typing import Any
 
 import numpy as np
 
+from lanes.models.cuda_graphs import GraphRunner
 from lanes.models.zoo import spec
 from lanes.models.zoo_torch import import_torch, torch_module
 
 MODELS = ("char_cnn", "line_rnn_zh", "line_rnn_en")
 
 
-def call(torch: Any, net: Any, x: np.ndarray, dev: Any) -> Any:
-    """One batch as ``TorchZooModel.predict`` runs it."""
-    with torch.inference_mode():
-        return net(torch.from_numpy(x).to(dev)).cpu().numpy()
+class Net:
+    """One model's batch call as ``TorchZooModel.predict`` makes it: eager
+    (``torch.from_numpy(x).to(dev)``, the module, ``.cpu()``) or through a ``GraphRunner``."""
+
+    def __init__(self, torch: Any, module: Any, dev: Any, name: str, graphs: bool) -> None:
+        self.torch, self.module, self.dev = torch, module, dev
+        self.graphs = GraphRunner(torch, module, dev, name) if graphs else None
+
+    def __call__(self, x: np.ndarray) -> Any:
+        with self.torch.inference_mode():
+            if self.graphs is not None:
+                return self.graphs(x)
+            return self.module(self.torch.from_numpy(x).to(self.dev)).cpu().numpy()
+
+
+def call(torch: Any, net: Net, x: np.ndarray, dev: Any) -> Any:
+    """One batch of ``net``."""
+    return net(x)
 
 
 def gpu_seconds(torch: Any, net: Any, x: np.ndarray, dev: Any, calls: int) -> float | None:
@@ -124,6 +143,8 @@ def overlap(torch: Any, nets: dict[str, Any], dev: Any, batch: int, seconds: flo
     stop = threading.Event()
 
     def worker(name: str) -> None:
+        for _ in range(3):  # this thread's graphs (with --graphs) and handles, before the clock
+            call(torch, nets[name], inputs[name], dev)
         start.wait()
         while not stop.is_set():
             call(torch, nets[name], inputs[name], dev)
@@ -163,12 +184,15 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8, help="batch size of the overlap test")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--json", default=None)
+    parser.add_argument(
+        "--graphs", action="store_true", help="call through CUDA graphs (lanes serve --cuda-graphs)"
+    )
     args = parser.parse_args()
 
     torch = import_torch("char_cnn")
     dev = torch.device(args.device)
-    nets = {name: torch_module(name).to(dev) for name in MODELS}
-    info: dict[str, Any] = {"device": str(dev), "torch": torch.__version__}
+    nets = {name: Net(torch, torch_module(name).to(dev), dev, name, args.graphs) for name in MODELS}
+    info: dict[str, Any] = {"device": str(dev), "torch": torch.__version__, "graphs": args.graphs}
     if dev.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(dev)
         info["tf32_cudnn"] = bool(torch.backends.cudnn.allow_tf32)

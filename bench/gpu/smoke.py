@@ -2,12 +2,15 @@
 
 Starts ``lanes serve --devices cuda:0 --zoo-backend torch`` (as a subprocess, the way a user
 does), waits for ready, sends each zoo model the zoo's sample images (raw gray levels, JSON), and
-compares every answer with the same torch model run on the CPU in this process: labels equal and
-scores within 1e-2 (cuDNN may use TF32); line texts are counted, not required equal (a CTC path
-of the zoo's random weights can flip on a near tie under TF32). Then reads ``/metrics`` (the
+times each model's first request after ready against its next five (warm-up runs on every
+executor thread, so the first should cost about what a warm one does, not a thread's first
+cuBLAS call), compares every answer with the same torch model run on the CPU in this process:
+labels equal and scores within 1e-2 (cuDNN may use TF32); line texts are counted, not required
+equal (a CTC path of the zoo's random weights can flip on a near tie under TF32). Then reads ``/metrics`` (the
 device busy counter of ``cuda:0`` must have grown) and ``/v2/trace`` (batches on ``cuda:0``), and
 stops the server with SIGTERM (it must exit 0). Prints one line per check and exits 1 on the
-first failure. Run by bench/gpu/check.sh; the figures go to docs/results/gpu.md.
+first failure. Arguments are added to the server's command line (``--cuda-graphs``). Run by
+bench/gpu/check.sh; the figures go to docs/results/gpu.md.
 """
 
 from __future__ import annotations
@@ -64,7 +67,7 @@ def main() -> int:
     port, metrics = free_port(), free_port()
     cmd = [sys.executable, "-m", "lanes", "serve", "--devices", "cuda:0", "--zoo-backend",
            "torch", "--policy", "sjf", "--port", str(port), "--metrics-port", str(metrics),
-           "--grpc-port", "off"]  # fmt: skip
+           "--grpc-port", "off", *sys.argv[1:]]  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     started = time.monotonic()
     server = subprocess.Popen(cmd)
@@ -80,6 +83,21 @@ def main() -> int:
                 time.sleep(0.2)
         print(f"ok ready after {time.monotonic() - started:.1f} s", flush=True)
         images = sample_images(Path(tempfile.mkdtemp()), 4, seed=0)
+        for model in zoo_models(backend="torch"):
+            kind = "char" if model.task == "char" else "line"
+            path = next(p for p in images if p.parent.name == kind)
+            raw = np.asarray(Image.open(path).convert("L"), dtype=np.uint8)[None]
+            times = []
+            for _ in range(6):
+                t0 = time.perf_counter()
+                infer(url, model.name, raw)
+                times.append((time.perf_counter() - t0) * 1e3)
+            warm = sorted(times[1:])[2]
+            print(
+                f"first request {model.name}: {times[0]:.2f} ms, the next five's median "
+                f"{warm:.2f} ms ({times[0] / warm:.1f}x)",
+                flush=True,
+            )
         cpu = Device("cpu", 0, 1)
         for model in zoo_models(backend="torch"):
             kind = "char" if model.task == "char" else "line"

@@ -70,6 +70,7 @@ def refused(capsys: pytest.CaptureFixture[str], args: list[str]) -> str:
         (["--workers", "0"], "--workers = 0: must be >= 1"),
         (["--max-body-mb", "0"], "--max-body-mb = 0.0: must be in (0, 4096]"),
         (["--zoo-backend", "tf"], "--zoo-backend = 'tf': allowed are onnx, torch"),
+        (["--cuda-graphs"], "--cuda-graphs = true: CUDA graphs are the demo zoo's torch backend's"),
         (["--max-connections", "0"], "--max-connections = 0: must be 1..1000000"),
         (["--max-connections", "many"], "--max-connections = 'many': not a valid value"),
         (["--header-timeout", "0"], "--header-timeout = 0.0: must be 0.001..86400 seconds"),
@@ -82,6 +83,13 @@ def test_a_bad_setting_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str], repo: Path, args: list[str], says: str
 ) -> None:
     assert says in refused(capsys, ["--models", str(repo), *args])
+
+
+def test_cuda_graphs_need_the_zoo_on_torch(capsys: pytest.CaptureFixture[str]) -> None:
+    assert refused(capsys, ["--demo", "--devices", "cpu", "--cuda-graphs"]) == (
+        "--cuda-graphs = true: CUDA graphs are the demo zoo's torch backend's "
+        "(set zoo_backend = torch and serve the demo zoo)"
+    )
 
 
 def test_a_missing_models_folder(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -98,6 +98,12 @@ def test_onnx_is_the_default_backend_and_unknown_backends_are_refused(cache: Pat
         zoo_model("misc_cls", cache, backend="tensorrt")
     assert info.value.code == "bad_argument"
     assert info.value.message == "zoo backend 'tensorrt': unknown; allowed are onnx, torch"
+    with pytest.raises(LanesError) as info:
+        zoo_model("misc_cls", cache, backend="onnx", cuda_graphs=True)
+    assert (info.value.code, info.value.message) == (
+        "bad_argument",
+        "zoo backend 'onnx': CUDA graphs need the torch backend",
+    )
 
 
 @pytest.mark.parametrize("name", ZOO_NAMES)
@@ -257,3 +263,59 @@ def test_cuda_logits_equal_cpu(torch: Any, cache: Path) -> None:
             assert gpu.dtype == np.float32 and gpu.shape == cpu.shape
             # cuDNN convolutions may use TF32 (PyTorch's default): ~1e-3 relative.
             np.testing.assert_allclose(gpu, cpu, rtol=1e-2, atol=1e-2 * np.abs(cpu).max())
+
+
+def test_cuda_graphs_run_eagerly_off_cuda(torch: Any, cache: Path) -> None:
+    """On a CPU device, ``cuda_graphs`` changes nothing: the replica runs its module eagerly."""
+    (plain,) = zoo_models(["char_cnn"], cache_dir=cache, backend="torch")
+    (graphed,) = zoo_models(["char_cnn"], cache_dir=cache, backend="torch", cuda_graphs=True)
+    assert isinstance(graphed, TorchZooModel) and graphed.cuda_graphs
+    x = raw_batch("char_cnn", 3, seed=2)
+    replica = graphed.replica(CPU)
+    assert replica._graphs is None
+    np.testing.assert_array_equal(
+        replica.predict({"x": x})["logits"], plain.replica(CPU).predict({"x": x})["logits"]
+    )
+
+
+def _replay_and_compare(
+    model: Model, batches: dict[int, np.ndarray], want: dict[int, np.ndarray], runner: Any
+) -> int:
+    """Three rounds of every batch through ``model`` on this thread, each equal to ``want``;
+    the number of shapes this thread then replays through a graph."""
+    for _ in range(3):
+        for n, x in batches.items():  # TF32 may differ between algorithms: ~1e-3 relative
+            got = model.predict({"x": x})["logits"]
+            tol = 1e-2 * float(np.abs(want[n]).max())
+            np.testing.assert_allclose(got, want[n], rtol=1e-2, atol=tol)
+    return int(runner.captured())
+
+
+def test_cuda_graph_replays_equal_eager_calls_on_every_thread(torch: Any, cache: Path) -> None:
+    """Through CUDA graphs, each batch size's logits equal the eager module's on the same GPU,
+    from two threads at once (each captures and replays its own graphs), and a replay's output
+    is a copy that the next replay does not overwrite."""
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    from concurrent.futures import ThreadPoolExecutor
+
+    from lanes.models.cuda_graphs import GraphRunner
+
+    gpu = Device("cuda", 0)
+    for name in ("char_cnn", "line_rnn_zh"):
+        (plain,) = zoo_models([name], cache_dir=cache, backend="torch")
+        (graphed,) = zoo_models([name], cache_dir=cache, backend="torch", cuda_graphs=True)
+        eager, replayed = plain.replica(gpu), graphed.replica(gpu)
+        runner = replayed._graphs
+        assert isinstance(runner, GraphRunner)
+        sizes = (1, 2, spec(name).max_batch_size)
+        batches = {n: raw_batch(name, n, seed=n) for n in sizes}
+        want = {n: eager.predict({"x": x})["logits"] for n, x in batches.items()}
+        with ThreadPoolExecutor(2) as pool:
+            done = [pool.submit(_replay_and_compare, replayed, batches, want, runner)]
+            done.append(pool.submit(_replay_and_compare, replayed, batches, want, runner))
+            assert [f.result() for f in done] == [len(sizes), len(sizes)]
+        first = replayed.predict({"x": batches[1]})["logits"].copy()
+        kept = replayed.predict({"x": batches[1]})["logits"]
+        replayed.predict({"x": raw_batch(name, 1, seed=99)})
+        np.testing.assert_array_equal(kept, first)

@@ -67,6 +67,14 @@ def register(subparsers: Any) -> None:
         metavar="NAME",
         help="the demo zoo's runtime: onnx (default) or torch (same weights; needs PyTorch)",
     )
+    parser.add_argument(
+        "--cuda-graphs",
+        action="store_const",
+        const="true",
+        default=None,
+        help="with --zoo-backend torch: replay each batch shape's network as a CUDA graph on "
+        "cuda:N devices, captured at warm-up (off by default)",
+    )
     limits = parser.add_argument_group(
         "connection limits", "what slow and hostile clients may hold (docs/serve.md)"
     )
@@ -177,6 +185,7 @@ def run(args: argparse.Namespace) -> int:
         "max_header_kb": args.max_header_kb,
         "grpc_keepalive": args.grpc_keepalive,
         "zoo_backend": args.zoo_backend,
+        "cuda_graphs": args.cuda_graphs,
         "metrics_port": args.metrics_port,
         "grpc_port": args.grpc_port,
         "trace": args.trace,

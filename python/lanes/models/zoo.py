@@ -538,13 +538,17 @@ def wire_images(data: npt.NDArray[Any]) -> list[npt.NDArray[Any]]:
     return list(data)
 
 
-def zoo_model(name: str, cache_dir: Path | None = None, backend: str = "onnx") -> ZooModel:
+def zoo_model(
+    name: str, cache_dir: Path | None = None, backend: str = "onnx", cuda_graphs: bool = False
+) -> ZooModel:
     """Zoo model ``name``, its ONNX file generated if missing; not loaded.
 
     ``backend`` picks the runtime (:data:`BACKENDS`): ``onnx`` gives an :class:`OnnxZooModel`,
     ``torch`` a :class:`lanes.models.zoo_torch.TorchZooModel` with the same weights (read from
     the ONNX file); without PyTorch that raises ``LanesError("missing_dependency")``. Another
-    backend raises ``LanesError("bad_argument")``.
+    backend raises ``LanesError("bad_argument")``. ``cuda_graphs`` (torch only) replays each
+    batch shape's network as a CUDA graph on ``cuda:N`` replicas; with ``onnx`` it raises
+    ``LanesError("bad_argument")``.
     """
     s = spec(name)
     if backend not in BACKENDS:
@@ -560,12 +564,18 @@ def zoo_model(name: str, cache_dir: Path | None = None, backend: str = "onnx") -
         )
     else:
         outputs = (TensorSpec("text", "BYTES", (-1,)),)
+    if cuda_graphs and backend != "torch":
+        raise LanesError(
+            BAD_ARGUMENT, f"zoo backend '{backend}': CUDA graphs need the torch backend"
+        )
     cls: type[ZooModel] = OnnxZooModel
     platform = "onnxruntime_onnx"
+    extra: dict[str, Any] = {}
     if backend == "torch":
         from lanes.models.zoo_torch import TorchZooModel
 
         cls, platform = TorchZooModel, "pytorch_libtorch"
+        extra["cuda_graphs"] = cuda_graphs
     return cls(
         name=name,
         inputs=(TensorSpec(INPUT, "BYTES", (-1,)),),
@@ -584,17 +594,24 @@ def zoo_model(name: str, cache_dir: Path | None = None, backend: str = "onnx") -
         path=onnx_path(name, cache_dir),
         task=s.task,
         labels=s.labels,
+        **extra,
     )
 
 
 def zoo_models(
-    names: Sequence[str] | None = None, cache_dir: Path | None = None, backend: str = "onnx"
+    names: Sequence[str] | None = None,
+    cache_dir: Path | None = None,
+    backend: str = "onnx",
+    cuda_graphs: bool = False,
 ) -> list[Model]:
     """The zoo models ``names`` (all of :data:`ZOO_NAMES` by default), in that order, their ONNX
     files generated under ``cache_dir`` as needed; not loaded (the server calls
-    ``replica(device)``). ``backend`` is ``onnx`` (the default) or ``torch``: see
-    :func:`zoo_model`."""
-    return [zoo_model(n, cache_dir, backend) for n in (ZOO_NAMES if names is None else names)]
+    ``replica(device)``). ``backend`` is ``onnx`` (the default) or ``torch``, ``cuda_graphs``
+    torch's graphs on CUDA: see :func:`zoo_model`."""
+    return [
+        zoo_model(n, cache_dir, backend, cuda_graphs)
+        for n in (ZOO_NAMES if names is None else names)
+    ]
 
 
 # -- export -------------------------------------------------------------------------------------

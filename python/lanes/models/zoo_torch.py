@@ -27,6 +27,11 @@ Serving
     default lets cuDNN convolutions use TF32 on Ampere and newer GPUs, so logits differ from the
     CPU's in about the third significant digit.
 
+    With ``cuda_graphs`` (``lanes serve --cuda-graphs``), a ``cuda:N`` replica runs its network
+    through :class:`lanes.models.cuda_graphs.GraphRunner`: a CUDA graph per batch shape and
+    executor thread, captured at warm-up, replayed with one launch per batch. ``cpu`` and
+    ``sim`` replicas run eagerly whatever the setting.
+
 torch is an optional extra: without it, making a torch zoo model or module raises ``LanesError``
 with code ``missing_dependency`` and a message ending ``pip install 'lanes[torch]'``.
 """
@@ -236,8 +241,10 @@ class TorchZooModel(ZooModel):
     network of :func:`torch_module` with the weights of the ONNX file at ``path``."""
 
     platform: str = "pytorch_libtorch"
+    cuda_graphs: bool = False
     _net: Any = field(default=None, init=False, repr=False, compare=False)
     _target: Any = field(default=None, init=False, repr=False, compare=False)
+    _graphs: Any = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -250,6 +257,10 @@ class TorchZooModel(ZooModel):
         target = torch_device(torch, self.name, device)
         net = torch_module(self.name, read_proto(self.path, self.name))
         self._net, self._target = net.to(target), target
+        if self.cuda_graphs and target.type == "cuda":
+            from lanes.models.cuda_graphs import GraphRunner
+
+            self._graphs = GraphRunner(torch, self._net, target, self.name)
 
     def predict(self, batch: Arrays) -> Arrays:
         if self._net is None:
@@ -259,6 +270,8 @@ class TorchZooModel(ZooModel):
         if not x.flags.writeable:
             x = x.copy()
         with torch.inference_mode():
+            if self._graphs is not None:
+                return {"logits": self._graphs(x)}
             logits = self._net(torch.from_numpy(x).to(self._target))
             return {"logits": logits.cpu().numpy()}
 

@@ -57,6 +57,9 @@ class ServeConfig:
       a gRPC connection (a peer that does not answer within 20 s is closed).
     - ``zoo_backend``: the demo zoo's runtime, ``onnx`` (ONNX Runtime) or ``torch`` (PyTorch,
       the same weights; for GPU hosts with PyTorch but no CUDA build of ONNX Runtime).
+    - ``cuda_graphs``: with ``zoo_backend = torch``, each ``cuda:N`` replica replays its network
+      as a CUDA graph per batch shape and executor thread, captured at warm-up (one launch per
+      batch instead of one per kernel; lanes.models.cuda_graphs).
     - ``metrics_port``: Prometheus ``/metrics`` port (Triton's 8002; 0: any free; None: off).
     - ``grpc_port``: KServe v2 gRPC port: ``auto`` (Triton's 8001 beside the default ``port``
       8000; any free port when ``port`` is anything else, announced at start), ``off``, or a
@@ -93,6 +96,7 @@ class ServeConfig:
     max_header_kb: int = 64
     grpc_keepalive: float = 30.0
     zoo_backend: str = "onnx"
+    cuda_graphs: bool = False
     metrics_port: int | None = 8002
     grpc_port: str = "auto"
     trace: Path | None = None
@@ -155,7 +159,7 @@ def _convert(key: str, value: Any, where: str) -> Any:
                 v = str(int(text))
         elif key in ("drain_timeout", "header_timeout", "body_timeout", "grpc_keepalive"):
             v = float(value)
-        elif key == "access_log":
+        elif key in ("access_log", "cuda_graphs"):
             v = _flag(value)
         elif key == "arbiter":
             v = None if value in (None, "", "off", "none") else str(value)
@@ -204,6 +208,12 @@ def check(cfg: ServeConfig, origin: Mapping[str, str] | None = None) -> ServeCon
     if cfg.zoo_backend not in ("onnx", "torch"):
         raise LanesError(
             BAD_ARGUMENT, f"{at('zoo_backend')} = {cfg.zoo_backend!r}: allowed are onnx, torch"
+        )
+    if cfg.cuda_graphs and (cfg.zoo_backend != "torch" or cfg.models is not None):
+        raise LanesError(
+            BAD_ARGUMENT,
+            f"{at('cuda_graphs')} = true: CUDA graphs are the demo zoo's torch backend's "
+            "(set zoo_backend = torch and serve the demo zoo)",
         )
     if cfg.metrics_port is not None and not 0 <= cfg.metrics_port <= 65535:
         raise LanesError(

@@ -73,7 +73,7 @@ def load_models(config: ServeConfig) -> list[Model]:
     if config.models is None:
         from lanes.models.zoo import zoo_models
 
-        return list(zoo_models(backend=config.zoo_backend))
+        return list(zoo_models(backend=config.zoo_backend, cuda_graphs=config.cuda_graphs))
     from lanes.models.repository import load_repository
 
     return load_repository(config.models)

@@ -1,0 +1,121 @@
+"""A PyTorch module run through CUDA graphs: one graph per input shape and calling thread.
+
+A small network driven from Python spends most of a batch launching kernels, not running them
+(docs/results/gpu.md: the zoo's batches keep an H100 busy 10 to 28 % of their time). A CUDA graph
+records a call's kernels once and replays them with one launch, so a batch costs about its GPU
+time plus the copies in and out.
+
+The rule (:class:`GraphRunner`):
+
+- **Per shape.** A graph replays fixed shapes and fixed buffers, so each input shape gets its own
+  graph, its own static input and its own static output. Shapes past ``limit`` distinct ones
+  (per thread) run eagerly, so a model fed ever-new shapes holds bounded memory.
+- **Per thread.** Graphs and their buffers belong to the thread that captured them (a
+  ``threading.local``): two executor threads of one model (``independent``'s workers) never
+  write one static input at once. lanes' warm-up runs every batch size on every executor
+  thread, so each thread captures its graphs before the server is ready.
+- **Capture.** As PyTorch's documentation asks: a few eager calls on a side stream (cuDNN and
+  cuBLAS pick their algorithms and make their handles), then one call under
+  ``torch.cuda.graph`` with ``capture_error_mode="thread_local"`` (other threads may use the
+  GPU meanwhile). A capture that fails is logged once per shape and thread, and that shape runs
+  eagerly from then on: graphs are a speed-up, never a reason to refuse a batch.
+- **Replay.** The input is copied into the static input on the calling thread's current stream,
+  the graph is replayed there, and the static output is copied back to host memory (a new array:
+  the next replay overwrites the static output). Replays from several threads share the device's
+  legacy default stream, so they queue on the GPU one after another, as any kernels launched
+  there do.
+
+Needs torch with CUDA; built only for ``cuda:N`` targets (:class:`lanes.models.zoo_torch.
+TorchZooModel` with ``cuda_graphs``; ``lanes serve --cuda-graphs``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+log = logging.getLogger("lanes.serve")
+
+WARMUP_CALLS = 3
+"""Eager calls on a side stream before a capture (PyTorch's documented recipe)."""
+DEFAULT_LIMIT = 64
+"""Distinct input shapes captured per thread; more run eagerly."""
+
+_EAGER = object()
+"""A shape's table entry when it runs eagerly (capture failed, or past the limit)."""
+
+
+class GraphRunner:
+    """``net`` on CUDA ``target`` through graphs captured per input shape and thread (see the
+    module docstring). Call it with a float32 numpy array; it returns the output as a numpy
+    array, as ``net(x).cpu().numpy()`` would."""
+
+    def __init__(
+        self, torch: Any, net: Any, target: Any, name: str, limit: int = DEFAULT_LIMIT
+    ) -> None:
+        if getattr(target, "type", None) != "cuda":
+            raise ValueError(f"CUDA graphs need a cuda device, not {target}")
+        self._torch, self._net, self._target, self._name = torch, net, target, name
+        self._limit = limit
+        self._local = threading.local()
+
+    def _table(self) -> dict[tuple[int, ...], Any]:
+        table: dict[tuple[int, ...], Any] | None = getattr(self._local, "table", None)
+        if table is None:
+            table = self._local.table = {}
+        return table
+
+    def captured(self) -> int:
+        """How many shapes the calling thread replays through a graph."""
+        return sum(1 for e in self._table().values() if e is not _EAGER)
+
+    def _capture(self, shape: tuple[int, ...]) -> Any:
+        torch = self._torch
+        static_in = torch.zeros(shape, dtype=torch.float32, device=self._target)
+        side = torch.cuda.Stream(device=self._target)
+        side.wait_stream(torch.cuda.current_stream(self._target))
+        with torch.cuda.stream(side):
+            for _ in range(WARMUP_CALLS):
+                self._net(static_in)
+        torch.cuda.current_stream(self._target).wait_stream(side)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, capture_error_mode="thread_local"):
+            static_out = self._net(static_in)
+        torch.cuda.synchronize(self._target)
+        return graph, static_in, static_out
+
+    def __call__(self, x: npt.NDArray[np.float32]) -> npt.NDArray[Any]:
+        torch = self._torch
+        table = self._table()
+        shape = tuple(int(d) for d in x.shape)
+        entry = table.get(shape)
+        if entry is None:
+            if len(table) >= self._limit:
+                entry = _EAGER
+            else:
+                try:
+                    entry = self._capture(shape)
+                except Exception as err:  # a capture failure: run this shape eagerly
+                    log.warning(
+                        "%s: CUDA graph capture of shape %s failed on %s, running it eagerly: %s",
+                        self._name,
+                        list(shape),
+                        self._target,
+                        err,
+                    )
+                    entry = _EAGER
+            table[shape] = entry
+        src = torch.from_numpy(x)
+        if entry is _EAGER:
+            return np.asarray(self._net(src.to(self._target)).cpu().numpy())
+        graph, static_in, static_out = entry  # type: ignore[misc]
+        static_in.copy_(src)
+        graph.replay()
+        return np.asarray(static_out.cpu().numpy())
+
+
+__all__ = ["DEFAULT_LIMIT", "GraphRunner"]
