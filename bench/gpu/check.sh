@@ -47,7 +47,7 @@ elif [ "$mode" = lab ]; then
   echo "lab rc $?" >> "$out/lab.txt"
   cp "$lab/summary.json" "$out/" 2>/dev/null
   if grep -qs trace-requests "$lab/experiment.toml"; then
-    timeout 120 "$py" bench/calibrate/spans.py "$lab" --markdown "$out/spans.md" \
+    timeout 60 "$py" bench/calibrate/spans.py "$lab" --markdown "$out/spans.md" \
       --json "$out/waits.json" > "$out/spans.txt" 2>&1
     echo "spans rc $?" >> "$out/spans.txt"
     find "$lab/runs" -name '*.trace.json' | sort | tail -n +3 | xargs -r rm -f
