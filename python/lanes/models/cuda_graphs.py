@@ -10,10 +10,19 @@ The rule (:class:`GraphRunner`):
 - **Per shape.** A graph replays fixed shapes and fixed buffers, so each input shape gets its own
   graph, its own static input and its own static output. Shapes past ``limit`` distinct ones
   (per thread) run eagerly, so a model fed ever-new shapes holds bounded memory.
-- **Per thread.** Graphs and their buffers belong to the thread that captured them (a
-  ``threading.local``): two executor threads of one model (``independent``'s workers) never
-  write one static input at once. lanes' warm-up runs every batch size on every executor
-  thread, so each thread captures its graphs before the server is ready.
+- **Per thread.** Graphs and their buffers belong to the OS thread that captured them (a table
+  keyed by ``threading.get_ident()``; not a ``threading.local``, whose data a Rust executor
+  thread loses each time it detaches from the interpreter): two executor threads of one model
+  (``independent``'s workers) never write one static input at once. lanes' warm-up runs every
+  batch size on every executor thread, so each thread captures its graphs before the server is
+  ready.
+- **A capture runs alone.** Work launched on the legacy default stream while another thread
+  captures breaks the capture (CUDA refuses it, or PyTorch refuses a host copy "during CUDA
+  graph capture"). So every call of every runner in the process (replay or eager) holds a
+  shared gate, and a capture holds it exclusively: it waits for the running calls to end, and
+  calls that arrive meanwhile wait for it (a waiting capture goes first, so steady traffic
+  cannot starve it). Captures happen at warm-up; after ready, only a shape never seen before
+  takes the gate exclusively.
 - **Capture.** As PyTorch's documentation asks: a few eager calls on a side stream (cuDNN and
   cuBLAS pick their algorithms and make their handles), then one call under
   ``torch.cuda.graph`` with ``capture_error_mode="thread_local"`` (other threads may use the
@@ -33,6 +42,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -49,6 +60,51 @@ _EAGER = object()
 """A shape's table entry when it runs eagerly (capture failed, or past the limit)."""
 
 
+class CaptureGate:
+    """Calls share the gate; a capture holds it alone (see the module docstring). A waiting
+    capture holds new calls back."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._calls = 0
+        self._capturing = False
+        self._waiting = 0
+
+    @contextmanager
+    def call(self) -> Iterator[None]:
+        with self._cond:
+            while self._capturing or self._waiting:
+                self._cond.wait()
+            self._calls += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._calls -= 1
+                if self._calls == 0:
+                    self._cond.notify_all()
+
+    @contextmanager
+    def capture(self) -> Iterator[None]:
+        with self._cond:
+            self._waiting += 1
+            while self._capturing or self._calls:
+                self._cond.wait()
+            self._waiting -= 1
+            self._capturing = True
+        try:
+            yield
+        finally:
+            with self._cond:
+                self._capturing = False
+                self._cond.notify_all()
+
+
+GATE = CaptureGate()
+"""The process's one gate: every runner's calls and captures (the legacy default stream is the
+process's)."""
+
+
 class GraphRunner:
     """``net`` on CUDA ``target`` through graphs captured per input shape and thread (see the
     module docstring). Call it with a float32 numpy array; it returns the output as a numpy
@@ -61,13 +117,11 @@ class GraphRunner:
             raise ValueError(f"CUDA graphs need a cuda device, not {target}")
         self._torch, self._net, self._target, self._name = torch, net, target, name
         self._limit = limit
-        self._local = threading.local()
+        self._tables: dict[int, dict[tuple[int, ...], Any]] = {}
 
     def _table(self) -> dict[tuple[int, ...], Any]:
-        table: dict[tuple[int, ...], Any] | None = getattr(self._local, "table", None)
-        if table is None:
-            table = self._local.table = {}
-        return table
+        """The calling OS thread's shapes (only that thread reads or writes its table)."""
+        return self._tables.setdefault(threading.get_ident(), {})
 
     def captured(self) -> int:
         """How many shapes the calling thread replays through a graph."""
@@ -88,34 +142,36 @@ class GraphRunner:
         torch.cuda.synchronize(self._target)
         return graph, static_in, static_out
 
+    def _captured_or_eager(self, shape: tuple[int, ...]) -> Any:
+        with GATE.capture():
+            try:
+                return self._capture(shape)
+            except Exception as err:  # a capture failure: run this shape eagerly
+                log.warning(
+                    "%s: CUDA graph capture of shape %s failed on %s, running it eagerly: %s",
+                    self._name,
+                    list(shape),
+                    self._target,
+                    str(err).splitlines()[0] if str(err) else type(err).__name__,
+                )
+                return _EAGER
+
     def __call__(self, x: npt.NDArray[np.float32]) -> npt.NDArray[Any]:
         torch = self._torch
         table = self._table()
         shape = tuple(int(d) for d in x.shape)
         entry = table.get(shape)
         if entry is None:
-            if len(table) >= self._limit:
-                entry = _EAGER
-            else:
-                try:
-                    entry = self._capture(shape)
-                except Exception as err:  # a capture failure: run this shape eagerly
-                    log.warning(
-                        "%s: CUDA graph capture of shape %s failed on %s, running it eagerly: %s",
-                        self._name,
-                        list(shape),
-                        self._target,
-                        err,
-                    )
-                    entry = _EAGER
+            entry = _EAGER if len(table) >= self._limit else self._captured_or_eager(shape)
             table[shape] = entry
         src = torch.from_numpy(x)
-        if entry is _EAGER:
-            return np.asarray(self._net(src.to(self._target)).cpu().numpy())
-        graph, static_in, static_out = entry  # type: ignore[misc]
-        static_in.copy_(src)
-        graph.replay()
-        return np.asarray(static_out.cpu().numpy())
+        with GATE.call():
+            if entry is _EAGER:
+                return np.asarray(self._net(src.to(self._target)).cpu().numpy())
+            graph, static_in, static_out = entry  # type: ignore[misc]
+            static_in.copy_(src)
+            graph.replay()
+            return np.asarray(static_out.cpu().numpy())
 
 
-__all__ = ["DEFAULT_LIMIT", "GraphRunner"]
+__all__ = ["DEFAULT_LIMIT", "GATE", "CaptureGate", "GraphRunner"]
