@@ -1,16 +1,16 @@
 """``lanes serve`` on a real CUDA GPU with the demo zoo's torch backend, end to end.
 
-Starts ``lanes serve --devices cuda:0 --zoo-backend torch`` (as a subprocess, the way a user
-does), waits for ready, sends each zoo model the zoo's sample images (raw gray levels, JSON), and
-times each model's first request after ready against its next five (warm-up runs on every
-executor thread, so the first should cost about what a warm one does, not a thread's first
-cuBLAS call), compares every answer with the same torch model run on the CPU in this process:
-labels equal and scores within 1e-2 (cuDNN may use TF32); line texts are counted, not required
-equal (a CTC path of the zoo's random weights can flip on a near tie under TF32). Then reads ``/metrics`` (the
-device busy counter of ``cuda:0`` must have grown) and ``/v2/trace`` (batches on ``cuda:0``), and
-stops the server with SIGTERM (it must exit 0). Prints one line per check and exits 1 on the
-first failure. Arguments are added to the server's command line (``--cuda-graphs``). Run by
-bench/gpu/check.sh; the figures go to docs/results/gpu.md.
+Starts ``lanes serve --devices cuda:0 --zoo-backend torch`` (as a subprocess, the way a user does),
+waits for ready, sends each zoo model the zoo's sample images (raw gray levels, JSON), and times
+each model's first request after ready against its next five (warm-up runs on every executor thread,
+so the first should cost about what a warm one does, not a thread's first cuBLAS call), compares
+every answer with the same torch model run on the CPU in this process: labels equal and scores
+within 1e-2 (cuDNN may use TF32); line texts are counted, not required equal (a CTC path of the
+zoo's random weights can flip on a near tie under TF32). Then reads ``/metrics`` (the device busy
+counter of ``cuda:0`` must have grown) and ``/v2/trace`` (batches on ``cuda:0``), and stops the
+server with SIGTERM (it must exit 0). Prints one line per check and exits 1 on the first failure.
+Arguments are added to the server's command line (``--cuda-graphs``). Run by bench/gpu/check.sh; the
+figures go to docs/results/gpu.md.
 """
 
 from __future__ import annotations
