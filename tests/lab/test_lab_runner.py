@@ -450,3 +450,51 @@ def test_a_bad_load_url_is_one_clear_error(line, says):
     with pytest.raises(LanesError) as err:
         parse_experiment(text)
     assert says in err.value.message
+
+
+ONE_CONNECTION = """
+name = "one-connection"
+[[variant]]
+name = "fifo"
+command = ["lanes", "serve", "--devices", "sim:1", "--policy", "fifo", "--port", "{port}",
+           "--metrics-port", "{metrics_port}", "--warmup-batches", "0", "--workers", "1"]
+[workload]
+mix = [{model = "line_rnn_zh", weight = 1}]
+levels = [5, 400]
+warmup_s = 0.3
+measure_s = 1.0
+repeats = 1
+slo_ms = 5000
+generators = 1
+connections = 1
+[stability]
+max_extensions = 0
+"""
+
+
+def test_a_generator_short_of_connections_is_recorded_and_reported(tmp_path):
+    """One connection to a model whose request takes ms: at 5 req/s the generator keeps its
+    schedule, at 400 req/s every send waits for the one connection. The run files record the
+    late share (total and per model), the summary averages it per level, and the report names
+    the late level alone."""
+    from lanes.lab import aggregate, report
+
+    exp = parse_experiment(ONE_CONNECTION)
+    out = tmp_path / "results"
+    runner.run_experiment(exp, out, ONE_CONNECTION)
+    light = json.loads((out / "runs" / "fifo" / "L0-r1.json").read_text())["load"]
+    heavy = json.loads((out / "runs" / "fifo" / "L1-r1.json").read_text())["load"]
+    assert light["late_sends_fraction"] < report.LATE_NOTE
+    assert heavy["late_sends_fraction"] > 0.5
+    assert heavy["models"]["line_rnn_zh"]["late_sends_fraction"] == heavy["late_sends_fraction"]
+    assert heavy["send_delay_ms"]["p99"] > heavy["send_delay_ms"]["p50"] > 1.0
+    summary = aggregate.aggregate(out)
+    levels = summary["variants"]["fifo"]["levels"]
+    assert [lv["late_sends_fraction"] for lv in levels] == [
+        light["late_sends_fraction"],
+        heavy["late_sends_fraction"],
+    ]
+    assert report.late_levels(summary) == [("fifo", 400.0, heavy["late_sends_fraction"])]
+    page = report.build_report(out).html.read_text()
+    assert "Load generators behind schedule" in page
+    assert "fifo at 400 req/s" in page and "fifo at 5 req/s" not in page

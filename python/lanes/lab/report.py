@@ -168,6 +168,7 @@ def render_html(
     parts = [
         _meta(summary, root, command),
         _behind(summary),
+        _late(summary),
         "<h2>Capacity at SLO</h2>",
         _capacity_note(summary),
         _capacity_table(summary, ratios),
@@ -219,6 +220,46 @@ def _behind(summary: Mapping[str, Any]) -> str:
         "<p class='note'>These runs measured their generators as much as the server (late sends "
         "or clock offset past the experiment's [cluster] bounds); no figure below includes "
         f"them.</p><ul>{items}</ul>"
+    )
+
+
+LATE_NOTE = 0.05
+"""A level whose mean late-send share exceeds this is listed by :func:`late_levels` (the
+cluster's default ``max_late_sends``)."""
+
+
+def late_levels(summary: Mapping[str, Any]) -> list[tuple[str, float | None, float]]:
+    """``(variant, offered rps, late share)`` of every level whose generators sent more than
+    :data:`LATE_NOTE` of their sends late (open loop), in the summary's order."""
+    out = []
+    for name, v in summary["variants"].items():
+        for lv in v["levels"]:
+            late = lv.get("late_sends_fraction")
+            if late is not None and late > LATE_NOTE:
+                out.append((str(name), lv.get("offered_rps"), float(late)))
+    return out
+
+
+def _late(summary: Mapping[str, Any]) -> str:
+    """The levels whose generators could not keep their schedule, and what that means."""
+    rows = late_levels(summary)
+    if not rows:
+        return ""
+    items = "".join(
+        f"<li>{html.escape(name)} at {_num(rps)} req/s: {100 * late:.0f} % of sends late</li>"
+        for name, rps, late in rows
+    )
+    return (
+        "<h2>Load generators behind schedule</h2>"
+        "<p class='note'>At these levels more than "
+        f"{100 * LATE_NOTE:.0f} % of sends left over the engine's <code>late_after</code> behind "
+        "the schedule: every connection of a generator was waiting for a reply, or its CPU was "
+        "saturated. Latency is still counted from each request's intended send time, so these "
+        "figures include the wait for a connection, as a client with that many connections "
+        "would see it; they fall faster past the knee than the server alone does. To measure the "
+        "server past this point, raise <code>[workload] connections</code> (or "
+        "<code>generators</code>).</p>"
+        f"<ul>{items}</ul>"
     )
 
 

@@ -335,6 +335,12 @@ def load_block(result: Result, offered: int, measure_s: float, slo_ms: float) ->
     grpc = result.data.get("grpc_codes")
     if grpc:  # a gRPC target: the calls by grpc-status (status_codes holds their HTTP mapping)
         block["grpc_codes"] = {k: int(v) for k, v in grpc.items()}
+    if result.mode == "open" and "late_sends_fraction" in result.data:
+        # open loop: how far the generator kept its schedule (every connection busy, or its CPU)
+        block["late_sends_fraction"] = result.late_sends_fraction
+        delay = result.data.get("send_delay_ms") or {}
+        if all(k in delay for k in ("p50", "p99", "max")):
+            block["send_delay_ms"] = {k: float(delay[k]) for k in ("p50", "p99", "max")}
     return block
 
 
@@ -448,6 +454,8 @@ def measure(
         }
         if "grpc_codes" in b:
             load["models"][model]["grpc_codes"] = b["grpc_codes"]
+        if "late_sends_fraction" in b:
+            load["models"][model]["late_sends_fraction"] = b["late_sends_fraction"]
     diagnosis = None
     if session is not None:
         diagnosis = session.finish(
