@@ -472,7 +472,7 @@ max_extensions = 0
 """
 
 
-def test_a_generator_short_of_connections_is_recorded_and_reported(tmp_path):
+def test_a_generator_short_of_connections_is_recorded_and_reported(tmp_path, capsys):
     """One connection to a model whose request takes ms: at 5 req/s the generator keeps its
     schedule, at 400 req/s every send waits for the one connection. The run files record the
     late share (total and per model), the summary averages it per level, and the report names
@@ -498,3 +498,10 @@ def test_a_generator_short_of_connections_is_recorded_and_reported(tmp_path):
     page = report.build_report(out).html.read_text()
     assert "Load generators behind schedule" in page
     assert "fifo at 400 req/s" in page and "fifo at 5 req/s" not in page
+    from lanes.cli.bench_run import print_diagnosis
+
+    capsys.readouterr()
+    print_diagnosis(out / "summary.json")
+    printed = capsys.readouterr().out
+    assert printed.startswith("generators behind schedule: fifo at 400 req/s sent ")
+    assert printed.count("\n") == 1 and "raise [workload] connections" in printed

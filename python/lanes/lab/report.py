@@ -228,15 +228,15 @@ LATE_NOTE = 0.05
 cluster's default ``max_late_sends``)."""
 
 
-def late_levels(summary: Mapping[str, Any]) -> list[tuple[str, float | None, float]]:
+def late_levels(summary: Mapping[str, Any]) -> list[tuple[str, float, float]]:
     """``(variant, offered rps, late share)`` of every level whose generators sent more than
     :data:`LATE_NOTE` of their sends late (open loop), in the summary's order."""
     out = []
     for name, v in summary["variants"].items():
         for lv in v["levels"]:
-            late = lv.get("late_sends_fraction")
-            if late is not None and late > LATE_NOTE:
-                out.append((str(name), lv.get("offered_rps"), float(late)))
+            late, rps = lv.get("late_sends_fraction"), lv.get("offered_rps")
+            if late is not None and rps is not None and late > LATE_NOTE:
+                out.append((str(name), float(rps), float(late)))
     return out
 
 
