@@ -203,6 +203,13 @@ def test_wakes_and_the_client_reach_the_core_only_when_set(tmp_path: Path) -> No
     assert host["client_ms"] == [[0.0, 0.1], [0.5, 0.36], [1.0, 3.0]]
 
 
+def test_the_gpu_queue_reaches_the_core_only_when_fifo(tmp_path: Path) -> None:
+    plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    assert "gpu_queue" not in plain
+    text = edit("cpu_cores = 8", 'cpu_cores = 8\ngpu_queue = "fifo"')
+    assert Scenario.load(write(tmp_path, text)).to_core()["host"]["gpu_queue"] == "fifo"
+
+
 def test_interpreter_and_busy_cores_reach_the_core_only_when_set(tmp_path: Path) -> None:
     plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     assert "busy_cores" not in plain and "interpreter" not in plain
@@ -696,6 +703,24 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\nclient_ms = [[0, 0.5], [0.5, 0.1], [1, 4]]",
         ["host.client_ms[1]", "not below the previous"],
+    ),
+    (
+        "gpu-queue-unknown",
+        "cpu_cores = 8",
+        'cpu_cores = 8\ngpu_queue = "lifo"',
+        ['host.gpu_queue = "lifo"', "must be share or fifo"],
+    ),
+    (
+        "gpu-queue-fifo-eta",
+        "cpu_cores = 8",
+        'cpu_cores = 8\ngpu_queue = "fifo"\neta = [1.0, 1.2]',
+        ["host.eta = [1.0, 1.2]", "one job runs at a time"],
+    ),
+    (
+        "gpu-queue-fifo-shared",
+        "cpu_cores = 8",
+        'cpu_cores = 8\ngpu_queue = "fifo"\nshared_cores = true',
+        ['host.gpu_queue = "fifo"', "needs shared_cores = false"],
     ),
     (
         "interpreter-not-table",

@@ -176,6 +176,11 @@ pub struct Host {
     /// value repeats); each of the k jobs progresses at `eta(k)/k`.
     #[serde(default = "solo_eta")]
     pub eta: Vec<f64>,
+    /// How a GPU serves jobs that overlap on it (`independent`'s workers,
+    /// `limit:K`): shared at once (processor sharing at `eta(k)/k`), or one
+    /// after another in launch order (one stream: CUDA graphs queue).
+    #[serde(default)]
+    pub gpu_queue: GpuQueue,
     /// The GPUs are cores of the CPU pool (CPU executors on a CPU-only host):
     /// a running batch holds one of the `cpu_cores` cores, queueing for it
     /// with the CPU phases, so device work and CPU phases share the cores.
@@ -304,6 +309,19 @@ fn one() -> u32 {
 
 fn solo_eta() -> Vec<f64> {
     vec![1.0]
+}
+
+/// How a GPU serves the jobs that overlap on it ([`Host::gpu_queue`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuQueue {
+    /// All at once, each at `eta(k)/k` of its solo speed (processor sharing).
+    #[default]
+    Share,
+    /// One after another in the order they were launched, the one running
+    /// at full speed (`eta[0]`): a single stream, as CUDA graphs replayed
+    /// from several threads on one device queue.
+    Fifo,
 }
 
 /// A simulated host and its services.
@@ -446,6 +464,20 @@ impl Scenario {
                 "host.eta".into(),
                 format!("{:?}", h.eta),
                 "must be a non-empty list of numbers > 0",
+            ));
+        }
+        if h.gpu_queue == GpuQueue::Fifo && h.eta.len() > 1 {
+            return Err(self.invalid(
+                "host.eta".into(),
+                format!("{:?}", h.eta),
+                "must be one value with host.gpu_queue = \"fifo\" (one job runs at a time)",
+            ));
+        }
+        if h.gpu_queue == GpuQueue::Fifo && h.shared_cores {
+            return Err(self.invalid(
+                "host.gpu_queue".into(),
+                "\"fifo\"",
+                "needs shared_cores = false (with shared_cores a batch runs on the cores)",
             ));
         }
         if self.services.is_empty() {

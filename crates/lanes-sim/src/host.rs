@@ -20,6 +20,7 @@
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
+use crate::config::GpuQueue;
 use crate::slices::RoundRobin;
 
 /// A FCFS pool of identical cores.
@@ -219,10 +220,13 @@ impl TimeShared {
     }
 }
 
-/// One GPU under processor sharing.
+/// One GPU. Its overlapping jobs are served as [`GpuQueue`] says: under
+/// processor sharing (each of k jobs at `eta(k)/k` of its solo speed), or one
+/// after another in the order they started (the first at `eta[0]`, the rest
+/// waiting; time left over when one ends goes to the next).
 #[derive(Debug)]
 pub struct Gpu {
-    /// (request, remaining solo work in ns).
+    /// (request, remaining solo work in ns), in the order they started.
     jobs: Vec<(u32, f64)>,
     updated: u64,
     /// Bumped on every change; completions carry it.
@@ -230,17 +234,24 @@ pub struct Gpu {
     busy: u64,
     /// Batches running elsewhere that hold the GPU ([`Gpu::hold`]).
     held: u32,
+    fifo: bool,
 }
 
 impl Gpu {
-    /// An idle GPU.
+    /// An idle GPU under processor sharing.
     pub fn new() -> Self {
+        Self::with_queue(GpuQueue::Share)
+    }
+
+    /// An idle GPU serving overlapping jobs as `queue` says.
+    pub fn with_queue(queue: GpuQueue) -> Self {
         Self {
             jobs: Vec::with_capacity(8),
             updated: 0,
             version: 0,
             busy: 0,
             held: 0,
+            fifo: queue == GpuQueue::Fifo,
         }
     }
 
@@ -282,9 +293,22 @@ impl Gpu {
             self.busy += elapsed;
         } else if !self.jobs.is_empty() && elapsed > 0 {
             self.busy += elapsed;
-            let done = elapsed as f64 * Self::rate(eta, self.jobs.len());
-            for (_, rem) in &mut self.jobs {
-                *rem -= done;
+            if self.fifo {
+                // The work of the elapsed time, to the jobs in order.
+                let mut left = elapsed as f64 * eta[0];
+                for (_, rem) in &mut self.jobs {
+                    if left <= 0.0 {
+                        break;
+                    }
+                    let take = left.min(rem.max(0.0));
+                    *rem -= take;
+                    left -= take;
+                }
+            } else {
+                let done = elapsed as f64 * Self::rate(eta, self.jobs.len());
+                for (_, rem) in &mut self.jobs {
+                    *rem -= done;
+                }
             }
         }
         self.updated = now;
@@ -292,6 +316,10 @@ impl Gpu {
 
     /// When the next job finishes, given the current set.
     fn next_completion(&self, now: u64, eta: &[f64]) -> Option<u64> {
+        if self.fifo {
+            let first = self.jobs.first()?.1;
+            return Some(now + (first.max(0.0) / eta[0]).ceil() as u64);
+        }
         let min = self.jobs.iter().map(|j| j.1).fold(f64::INFINITY, f64::min);
         (min.is_finite())
             .then(|| now + (min.max(0.0) / Self::rate(eta, self.jobs.len())).ceil() as u64)
@@ -385,6 +413,37 @@ mod tests {
         assert_eq!(g.finish(g.version, t, &eta, &mut done), None);
         assert_eq!(done, [1, 2]);
         assert_eq!(g.busy(t), 100);
+    }
+
+    #[test]
+    fn a_fifo_gpu_runs_overlapping_jobs_one_after_another() {
+        let mut g = Gpu::with_queue(GpuQueue::Fifo);
+        let eta = [1.0];
+        let mut done = Vec::new();
+        assert_eq!(g.start(1, 50, 0, &eta), Some(50));
+        // The second job waits: the first still ends at 50, the second at 50 + 30.
+        assert_eq!(g.start(2, 30, 10, &eta), Some(50));
+        let v = g.version;
+        assert_eq!(g.finish(v, 50, &eta, &mut done), Some(80));
+        assert_eq!(done, [1]);
+        let v = g.version;
+        assert_eq!(g.finish(v, 80, &eta, &mut done), None);
+        assert_eq!(done, [1, 2]);
+        assert_eq!(g.busy(80), 80);
+    }
+
+    #[test]
+    fn a_fifo_gpu_gives_time_left_over_to_the_next_job() {
+        // Two jobs started together; the GPU is looked at only after both
+        // would have ended: the first's 20 and the second's 30 are done in turn.
+        let mut g = Gpu::with_queue(GpuQueue::Fifo);
+        let eta = [1.0];
+        g.start(1, 20, 0, &eta);
+        g.start(2, 30, 0, &eta);
+        let mut done = Vec::new();
+        let v = g.version;
+        assert_eq!(g.finish(v, 50, &eta, &mut done), None);
+        assert_eq!(done, [1, 2]);
     }
 
     #[test]

@@ -41,7 +41,8 @@ _BUILTIN_DIR = Path(__file__).with_name("scenarios")
 
 _TOP_KEYS = ("name", "description", "slo_ms", "host", "service")
 _HOST_KEYS = (
-    "gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta", "shared_cores", "busy_cores",
+    "gpus", "cpu_cores", "gpu_capacity", "semaphore", "eta", "gpu_queue", "shared_cores",
+    "busy_cores",
     "interpreter", "time_slicing", "handoff_ms", "handoff_dist", "slice_ms", "device_hold_ms",
     "call_preempt_per_ms", "call_preempt_ms", "device_hold_busy_ms", "pre_wake_ms",
     "post_wake_ms", "client_ms",
@@ -165,6 +166,10 @@ class Host:
     """What the client's side adds to each request's latency (its send and receive, the kernel's
     socket queues): a draw per request, added at its end, nothing held; ``(p, ms)`` points as
     ``device_hold_ms``; empty: nothing."""
+    gpu_queue: str = "share"
+    """How a GPU serves jobs that overlap on it (``independent``'s workers, ``limit:K``):
+    ``share`` (at once, each at ``eta(k) / k``) or ``fifo`` (one after another in launch order,
+    as one stream: CUDA graphs replayed from several threads)."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -175,6 +180,8 @@ class Host:
             "eta": list(self.eta),
             "shared_cores": self.shared_cores,
         }
+        if self.gpu_queue != "share":
+            core["gpu_queue"] = self.gpu_queue
         # Only when set, so scenarios without them hand over what they always did.
         if self.busy_cores:
             core["busy_cores"] = self.busy_cores
@@ -385,6 +392,15 @@ def _host(t: Table) -> Host:
     shared = t.raw.get("shared_cores", False)
     if not isinstance(shared, bool):
         t.fail("shared_cores", "must be true or false")
+    gpu_queue = t.raw.get("gpu_queue", "share")
+    if gpu_queue not in ("share", "fifo"):
+        t.fail("gpu_queue", "must be share or fifo")
+    if gpu_queue == "fifo" and len(eta) > 1:
+        t.fail("eta", 'must be one value with gpu_queue = "fifo" (one job runs at a time)')
+    if gpu_queue == "fifo" and shared:
+        t.fail(
+            "gpu_queue", "needs shared_cores = false (with shared_cores a batch runs on the cores)"
+        )
     busy = t.number("busy_cores", low=0, default=0.0)
     if busy >= cpu_cores:
         t.fail("busy_cores", f"must be a number >= 0 and below cpu_cores ({cpu_cores})")
@@ -423,7 +439,7 @@ def _host(t: Table) -> Host:
         gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter, slicing,
         handoff, handoff_dist, slice_ms, _quantiles(t, "device_hold_ms"), preempt_per_ms,
         preempt_ms, hold_busy, wakes["pre_wake_ms"], wakes["post_wake_ms"],
-        _quantiles(t, "client_ms"),
+        _quantiles(t, "client_ms"), gpu_queue,
     )  # fmt: skip
 
 

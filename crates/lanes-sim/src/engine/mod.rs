@@ -255,7 +255,7 @@ impl<'a> Sim<'a> {
             } else {
                 0
             },
-            gpus: (0..g).map(|_| Gpu::new()).collect(),
+            gpus: (0..g).map(|_| Gpu::with_queue(sc.host.gpu_queue)).collect(),
             state,
             actions: Vec::new(),
             batches: Vec::new(),
