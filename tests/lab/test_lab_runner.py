@@ -464,7 +464,7 @@ levels = [5, 400]
 warmup_s = 0.3
 measure_s = 1.0
 repeats = 1
-slo_ms = 5000
+slo_ms = 1000
 generators = 1
 connections = 1
 [stability]
@@ -494,7 +494,14 @@ def test_a_generator_short_of_connections_is_recorded_and_reported(tmp_path, cap
         light["late_sends_fraction"],
         heavy["late_sends_fraction"],
     ]
-    assert report.late_levels(summary) == [("fifo", 400.0, heavy["late_sends_fraction"])]
+    assert [lv["send_delay_p99_ms"] for lv in levels] == [
+        light["send_delay_ms"]["p99"],
+        heavy["send_delay_ms"]["p99"],
+    ]
+    assert heavy["send_delay_ms"]["p99"] > report.LATE_SLO_SHARE * 1000
+    assert report.late_levels(summary) == [
+        ("fifo", 400.0, heavy["late_sends_fraction"], heavy["send_delay_ms"]["p99"])
+    ]
     page = report.build_report(out).html.read_text()
     assert "Load generators behind schedule" in page
     assert "fifo at 400 req/s" in page and "fifo at 5 req/s" not in page
@@ -503,5 +510,6 @@ def test_a_generator_short_of_connections_is_recorded_and_reported(tmp_path, cap
     capsys.readouterr()
     print_diagnosis(out / "summary.json")
     printed = capsys.readouterr().out
-    assert printed.startswith("generators behind schedule: fifo at 400 req/s sent ")
+    assert printed.startswith("generators behind schedule (send delay p99 up to ")
+    assert "): fifo at 400 req/s. Latency there" in printed
     assert printed.count("\n") == 1 and "raise [workload] connections" in printed

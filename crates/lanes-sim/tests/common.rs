@@ -254,3 +254,19 @@ pub fn assert_idle_busy(r: &lanes_sim::PointResult, cores_idle: f64, device_busy
         r.gpu_busy
     );
 }
+
+/// A change to a scenario.
+pub type Edit = fn(&mut Scenario);
+
+/// Each case's change to [`ocr`] makes `simulate` under `policy` refuse the
+/// scenario with `scenario_invalid` and a message naming the case's key.
+pub fn assert_refused(policy: &str, cases: &[(&str, Edit)]) {
+    for (key, edit) in cases {
+        let mut sc = ocr();
+        edit(&mut sc);
+        let mode = policy.parse().unwrap();
+        let err = lanes_sim::simulate(&sc, &mode, 0.5, 1, 1_000).unwrap_err();
+        assert_eq!(err.code(), "scenario_invalid", "{key}");
+        assert!(err.to_string().contains(key), "{err}");
+    }
+}

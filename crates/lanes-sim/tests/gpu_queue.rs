@@ -10,7 +10,7 @@ mod common;
 use lanes_sim::config::{GpuQueue, Mode};
 use lanes_sim::simulate;
 
-use common::ocr;
+use common::{assert_refused, ocr, Edit};
 
 fn mode(name: &str) -> Mode {
     name.parse().unwrap()
@@ -51,9 +51,6 @@ fn a_single_stream_makes_the_short_service_wait_behind_the_long_batches() {
     assert!(long(&b) < long(&a), "rnn p99 {} vs {}", long(&a), long(&b));
 }
 
-/// A change to a scenario.
-type Edit = fn(&mut lanes_sim::config::Scenario);
-
 #[test]
 fn contradictory_settings_are_refused_naming_the_key() {
     let cases: [(&str, Edit); 2] = [
@@ -68,11 +65,5 @@ fn contradictory_settings_are_refused_naming_the_key() {
             sc.host.shared_cores = true;
         }),
     ];
-    for (key, edit) in cases {
-        let mut sc = ocr();
-        edit(&mut sc);
-        let err = simulate(&sc, &mode("independent"), 0.5, 1, 1_000).unwrap_err();
-        assert_eq!(err.code(), "scenario_invalid", "{key}");
-        assert!(err.to_string().contains(key), "{err}");
-    }
+    assert_refused("independent", &cases);
 }

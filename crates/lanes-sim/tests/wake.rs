@@ -10,7 +10,7 @@ mod common;
 use lanes_sim::config::{Dist, Mode};
 use lanes_sim::simulate;
 
-use common::{assert_idle_busy, cost, ocr, single_server};
+use common::{assert_idle_busy, assert_refused, cost, ocr, single_server, Edit};
 
 fn mode(name: &str) -> Mode {
     name.parse().unwrap()
@@ -69,9 +69,6 @@ fn a_random_wake_adds_its_mean_and_holds_no_core() {
     assert_idle_busy(&r, 1.0, load);
 }
 
-/// A change to a scenario.
-type Edit = fn(&mut lanes_sim::config::Scenario);
-
 #[test]
 fn bad_wake_tables_are_refused_naming_the_key() {
     let cases: [(&str, Edit); 4] = [
@@ -90,11 +87,5 @@ fn bad_wake_tables_are_refused_naming_the_key() {
             sc.host.pre_wake_ms = constant(0.1);
         }),
     ];
-    for (key, edit) in cases {
-        let mut sc = ocr();
-        edit(&mut sc);
-        let err = simulate(&sc, &mode("fifo"), 0.5, 1, 1_000).unwrap_err();
-        assert_eq!(err.code(), "scenario_invalid", "{key}");
-        assert!(err.to_string().contains(key), "{err}");
-    }
+    assert_refused("fifo", &cases);
 }

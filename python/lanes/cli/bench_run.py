@@ -119,11 +119,8 @@ def print_diagnosis(path: Path) -> None:
         print(line)
     for b in summary.get("behind") or []:  # [cluster]: runs left out of the figures
         print(f"left out, the load generators fell behind: {b['id']}: {'; '.join(b['reasons'])}")
-    from lanes.lab.report import late_levels
+    from lanes.lab.report import late_line
 
-    for name, rps, late in late_levels(summary) if summary.get("variants") else []:
-        print(
-            f"generators behind schedule: {name} at {rps:g} req/s sent {100 * late:.0f} % late "
-            "(every connection busy or the generator's CPU saturated; its latency includes the "
-            "wait for a connection: raise [workload] connections to measure the server alone)"
-        )
+    late = late_line(summary) if summary.get("variants") else None
+    if late:
+        print(late)

@@ -29,10 +29,11 @@ A results folder (docs/lab.md) holds one JSON file per run,
 - **Rejected and dropped**: the server's counters (queue full; deadline expired) when the run
   scraped the server, else the client's count of 429 and 504 replies.
 - **No data**: a run with no replies has no latency; a figure no repeat reports is null.
-- **Late sends** (``late_sends_fraction`` per level, open loop): the mean over repeats of the
-  share of sends that left more than the engine's ``late_after`` behind schedule — every
-  connection of a generator busy with a slow reply, or its CPU saturated (docs/bench.md). Such a
-  level's latency includes the wait for a connection (lanes.lab.report says so).
+- **Late sends** (``late_sends_fraction`` and ``send_delay_p99_ms`` per level, open loop): the
+  means over repeats of the share of sends that left more than the engine's ``late_after``
+  behind schedule and of the send delay's p99 — every connection of a generator busy with a slow
+  reply, or its CPU saturated (docs/bench.md). A level whose sends were late by a tenth of the
+  SLO has latencies that include the wait for a connection (lanes.lab.report says so).
 - **Behind**: a run (or probe) whose load generators fell behind (``cluster.behind``: late
   sends or clock offset past the ``[cluster]`` bounds, :mod:`lanes.lab.cluster`) measured the
   generators as much as the server: it is left out of every figure and listed under
@@ -466,6 +467,9 @@ def _level(variant_runs: list[Run], level: int) -> dict[str, Any]:
         "errors": mean_or_none(_number(r.load.get("errors")) for r in runs),
         "late_sends_fraction": mean_or_none(
             _number(r.load.get("late_sends_fraction")) for r in runs
+        ),
+        "send_delay_p99_ms": mean_or_none(
+            _number((r.load.get("send_delay_ms") or {}).get("p99")) for r in runs
         ),
         "rejected": statistics.fmean(_rejected(r) for r in runs),
         "dropped": statistics.fmean(_dropped(r) for r in runs),
