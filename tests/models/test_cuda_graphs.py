@@ -10,7 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from lanes.models.cuda_graphs import CaptureGate, GraphRunner
+from lanes.models.cuda_graphs import CaptureGate, GraphRunner, buckets
+from lanes.serving.warmup import batch_sizes
 
 WAIT = 5.0
 
@@ -76,6 +77,19 @@ class _Cpu(SimpleNamespace):
 
     def __str__(self) -> str:
         return "cpu"
+
+
+@pytest.mark.parametrize("largest", [0, 1, 2, 3, 8, 12, 16, 33])
+def test_graphs_are_captured_at_the_sizes_warm_up_runs(largest: int) -> None:
+    assert list(buckets(largest)) == batch_sizes(largest)
+
+
+def test_a_batch_runs_at_the_smallest_bucket_that_holds_it() -> None:
+    runner = GraphRunner.__new__(GraphRunner)  # the rule alone: no device is touched
+    runner._sizes = buckets(16)
+    assert [runner.bucket(n) for n in (1, 2, 3, 5, 8, 9, 16, 17)] == [1, 2, 4, 8, 8, 16, 16, 17]
+    runner._sizes = ()
+    assert runner.bucket(7) == 7
 
 
 def test_the_runner_needs_a_cuda_device() -> None:

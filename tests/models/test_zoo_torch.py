@@ -293,8 +293,9 @@ def _replay_and_compare(
 
 def test_cuda_graph_replays_equal_eager_calls_on_every_thread(torch: Any, cache: Path) -> None:
     """Through CUDA graphs, each batch size's logits equal the eager module's on the same GPU,
-    from two threads at once (each captures and replays its own graphs), and a replay's output
-    is a copy that the next replay does not overwrite."""
+    from two threads at once (each captures and replays its own graphs; a batch of 3 padded to
+    the bucket of 4, after a batch of 4 left its rows there), and a replay's output is a copy
+    that the next replay does not overwrite."""
     if not torch.cuda.is_available():
         pytest.skip("torch sees no CUDA device")
     from concurrent.futures import ThreadPoolExecutor
@@ -308,13 +309,15 @@ def test_cuda_graph_replays_equal_eager_calls_on_every_thread(torch: Any, cache:
         eager, replayed = plain.replica(gpu), graphed.replica(gpu)
         runner = replayed._graphs
         assert isinstance(runner, GraphRunner)
-        sizes = (1, 2, spec(name).max_batch_size)
+        sizes = (1, 2, 4, 3, spec(name).max_batch_size)
         batches = {n: raw_batch(name, n, seed=n) for n in sizes}
         want = {n: eager.predict({"x": x})["logits"] for n, x in batches.items()}
+        graphs = len({runner.bucket(n) for n in sizes})  # 1, 2, 4 (3's too) and the largest
+        assert graphs == 4
         with ThreadPoolExecutor(2) as pool:
             done = [pool.submit(_replay_and_compare, replayed, batches, want, runner)]
             done.append(pool.submit(_replay_and_compare, replayed, batches, want, runner))
-            assert [f.result() for f in done] == [len(sizes), len(sizes)]
+            assert [f.result() for f in done] == [graphs, graphs]
         first = replayed.predict({"x": batches[1]})["logits"].copy()
         kept = replayed.predict({"x": batches[1]})["logits"]
         replayed.predict({"x": raw_batch(name, 1, seed=99)})

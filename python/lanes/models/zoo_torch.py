@@ -28,8 +28,9 @@ Serving
     CPU's in about the third significant digit.
 
     With ``cuda_graphs`` (``lanes serve --cuda-graphs``), a ``cuda:N`` replica runs its network
-    through :class:`lanes.models.cuda_graphs.GraphRunner`: a CUDA graph per batch shape and
-    executor thread, captured at warm-up, replayed with one launch per batch. ``cpu`` and
+    through :class:`lanes.models.cuda_graphs.GraphRunner`: a CUDA graph per warmed batch size
+    and executor thread, captured at warm-up, replayed with one launch per batch (a batch padded
+    to the next warmed size). ``cpu`` and
     ``sim`` replicas run eagerly whatever the setting.
 
 torch is an optional extra: without it, making a torch zoo model or module raises ``LanesError``
@@ -258,9 +259,10 @@ class TorchZooModel(ZooModel):
         net = torch_module(self.name, read_proto(self.path, self.name))
         self._net, self._target = net.to(target), target
         if self.cuda_graphs and target.type == "cuda":
-            from lanes.models.cuda_graphs import GraphRunner
+            from lanes.models.cuda_graphs import GraphRunner, buckets
 
-            self._graphs = GraphRunner(torch, self._net, target, self.name)
+            sizes = buckets(self.batching.max_batch_size)
+            self._graphs = GraphRunner(torch, self._net, target, self.name, sizes)
 
     def predict(self, batch: Arrays) -> Arrays:
         if self._net is None:
