@@ -23,20 +23,23 @@ from pathlib import Path
 from compare import ROOT, emit, load_runs, measured, predicted, summary, table  # beside this file
 
 from lanes.lab.experiment import load_experiment
+from lanes.serving.config import ServeConfig
 from lanes.sim.scenario import Scenario
 from lanes.sim.sweep import canonical_policies
 
 DEFAULT_SCENARIO = ROOT / "examples" / "scenarios" / "gpu-h200-graphs.toml"
+DEFAULT_POLICY = ServeConfig().policy
 
 
 def policies(folders: list[Path]) -> dict[str, str]:
-    """Each variant's ``--policy`` argument, from the folders' experiment.toml."""
+    """Each variant's ``--policy`` argument, from the folders' experiment.toml (``lanes serve``'s
+    default where a command gives none)."""
     out: dict[str, str] = {}
     for folder in folders:
         for variant in load_experiment(folder / "experiment.toml").variants:
             command = list(variant.command)
-            if "--policy" in command:
-                out[variant.name] = command[command.index("--policy") + 1]
+            given = "--policy" in command
+            out[variant.name] = command[command.index("--policy") + 1] if given else DEFAULT_POLICY
     return out
 
 

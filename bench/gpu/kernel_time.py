@@ -57,11 +57,6 @@ class Net:
             return self.module(self.torch.from_numpy(x).to(self.dev)).cpu().numpy()
 
 
-def call(torch: Any, net: Net, x: np.ndarray, dev: Any) -> Any:
-    """One batch of ``net``."""
-    return net(x)
-
-
 def gpu_seconds(torch: Any, net: Any, x: np.ndarray, dev: Any, calls: int) -> float | None:
     """The device's busy time per call (kernels and copies), from the profiler's CUDA activity;
     None on the CPU or when the profiler cannot read it."""
@@ -72,7 +67,7 @@ def gpu_seconds(torch: Any, net: Any, x: np.ndarray, dev: Any, calls: int) -> fl
     try:
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(calls):
-                call(torch, net, x, dev)
+                net(x)
             torch.cuda.synchronize(dev)
         total_us = 0.0
         for event in prof.key_averages():
@@ -95,11 +90,11 @@ def per_batch(torch: Any, nets: dict[str, Any], dev: Any, sizes: list[int], call
                 continue
             x = np.random.default_rng(0).random((n, *s.input_shape), dtype=np.float32)
             for _ in range(5):
-                call(torch, net, x, dev)
+                net(x)
             walls, cpus = [], []
             for _ in range(calls):
                 t0, c0 = time.perf_counter(), time.thread_time()
-                call(torch, net, x, dev)
+                net(x)
                 walls.append(time.perf_counter() - t0)
                 cpus.append(time.thread_time() - c0)
             gpu = gpu_seconds(torch, net, x, dev, calls)
@@ -122,7 +117,7 @@ def per_batch(torch: Any, nets: dict[str, Any], dev: Any, sizes: list[int], call
     return rows
 
 
-def overlap(torch: Any, nets: dict[str, Any], dev: Any, batch: int, seconds: float) -> dict:
+def overlap(nets: dict[str, Any], batch: int, seconds: float) -> dict:
     """Batches per second of each model, serial (one thread, round robin) and overlapped (one
     thread per model), each for ``seconds``."""
     inputs = {}
@@ -135,7 +130,7 @@ def overlap(torch: Any, nets: dict[str, Any], dev: Any, batch: int, seconds: flo
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
         for name, net in nets.items():
-            call(torch, net, inputs[name], dev)
+            net(inputs[name])
             serial[name] += 1
 
     together = dict.fromkeys(nets, 0)
@@ -144,10 +139,10 @@ def overlap(torch: Any, nets: dict[str, Any], dev: Any, batch: int, seconds: flo
 
     def worker(name: str) -> None:
         for _ in range(3):  # this thread's graphs (with --graphs) and handles, before the clock
-            call(torch, nets[name], inputs[name], dev)
+            nets[name](inputs[name])
         start.wait()
         while not stop.is_set():
-            call(torch, nets[name], inputs[name], dev)
+            nets[name](inputs[name])
             together[name] += 1
 
     threads = [threading.Thread(target=worker, args=(name,)) for name in nets]
@@ -203,7 +198,7 @@ def main() -> None:
     result = {
         **info,
         "per_batch": rows,
-        "overlap": overlap(torch, nets, dev, args.batch, args.seconds),
+        "overlap": overlap(nets, args.batch, args.seconds),
     }
     if args.json:
         with open(args.json, "w") as f:

@@ -116,14 +116,11 @@ process's)."""
 
 def buckets(max_batch_size: int) -> tuple[int, ...]:
     """The batch sizes a model's graphs are captured at: those lanes' warm-up runs
-    (``lanes.serving.warmup.batch_sizes``: 1, the powers of two below ``max_batch_size``, and
-    ``max_batch_size``; ``(1,)`` when batching is off)."""
-    sizes = [1]
-    while sizes[-1] * 2 < max_batch_size:
-        sizes.append(sizes[-1] * 2)
-    if max_batch_size > 1:
-        sizes.append(max_batch_size)
-    return tuple(sizes)
+    (:func:`lanes.serving.warmup.batch_sizes`: 1, the powers of two below ``max_batch_size``,
+    and ``max_batch_size``; ``(1,)`` when batching is off)."""
+    from lanes.serving.warmup import batch_sizes
+
+    return tuple(batch_sizes(max_batch_size))
 
 
 class GraphRunner:
