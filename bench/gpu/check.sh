@@ -11,7 +11,9 @@
 #   bench/gpu/check.sh lab OUT     examples/experiments/gpu.toml (independent, fifo, sjf, fair on
 #                                  cuda:0) with lanes bench run; OUT/gpu-lab.tgz holds the folder
 #                                  (LAB_EXPERIMENT=FILE runs another experiment, LAB_ARGS adds
-#                                  options such as --repeats 1); a lab with request spans also
+#                                  options such as --repeats 1, LAB_OUT=DIR keeps the folder
+#                                  there, so that a second call with LAB_ARGS=--resume finishes
+#                                  a lab the first one's LAB_TIMEOUT cut); a lab with request spans also
 #                                  gives OUT/spans.md (bench/calibrate/spans.py), and its timelines
 #                                  are left out of the archive but for two (they are large)
 #   bench/gpu/check.sh kernel OUT  bench/gpu/kernel_time.py: each zoo batch's wall, CPU and GPU
@@ -41,7 +43,7 @@ if [ "$mode" = smoke ]; then
   timeout 120 "$py" bench/gpu/smoke.py --cuda-graphs > "$out/smoke-graphs.txt" 2>&1
   echo "smoke rc $?" >> "$out/smoke-graphs.txt"
 elif [ "$mode" = lab ]; then
-  lab=$(mktemp -d)/gpu-lab
+  lab=${LAB_OUT:-$(mktemp -d)/gpu-lab}
   timeout "${LAB_TIMEOUT:-420}" "$py" -m lanes bench run "${LAB_EXPERIMENT:-examples/experiments/gpu.toml}" \
     --out "$lab" ${LAB_ARGS:-} > "$out/lab.txt" 2>&1
   echo "lab rc $?" >> "$out/lab.txt"
