@@ -200,6 +200,33 @@ def write_run(
     return path
 
 
+GPU_HOST = {"cpus": 16, "cpu_model": "Xeon", "kernel": "Linux 6", "python": "3.12.3", "lanes": "0"}
+OTHER_HOST = dict(GPU_HOST, cpus=2, cpu_model="EPYC")
+
+
+def test_the_summary_names_the_machine_that_ran_the_runs(tmp_path: Path) -> None:
+    """A folder measured elsewhere (a GPU host) and aggregated here names the GPU host."""
+    for level in range(2):
+        write_run(tmp_path, "fifo", level, 1, 1.0, machine=GPU_HOST)
+    summary = agg.aggregate(tmp_path)
+    assert summary["machine"] == GPU_HOST != agg.machine()
+    assert "machines" not in summary
+
+
+def test_runs_from_several_machines_are_all_listed_the_most_runs_first(tmp_path: Path) -> None:
+    write_run(tmp_path, "fifo", 0, 1, 1.0, machine=OTHER_HOST)
+    for level in range(1, 3):
+        write_run(tmp_path, "fifo", level, 1, 1.0, machine=GPU_HOST)
+    summary = agg.aggregate(tmp_path)
+    assert summary["machine"] == GPU_HOST
+    assert summary["machines"] == [GPU_HOST, OTHER_HOST]
+
+
+def test_runs_that_record_no_machine_fall_back_to_this_one(tmp_path: Path) -> None:
+    write_run(tmp_path, "fifo", 0, 1, 1.0)
+    assert agg.aggregate(tmp_path)["machine"] == agg.machine()
+
+
 @pytest.mark.parametrize(
     ("attainments", "capacity"),
     [

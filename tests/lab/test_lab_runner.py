@@ -12,7 +12,7 @@ import pytest
 
 from lanes.bench.result import Result
 from lanes.errors import OUTPUT_FAILED, LanesError
-from lanes.lab import generators, runner
+from lanes.lab import aggregate, generators, runner
 from lanes.lab.experiment import parse_experiment
 
 TINY = """
@@ -208,9 +208,11 @@ def test_experiment_runs_interleaved_is_interrupted_and_resumes(tmp_path):
         assert set(server["device"]) <= {"sim:0", "sim:1"}
         assert 0.0 <= server["host_cpu_idle"] <= 1.0
         assert server["process_cpu_s"] is not None and server["process_cpu_s"] > 0
+        assert d["machine"] == aggregate.machine()  # the host that ran it
     assert runner.summarize(out) == out / "summary.json"
     summary = json.loads((out / "summary.json").read_text())
     assert set(summary["variants"]) == {"fifo", "sjf"}
+    assert summary["machine"] == aggregate.machine() and "machines" not in summary
     assert summary["variants"]["sjf"]["levels"][0]["repeats"] == 2
 
 

@@ -1,6 +1,7 @@
 """``lanes report``: the HTML report and charts built from the stored fixture results folder."""
 
 import base64
+import json
 import re
 import shutil
 from pathlib import Path
@@ -164,3 +165,23 @@ def test_density_of_a_bad_trace_is_empty(tmp_path: Path) -> None:
     assert charts.timeline_density(tmp_path / "missing.json") == {}
     bad.write_text('{"traceEvents": []}')
     assert charts.timeline_density(bad) == {}
+
+
+def test_the_page_names_the_machine_the_runs_recorded(tmp_path: Path) -> None:
+    """Runs measured on two hosts: the page names the one with most runs and says there are
+    others."""
+    folder = tmp_path / "results"
+    shutil.copytree(FIXTURE, folder)
+    hosts = [
+        {"cpus": 16, "cpu_model": "GPU host", "kernel": "Linux 6", "python": "3.12", "lanes": "0"},
+        {"cpus": 2, "cpu_model": "small host", "kernel": "Linux 6", "python": "3.11", "lanes": "0"},
+    ]
+    runs = sorted((folder / "runs").rglob("L*-r*.json"))
+    runs = [p for p in runs if not p.name.endswith(".trace.json")]
+    for i, path in enumerate(runs):
+        doc = json.loads(path.read_text())
+        doc["machine"] = hosts[0] if i else hosts[1]
+        path.write_text(json.dumps(doc))
+    text = report.build_report(folder).html.read_text(encoding="utf-8")
+    assert "16 CPUs (GPU host)" in text and "1 other machine(s) ran the rest" in text
+    assert "small host" not in text

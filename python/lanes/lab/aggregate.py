@@ -240,15 +240,18 @@ def aggregate(results_dir: Path | str, baseline: str | None = None) -> dict[str,
     chosen = _baseline(baseline, experiment.get("baseline"), order)
     slo = [_number(r.load.get("slo_ms")) for r in runs]
     started = [t for t in (_number(r.data.get("started_unix")) for r in runs) if t is not None]
+    ran_on = run_machines(every + every_probe)
     summary: dict[str, Any] = {
         "experiment": str(experiment.get("name") or root.resolve().name),
         "slo_ms": mean_or_none(slo),
         "baseline": chosen,
         "created": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "started": _iso(min(started)) if started else None,
-        "machine": machine(),
+        "machine": ran_on[0] if ran_on else machine(),
         "variants": variants,
     }
+    if len(ran_on) > 1:
+        summary["machines"] = ran_on
     behind = [r for r in every + every_probe if _behind(r)]
     if behind:
         summary["behind"] = [
@@ -569,8 +572,31 @@ def _baseline(asked: str | None, configured: object, variants: list[str]) -> str
     return "independent" if "independent" in variants else variants[0]
 
 
+def run_machines(runs: Sequence[Run]) -> list[dict[str, Any]]:
+    """The machines the runs record (their ``machine`` blocks), the one with the most runs first
+    (ties: the first seen); empty when no run records one (folders written before runs did).
+
+    A folder copied off the machine that measured it and aggregated elsewhere (``lanes report``
+    on a GPU host's results) so still names the measuring machine, not the aggregating one.
+    """
+    seen: list[dict[str, Any]] = []
+    counts: list[int] = []
+    for r in runs:
+        m = r.data.get("machine")
+        if not isinstance(m, dict):
+            continue
+        if m in seen:
+            counts[seen.index(m)] += 1
+        else:
+            seen.append(m)
+            counts.append(1)
+    order = sorted(range(len(seen)), key=lambda i: -counts[i])
+    return [seen[i] for i in order]
+
+
 def machine() -> dict[str, Any]:
-    """The machine aggregating: CPU count and model, kernel, Python and lanes versions."""
+    """This machine: CPU count and model, kernel, Python and lanes versions (what each run file
+    records, and the summary's fallback for runs that record none)."""
     try:
         version = importlib.metadata.version("lanes")
     except importlib.metadata.PackageNotFoundError:

@@ -306,6 +306,9 @@ def _meta(summary: Mapping[str, Any], root: Path, command: str | None) -> str:
         f"{m['cpus']} CPUs ({m['cpu_model']}), {m['kernel']}, Python {m['python']}, "
         f"lanes {m['lanes']}"
     )
+    others = len(summary.get("machines") or ()) - 1
+    if others > 0:
+        machine += f" (most runs; {others} other machine(s) ran the rest: summary.json)"
     rows = [
         ("experiment", str(summary["experiment"])),
         ("runs started", summary.get("started") or NO_DATA),

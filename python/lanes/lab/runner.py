@@ -57,6 +57,7 @@ from lanes.diagnose.session import Session, check_pid
 from lanes.errors import BAD_ARGUMENT, EXPERIMENT_INVALID, OUTPUT_FAILED, LanesError
 from lanes.files import write_text_atomic
 from lanes.lab import capacity, generators, scrape
+from lanes.lab.aggregate import machine
 from lanes.lab.experiment import Experiment, MixEntry, Variant
 
 if TYPE_CHECKING:
@@ -713,6 +714,8 @@ class _Session:
         self.base: dict[str, float] = {}
         self.pool: Pool | None = None
         """The generator actors on a Ray cluster (``[cluster]``); None: local processes."""
+        self.machine = machine()
+        """This host, recorded in every run file (the summary names it wherever it is made)."""
 
     def start(self, srv: Server) -> None:
         """A variant's server is ready: measure its models alone."""
@@ -733,6 +736,7 @@ class _Session:
             self.trace_times,
             self.pool,
         )
+        doc["machine"] = self.machine
         path = key.path(self.out)
         path.parent.mkdir(parents=True, exist_ok=True)
         write_text_atomic(path, json.dumps(doc, indent=1) + "\n")
