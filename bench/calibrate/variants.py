@@ -19,6 +19,10 @@ by compare.py's rule (within ``TARGET`` of the mean over repeats), with the p99 
   (each run's median in-situ call of a batch of one, per model, ÷ that model's mean over the
   level's repeats, averaged over the models: ``--speed-cv``, default 0.07, the eighth round's
   quiet runs at 200-400 req/s).
+- ``call stretch``: ``host.call_stretch`` = :data:`STRETCH`, the ninth round's measured slowdown
+  of ``independent``'s runtime calls beyond processor sharing by how many run at once
+  (calibration.md, "How `independent`'s calls stretch"); it applies to ``independent`` only
+  (six runtimes on two cores), so ``fifo`` and ``sjf`` simulate as committed.
 
 Run:  python bench/calibrate/variants.py RESULTS [--max-others CORES] [--speed-cv 0.07]
       [--only NAME ...] [--seeds 3] [--requests 40000] [--markdown OUT.md]
@@ -52,6 +56,10 @@ from lanes.sim.scenario import Scenario
 SCHED_FIFO = ((200.0, 0.720), (400.0, 1.011), (600.0, 1.376), (800.0, 1.686))
 """sched.py's preemptions per ms of a device thread's CPU under ``fifo`` by offered rate
 (docs/results/calibration/lab-native/sched/fifo.json, the runs cpu-2core.toml's median is of)."""
+STRETCH = (1.0, 1.25, 1.18, 1.05)
+"""The ninth round's `line_rnn_zh` calls under ``independent`` at 200-600 req/s, the median
+duration with k calls running ÷ processor sharing's 4.7 ms x max(1, k / 2), k = 1, 2, 3, 4
+(lab-round9/scratch/stretch.txt; the middle of each k's range)."""
 SPEED_POINTS = 8
 FIGURES = ("p50", "p99", "goodput")
 
@@ -107,6 +115,7 @@ def variants(sc: Scenario, speed_cv: float, seeds: int, requests: int) -> dict[s
         "committed": lambda p, r: at(sc, p, r),
         "slice_ms 4": lambda p, r: at(host(slice_ms=4.0), p, r),
         "preempt rate by level": lambda p, r: at(host(call_preempt_per_ms=preempt_rate(r)), p, r),
+        "call stretch": lambda p, r: at(host(call_stretch=STRETCH), p, r),
         f"run speed cv {speed_cv:g}": lambda p, r: [
             x for f in speed_factors(speed_cv) for x in at(scaled(sc, f), p, r)
         ],

@@ -189,6 +189,17 @@ def test_a_busy_core_hold_reaches_the_core_only_when_set(tmp_path: Path) -> None
     assert host["device_hold_busy_ms"] == [[0.0, 0.01], [0.5, 0.4], [1.0, 9.0]]
 
 
+def test_a_call_stretch_reaches_the_core_only_when_set(tmp_path: Path) -> None:
+    assert "call_stretch" not in Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    text = edit(
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 1.25, 1.2]",
+    )
+    sc = Scenario.load(write(tmp_path, text))
+    assert sc.host.call_stretch == (1.0, 1.25, 1.2)
+    assert sc.to_core()["host"]["call_stretch"] == [1.0, 1.25, 1.2]
+
+
 def test_wakes_and_the_client_reach_the_core_only_when_set(tmp_path: Path) -> None:
     plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     assert not {"pre_wake_ms", "post_wake_ms", "client_ms"} & set(plain)
@@ -667,6 +678,25 @@ MALFORMED = [
         "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\n"
         "device_hold_busy_ms = [[0, 0.2], [0.5, 0.1], [1, 4]]",
         ["host.device_hold_busy_ms[1]", "not below the previous"],
+    ),
+    (
+        "call-stretch-without-time-slicing",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ncall_stretch = [1, 1.2]",
+        ["host.call_stretch", "time_slicing", "processor sharing"],
+    ),
+    (
+        "call-stretch-with-slices",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\nslice_ms = 4\n"
+        "call_stretch = [1, 1.2]",
+        ["host.call_stretch", "slice_ms = 0"],
+    ),
+    (
+        "call-stretch-below-one",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 0.8]",
+        ["host.call_stretch[1]", "1"],
     ),
     (
         "handoff-negative",

@@ -266,6 +266,16 @@ pub struct Host {
     /// default): every hold is a draw of `device_hold_ms`.
     #[serde(default)]
     pub device_hold_busy_ms: Vec<(f64, f64)>,
+    /// With `shared_cores` and processor sharing (`time_slicing`, `slice_ms`
+    /// 0), when the runtimes outnumber the cores (as for
+    /// `device_hold_busy_ms`): with k runtime calls running on the cores,
+    /// each progresses at `min(1, cpu_cores / n) / call_stretch[k-1]` of a
+    /// core instead of `min(1, cpu_cores / n)` (n: every phase running; the
+    /// last value repeats for larger k) — calls that slow each other beyond
+    /// processor sharing, as threads Linux places on the same core until it
+    /// moves one do. Each value >= 1. Empty (the default): no stretch.
+    #[serde(default)]
+    pub call_stretch: Vec<f64>,
 }
 
 fn constant() -> Dist {
@@ -444,6 +454,17 @@ impl Scenario {
                 "must be empty or [p, ms] points with p ascending from 0 to 1 and ms >= 0 not \
                  below the previous point's, and only with host.shared_cores and \
                  host.time_slicing",
+            ));
+        }
+        let stretch_ok = h.call_stretch.iter().all(|s| s.is_finite() && *s >= 1.0);
+        let sharing = h.shared_cores && h.time_slicing && h.slice_ms == 0.0;
+        let stretch_valid = h.call_stretch.is_empty() || (stretch_ok && sharing);
+        if !stretch_valid {
+            return Err(self.invalid(
+                "host.call_stretch".into(),
+                format!("{:?}", h.call_stretch),
+                "must be empty or numbers >= 1, and only with host.shared_cores and \
+                 host.time_slicing under processor sharing (host.slice_ms = 0)",
             ));
         }
         if let Some(i) = &h.interpreter {

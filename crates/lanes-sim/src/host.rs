@@ -75,21 +75,32 @@ impl<T> CpuPool<T> {
 }
 
 /// C cores time-sliced among every runnable phase (egalitarian processor
-/// sharing).
+/// sharing), runtime calls optionally stretched by how many run at once.
 ///
-/// **Rule.** With n phases runnable each progresses at `min(1, C/n)` of a
+/// **Rule.** With n phases runnable each progresses at `r = min(1, C/n)` of a
 /// core. Kept in *virtual time* `v`: the work each runnable phase has
 /// received so far, which grows at that rate; a phase of cost c started at
 /// `v0` ends when `v` reaches `v0 + c`. The phases sit in a heap by that
 /// end, so a start or an end costs O(log n) however many run. Only the
 /// earliest end is scheduled; every start or end bumps `version`, and an end
 /// event carrying an older version is stale and ignored.
+///
+/// With a stretch table `s` (`host.call_stretch`), phases started as
+/// runtime *calls* ([`SlicedCores::start_call`]) are among the n but keep
+/// their own virtual time `w`, growing at `r / s(k)` with k calls running
+/// (`s(k)` = `s[k-1]`, the last value repeating): k calls slow each other
+/// by `s(k)` beyond processor sharing. Without one, calls are phases like
+/// any other.
 #[derive(Debug)]
 pub struct SlicedCores {
     cores: f64,
     /// (virtual end, token); the end as f64 bits (non-negative, so they order).
     heap: BinaryHeap<Reverse<(u64, u32)>>,
     v: f64,
+    /// The stretched calls, by their end in `w`.
+    calls: BinaryHeap<Reverse<(u64, u32)>>,
+    w: f64,
+    stretch: Vec<f64>,
     updated: u64,
     /// Bumped on every change; end events carry it.
     pub version: u32,
@@ -99,34 +110,69 @@ pub struct SlicedCores {
 impl SlicedCores {
     /// `cores` idle cores.
     pub fn new(cores: usize) -> Self {
+        Self::with_stretch(cores, Vec::new())
+    }
+
+    /// `cores` idle cores whose calls stretch by `stretch` (empty: none).
+    pub fn with_stretch(cores: usize, stretch: Vec<f64>) -> Self {
         Self {
             cores: cores as f64,
             heap: BinaryHeap::new(),
             v: 0.0,
+            calls: BinaryHeap::new(),
+            w: 0.0,
+            stretch,
             updated: 0,
             version: 0,
             busy: 0.0,
         }
     }
 
+    fn running(&self) -> usize {
+        self.heap.len() + self.calls.len()
+    }
+
     fn rate(&self) -> f64 {
-        (self.cores / self.heap.len() as f64).min(1.0)
+        (self.cores / self.running() as f64).min(1.0)
+    }
+
+    /// The calls' rate: [`Self::rate`] over the stretch of as many calls
+    /// as run now.
+    fn call_rate(&self) -> f64 {
+        let k = self.calls.len().min(self.stretch.len());
+        self.rate() / self.stretch.get(k.wrapping_sub(1)).copied().unwrap_or(1.0)
     }
 
     fn advance(&mut self, now: u64) {
         let dt = (now - self.updated) as f64;
-        if !self.heap.is_empty() && dt > 0.0 {
+        let n = self.running();
+        if n > 0 && dt > 0.0 {
+            if !self.calls.is_empty() {
+                self.w += dt * self.call_rate();
+            }
             self.v += dt * self.rate();
-            self.busy += dt * (self.heap.len() as f64).min(self.cores);
+            self.busy += dt * (n as f64).min(self.cores);
         }
         self.updated = now;
     }
 
     /// When the earliest runnable phase ends, given the current set.
     fn next_end(&self, now: u64) -> Option<u64> {
-        let Reverse((end, _)) = self.heap.peek()?;
-        let left = (f64::from_bits(*end) - self.v).max(0.0);
-        Some(now + (left / self.rate()).ceil() as u64)
+        let left = |heap: &BinaryHeap<Reverse<(u64, u32)>>, clock: f64, rate: f64| {
+            heap.peek()
+                .map(|Reverse((end, _))| ((f64::from_bits(*end) - clock).max(0.0) / rate).ceil())
+        };
+        let phase = left(&self.heap, self.v, self.rate());
+        let call = if self.calls.is_empty() {
+            None
+        } else {
+            left(&self.calls, self.w, self.call_rate())
+        };
+        let first = match (phase, call) {
+            (Some(a), Some(b)) => a.min(b),
+            (a, b) => a.or(b)?,
+        };
+        Some(now + first as u64)
     }
 
     /// `token` becomes runnable with `cost` ns of work; returns the new
@@ -139,6 +185,19 @@ impl SlicedCores {
         self.next_end(now)
     }
 
+    /// [`Self::start`] for a runtime call: stretched when a stretch table
+    /// is set, else a phase like any other.
+    pub fn start_call(&mut self, token: u32, cost: u64, now: u64) -> Option<u64> {
+        if self.stretch.is_empty() {
+            return self.start(token, cost, now);
+        }
+        self.advance(now);
+        let end = self.w + cost as f64;
+        self.calls.push(Reverse((end.to_bits(), token)));
+        self.version = self.version.wrapping_add(1);
+        self.next_end(now)
+    }
+
     /// An end event of `version`: moves every phase whose work is done
     /// into `done` and returns the next end, or `None` if stale or idle.
     pub fn finish(&mut self, version: u32, now: u64, done: &mut Vec<u32>) -> Option<u64> {
@@ -147,12 +206,14 @@ impl SlicedCores {
         }
         self.advance(now);
         // Sub-nanosecond leftovers are rounding, not work.
-        while let Some(&Reverse((end, token))) = self.heap.peek() {
-            if f64::from_bits(end) > self.v + 0.5 {
-                break;
+        for (heap, clock) in [(&mut self.heap, self.v), (&mut self.calls, self.w)] {
+            while let Some(&Reverse((end, token))) = heap.peek() {
+                if f64::from_bits(end) > clock + 0.5 {
+                    break;
+                }
+                heap.pop();
+                done.push(token);
             }
-            self.heap.pop();
-            done.push(token);
         }
         self.version = self.version.wrapping_add(1);
         self.next_end(now)
@@ -173,10 +234,11 @@ pub enum TimeShared {
 }
 
 impl TimeShared {
-    /// `cores` idle cores; slices of `slice` ns, or with 0 processor sharing.
-    pub fn new(cores: usize, slice: u64) -> Self {
+    /// `cores` idle cores; slices of `slice` ns, or with 0 processor sharing
+    /// (whose calls stretch by `stretch`: see [`SlicedCores`]).
+    pub fn new(cores: usize, slice: u64, stretch: Vec<f64>) -> Self {
         if slice == 0 {
-            Self::Sharing(SlicedCores::new(cores))
+            Self::Sharing(SlicedCores::with_stretch(cores, stretch))
         } else {
             Self::Slices(RoundRobin::new(cores, slice))
         }
@@ -197,6 +259,15 @@ impl TimeShared {
     pub fn start(&mut self, token: u32, cost: u64, now: u64) -> Option<u64> {
         match self {
             Self::Sharing(c) => c.start(token, cost, now),
+            Self::Slices(c) => c.start(token, cost, now),
+        }
+    }
+
+    /// [`Self::start`] for a runtime call ([`SlicedCores::start_call`]).
+    #[inline]
+    pub fn start_call(&mut self, token: u32, cost: u64, now: u64) -> Option<u64> {
+        match self {
+            Self::Sharing(c) => c.start_call(token, cost, now),
             Self::Slices(c) => c.start(token, cost, now),
         }
     }
@@ -489,8 +560,98 @@ mod tests {
             (1, &[(1, 100, 0), (2, 10, 50)], &[(2, 70), (1, 110)]),
         ];
         for &(cores, phases, want) in cases {
-            let got = play(&mut TimeShared::new(cores, 0), phases);
+            let got = play(&mut TimeShared::new(cores, 0, Vec::new()), phases);
             assert_eq!(got, want, "cores {cores}, phases {phases:?}");
+        }
+    }
+
+    /// `(token, cost, start, call)` phases on `cores` cores whose calls
+    /// stretch by `stretch`: `(token, end)` in order of ending.
+    fn play_calls(
+        cores: usize,
+        stretch: &[f64],
+        phases: &[(u32, u64, u64, bool)],
+    ) -> Vec<(u32, u64)> {
+        let mut pool = SlicedCores::with_stretch(cores, stretch.to_vec());
+        let mut pending: Vec<_> = phases.iter().rev().copied().collect();
+        let (mut next, mut got, mut done) = (None::<u64>, Vec::new(), Vec::new());
+        while !pending.is_empty() || next.is_some() {
+            let arrival = pending.last().map(|p| p.2);
+            match (arrival, next) {
+                (Some(a), n) if n.is_none_or(|n| a <= n) => {
+                    let (token, cost, at, call) = pending.pop().unwrap();
+                    next = if call {
+                        pool.start_call(token, cost, at)
+                    } else {
+                        pool.start(token, cost, at)
+                    };
+                }
+                (_, Some(t)) => {
+                    next = pool.finish(pool.version, t, &mut done);
+                    got.extend(done.drain(..).map(|token| (token, t)));
+                }
+                _ => unreachable!(),
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn calls_stretch_by_how_many_run_at_once() {
+        type Case<'a> = (
+            usize,
+            &'a [f64],
+            &'a [(u32, u64, u64, bool)],
+            &'a [(u32, u64)],
+        );
+        let cases: &[Case] = &[
+            // One call alone: its cost.
+            (2, &[1.0, 1.5], &[(1, 100, 0, true)], &[(1, 100)]),
+            // Two calls on two cores: each at 1 / 1.5 -> 150.
+            (
+                2,
+                &[1.0, 1.5],
+                &[(1, 100, 0, true), (2, 100, 0, true)],
+                &[(1, 150), (2, 150)],
+            ),
+            // A call beside a CPU phase: one call, no stretch; the phase is
+            // never stretched.
+            (
+                2,
+                &[1.0, 1.5],
+                &[(1, 100, 0, true), (2, 100, 0, false)],
+                &[(2, 100), (1, 100)],
+            ),
+            // One core, two calls: 1/2 of a core over 1.5 -> 300 each.
+            (
+                1,
+                &[1.0, 1.5],
+                &[(1, 100, 0, true), (2, 100, 0, true)],
+                &[(1, 300), (2, 300)],
+            ),
+            // Three calls, the table's last value repeating: 2 cores / 3 at
+            // 1 / 1.5 -> 4/9 of a core until the short one ends at 112.5
+            // (113 whole ns), then two at 1/1.5 each.
+            (
+                2,
+                &[1.0, 1.5],
+                &[(1, 50, 0, true), (2, 100, 0, true), (3, 100, 0, true)],
+                &[(1, 113), (2, 188), (3, 188)],
+            ),
+            // Without a table a call is a phase like any other.
+            (
+                2,
+                &[],
+                &[(1, 100, 0, true), (2, 100, 0, true)],
+                &[(1, 100), (2, 100)],
+            ),
+        ];
+        for &(cores, stretch, phases, want) in cases {
+            let got = play_calls(cores, stretch, phases);
+            assert_eq!(
+                got, want,
+                "cores {cores}, stretch {stretch:?}, phases {phases:?}"
+            );
         }
     }
 

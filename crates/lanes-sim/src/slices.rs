@@ -226,7 +226,7 @@ mod tests {
             ),
         ];
         for &(cores, slice, phases, want) in cases {
-            let got = play(&mut TimeShared::new(cores, slice), phases);
+            let got = play(&mut TimeShared::new(cores, slice, Vec::new()), phases);
             assert_eq!(got, want, "cores {cores}, slice {slice}, phases {phases:?}");
         }
     }

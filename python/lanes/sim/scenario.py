@@ -45,7 +45,7 @@ _HOST_KEYS = (
     "busy_cores",
     "interpreter", "time_slicing", "handoff_ms", "handoff_dist", "slice_ms", "device_hold_ms",
     "call_preempt_per_ms", "call_preempt_ms", "device_hold_busy_ms", "pre_wake_ms",
-    "post_wake_ms", "client_ms",
+    "post_wake_ms", "client_ms", "call_stretch",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -170,6 +170,11 @@ class Host:
     """How a GPU serves jobs that overlap on it (``independent``'s workers, ``limit:K``):
     ``share`` (at once, each at ``eta(k) / k``) or ``fifo`` (one after another in launch order,
     as one stream: CUDA graphs replayed from several threads)."""
+    call_stretch: tuple[float, ...] = ()
+    """With ``shared_cores`` and ``time_slicing`` under processor sharing, when the runtimes
+    outnumber the cores: with k runtime calls running on the cores each progresses at
+    ``min(1, cpu_cores / n) / call_stretch[k-1]`` of a core (the last value repeating), calls
+    slowing each other beyond processor sharing; each value >= 1; empty: no stretch."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -200,6 +205,8 @@ class Host:
             core["call_preempt_ms"] = [list(p) for p in self.call_preempt_ms]
         if self.device_hold_busy_ms:
             core["device_hold_busy_ms"] = [list(p) for p in self.device_hold_busy_ms]
+        if self.call_stretch:
+            core["call_stretch"] = list(self.call_stretch)
         for key in ("pre_wake_ms", "post_wake_ms", "client_ms"):
             if points := getattr(self, key):
                 core[key] = [list(p) for p in points]
@@ -431,6 +438,13 @@ def _host(t: Table) -> Host:
     hold_busy = _quantiles(t, "device_hold_busy_ms")
     if hold_busy and not (shared and slicing):
         t.fail("device_hold_busy_ms", "needs shared_cores = true and time_slicing = true")
+    stretch = t.numbers("call_stretch", low=1, low_open=False, default=())
+    if stretch and not (shared and slicing and not slice_ms):
+        t.fail(
+            "call_stretch",
+            "needs shared_cores = true and time_slicing = true under processor sharing "
+            "(slice_ms = 0)",
+        )
     wakes = {k: _quantiles(t, k) for k in ("pre_wake_ms", "post_wake_ms")}
     for key, points in wakes.items():
         if points and (handoff or interpreter is not None):
@@ -439,7 +453,7 @@ def _host(t: Table) -> Host:
         gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter, slicing,
         handoff, handoff_dist, slice_ms, _quantiles(t, "device_hold_ms"), preempt_per_ms,
         preempt_ms, hold_busy, wakes["pre_wake_ms"], wakes["post_wake_ms"],
-        _quantiles(t, "client_ms"), gpu_queue,
+        _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
     )  # fmt: skip
 
 

@@ -109,7 +109,12 @@ impl Sim<'_> {
     #[inline]
     pub(super) fn take_core(&mut self, token: u32, cost: u64) {
         if let Some(cores) = self.sliced.as_mut() {
-            if let Some(t) = cores.start(token, cost, self.now) {
+            let next = if token & BATCH_TOKEN != 0 {
+                cores.start_call(token, cost, self.now)
+            } else {
+                cores.start(token, cost, self.now)
+            };
+            if let Some(t) = next {
                 let v = cores.version();
                 self.at(t, Ev::Cores(v));
             }

@@ -215,7 +215,17 @@ impl<'a> Sim<'a> {
             free: Vec::new(),
             cpu: CpuPool::new(sc.host.cpu_cores),
             sliced: sc.host.time_slicing.then(|| {
-                TimeShared::new(sc.host.cpu_cores, (sc.host.slice_ms * 1e6).round() as u64)
+                let crowded = runtimes(sc, mode) > sc.host.cpu_cores;
+                let stretch = if crowded {
+                    sc.host.call_stretch.clone()
+                } else {
+                    Vec::new()
+                };
+                TimeShared::new(
+                    sc.host.cpu_cores,
+                    (sc.host.slice_ms * 1e6).round() as u64,
+                    stretch,
+                )
             }),
             lock: lock.map(|_| CpuPool::new(1)),
             batch_py: lock_ns(|i| i.batch_ms),

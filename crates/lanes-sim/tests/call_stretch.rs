@@ -1,0 +1,84 @@
+//! Runtime calls that slow each other beyond processor sharing
+//! (`host.call_stretch`): scenarios without it simulate exactly as before it
+//! existed (golden figures); it applies only when the runtimes outnumber the
+//! cores, and then lengthens requests more the more it stretches; a bad
+//! table is refused.
+
+mod common;
+
+use lanes_sim::config::{Mode, SimError};
+use lanes_sim::simulate;
+
+use common::{assert_golden, cpu_like, figures, golden_cases, GOLDEN};
+
+fn mode(name: &str) -> Mode {
+    name.parse().unwrap()
+}
+
+#[test]
+fn without_it_nothing_changes() {
+    // Figures of these runs before `call_stretch` existed (commit 53c4800's,
+    // unchanged since).
+    assert_golden(&golden_cases(), GOLDEN);
+}
+
+#[test]
+fn it_applies_only_when_the_runtimes_outnumber_the_cores() {
+    // `cpu_like`: 2 devices, 2 cores, 3 services. fifo and sjf run one
+    // runtime per device: 2 on 2 cores. independent runs one per service
+    // per device: 6.
+    for (m, changes) in [("fifo", false), ("sjf", false), ("independent", true)] {
+        let mut sc = cpu_like();
+        let before = simulate(&sc, &mode(m), 0.5, 7, 20_000).unwrap();
+        sc.host.call_stretch = vec![1.0, 1.5];
+        let after = simulate(&sc, &mode(m), 0.5, 7, 20_000).unwrap();
+        assert_eq!(figures(&after) != figures(&before), changes, "{m}");
+    }
+}
+
+#[test]
+fn more_stretch_means_longer_requests() {
+    // independent at a load where calls overlap: no stretch (1.0 for every
+    // k: the calls' own clock runs as the others'), then 1.25 and 2 for two
+    // or more calls at once.
+    let mut means = Vec::new();
+    for stretch in [vec![1.0], vec![1.0, 1.25], vec![1.0, 2.0]] {
+        let mut sc = cpu_like();
+        sc.host.call_stretch = stretch;
+        means.push(simulate(&sc, &mode("independent"), 0.5, 3, 20_000).unwrap());
+    }
+    let base = simulate(&cpu_like(), &mode("independent"), 0.5, 3, 20_000).unwrap();
+    let rel = means[0].latency_ms.mean / base.latency_ms.mean - 1.0;
+    assert!(
+        rel.abs() < 0.005,
+        "a stretch of 1 changes the mean by {rel}"
+    );
+    let (a, b, c) = (
+        means[0].latency_ms.mean,
+        means[1].latency_ms.mean,
+        means[2].latency_ms.mean,
+    );
+    assert!(a < b && b < c, "means {a} {b} {c}");
+}
+
+#[test]
+fn a_bad_table_is_refused() {
+    let mut below_one = cpu_like();
+    below_one.host.call_stretch = vec![1.0, 0.9];
+    let mut unsliced = cpu_like();
+    unsliced.host.time_slicing = false;
+    unsliced.host.call_stretch = vec![1.0, 1.2];
+    let mut unshared = cpu_like();
+    unshared.host.shared_cores = false;
+    unshared.host.call_stretch = vec![1.0, 1.2];
+    let mut slices = cpu_like();
+    slices.host.slice_ms = 4.0;
+    slices.host.call_stretch = vec![1.0, 1.2];
+    for sc in [below_one, unsliced, unshared, slices] {
+        let err = simulate(&sc, &mode("independent"), 0.5, 1, 1_000).unwrap_err();
+        assert!(
+            matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.call_stretch"),
+            "{err:?}"
+        );
+    }
+}
