@@ -70,18 +70,21 @@ test: export LANES_REQUIRE_PROFILERS ?= 1
 # setup installs the ray extra too: the fleet and cluster tests fail, not skip, without it.
 test: export LANES_REQUIRE_RAY ?= 1
 test: export ORT_DYLIB_PATH ?= $(ORT_DYLIB)
-test: setup lint onnx-fixtures ## every test and lint: cargo test, pytest, clippy, fmt, ruff, stubtest
+test: setup lint onnx-fixtures ## every test and lint: cargo test, pytest (tests/ and the bench kits' checks), clippy, fmt, ruff, stubtest
 	@# lanes-py is a cdylib with no Rust tests: pytest exercises it through the built module
 	@# (its test binary would also need libpython to link, absent on a bare Debian).
 	cargo test --workspace --exclude lanes-py --quiet
 	$(PY) -m pytest -q
+	@# the benchmark kits' own checks, one run each (both files are named test_kit.py)
+	$(PY) -m pytest -q bench/load/test_kit.py
+	$(PY) -m pytest -q bench/serve/peers/test_kit.py
 
 .PHONY: lint
-lint: setup ## cargo fmt --check, clippy -D warnings, ruff, mypy --strict, stubtest of lanes._core
+lint: setup ## cargo fmt --check, clippy -D warnings, ruff (python, tests, bench), mypy --strict, stubtest of lanes._core
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets --quiet -- -D warnings
-	$(BIN)/ruff check python tests
-	$(BIN)/ruff format --check python tests
+	$(BIN)/ruff check python tests bench
+	$(BIN)/ruff format --check python tests bench
 	$(PY) -m mypy
 	$(PY) -m mypy.stubtest lanes._core
 

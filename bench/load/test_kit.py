@@ -1,4 +1,4 @@
-"""Checks of bench/load/kit.py. Run by hand: .venv/bin/python -m pytest bench/load/test_kit.py
+"""Checks of bench/load/kit.py, run by `make test`; alone: pytest bench/load/test_kit.py.
 
 The analysis checks use synthetic schedules with fixed seeds (deterministic). The nginx,
 wrk and stall-server checks skip when the tools are missing.
