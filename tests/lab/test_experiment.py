@@ -55,6 +55,34 @@ def test_a_good_file_parses_with_defaults_and_normalised_weights():
     assert searched.quick().workload.search_steps == 3  # --quick keeps the search
 
 
+def test_variants_picks_some_in_the_files_order():
+    exp = parse_experiment(GOOD)
+    assert [v.name for v in exp.with_variants(["b", "a"]).variants] == ["a", "b"]
+    assert [v.name for v in exp.with_variants(["b", ""]).variants] == ["b"]
+    with pytest.raises(LanesError, match=r"--variants a,c: no variant 'c' \(have: a, b\)"):
+        exp.with_variants(["a", "c"])
+    with pytest.raises(LanesError, match=r"--variants : names no variant \(have: a, b\)"):
+        exp.with_variants([""])
+
+
+def test_an_unknown_variant_on_the_command_line_is_one_line_and_nothing_runs(tmp_path):
+    (tmp_path / "t.toml").write_text(GOOD)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "lanes", "bench", "run", str(tmp_path / "t.toml"),
+         "--variants", "a,sjf", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "lanes bench run: error: --variants a,sjf: no variant 'sjf' (have: a, b)"
+    ]
+    assert not out.exists()
+
+
 def _replace(old: str, new: str) -> str:
     assert old in GOOD
     return GOOD.replace(old, new)

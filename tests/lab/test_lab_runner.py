@@ -216,6 +216,17 @@ def test_experiment_runs_interleaved_is_interrupted_and_resumes(tmp_path):
     assert summary["variants"]["sjf"]["levels"][0]["repeats"] == 2
 
 
+def test_a_subset_of_the_variants_runs_alone(tmp_path):
+    """``lanes bench run --variants sjf``: only sjf's server starts and only its runs exist."""
+    exp = parse_experiment(TINY).with_variants(["sjf"]).with_repeats(1)
+    out = tmp_path / "results"
+    done = runner.run_experiment(exp, out, TINY)
+    assert [k.id for k in done] == ["sjf/L0-r1"]
+    assert sorted(p.name for p in (out / "runs").iterdir()) == ["sjf"]
+    plan = json.loads((out / "plan.json").read_text())
+    assert [r["id"] for r in plan["runs"]] == ["sjf/L0-r1"]
+
+
 def test_slo_counting_reads_the_histogram(tmp_path):
     # A real result: 30 replies from a loopback HTTP server, all well within 5 s.
     from lanes import bench

@@ -26,6 +26,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("experiment", type=Path, metavar="EXPERIMENT.toml")
     add_run_options(p, default_out=None)
     p.add_argument(
+        "--variants",
+        metavar="NAME,...",
+        help="run only these variants (comma-separated, as named in the file)",
+    )
+    p.add_argument(
         "--ray",
         metavar="ADDRESS",
         help="generate the load from a Ray cluster's nodes ('auto' or HOST:PORT; overrides "
@@ -70,6 +75,8 @@ def execute(exp_path: Path | None, text: str, args: argparse.Namespace) -> Path:
         exp = exp.quick()
     if args.repeats is not None:
         exp = exp.with_repeats(args.repeats)
+    if getattr(args, "variants", None) is not None:
+        exp = exp.with_variants(args.variants.split(","))
     if getattr(args, "ray", None) is not None:
         exp = exp.with_ray(args.ray)
     out: Path = args.out if args.out is not None else Path("lanes-lab") / exp.name

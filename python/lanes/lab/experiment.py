@@ -223,6 +223,21 @@ class Experiment:
     def with_repeats(self, repeats: int) -> Experiment:
         return replace(self, workload=replace(self.workload, repeats=repeats))
 
+    def with_variants(self, names: Sequence[str]) -> Experiment:
+        """Only the variants ``names`` (``lanes bench run --variants``), in the file's order; an
+        unknown name is one error listing the variants there are."""
+        have = [v.name for v in self.variants]
+        wanted = [n.strip() for n in names if n.strip()]
+        unknown = [n for n in wanted if n not in have]
+        if unknown or not wanted:
+            raise LanesError(
+                EXPERIMENT_INVALID,
+                f"--variants {','.join(names)}: "
+                + (f"no variant {unknown[0]!r}" if unknown else "names no variant")
+                + f" (have: {', '.join(have)})",
+            )
+        return replace(self, variants=tuple(v for v in self.variants if v.name in wanted))
+
     def with_ray(self, address: str) -> Experiment:
         """The experiment on the Ray cluster at ``address`` (``lanes bench run --ray``)."""
         if not address.strip():
