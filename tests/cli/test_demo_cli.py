@@ -55,6 +55,9 @@ def test_the_summary_has_the_labs_shape(sim_demo: tuple[Path, str]) -> None:
         level = variant["levels"][-1]
         assert set(level["goodput_rps_by_repeat"]) == {"1", "2"}
         assert set(level["models"]) == {"cnn", "rnn_zh", "rnn_en"}
+        assert set(level["latency_ms"]) == {"p50", "p99", "mean"}  # as the lab's levels
+        assert level["latency_ms"]["p50"] <= level["latency_ms"]["p99"]
+        assert all(m["mean_ms"] > 0 for m in level["models"].values())
         assert variant["every_model_capacity"]["capacity"] <= search["capacity"]
     ratios = summary["ratios"]["variants"]
     assert ratios["independent"]["capacity_search"]["ratio"] == pytest.approx(1.0)

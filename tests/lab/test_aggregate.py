@@ -102,7 +102,7 @@ def test_level_means_and_cis(summary: dict) -> None:
     assert level["offered_rps"] == 20.0
     assert level["concurrency"] is None
     assert level["achieved_rps"] == pytest.approx(20.0)  # 19.8, 20.2
-    assert level["latency_ms"] == pytest.approx({"p50": 11.0, "p99": 32.0})
+    assert level["latency_ms"] == pytest.approx({"p50": 11.0, "p99": 32.0, "mean": 13.2})
     _, lo, hi = by_hand([30.0, 34.0])
     assert level["latency_ms_ci"]["p99"] == pytest.approx([lo, hi])
     assert level["latency_ms_ci"]["p50"][0] == 0  # 11 - 12.7: clipped at 0
@@ -121,14 +121,15 @@ def test_level_means_and_cis(summary: dict) -> None:
     )
     model = level["models"]["char_cnn"]
     assert (model["p50_ms"], model["p99_ms"], model["slowdown"]) == pytest.approx((5.5, 16, 1.375))
+    assert model["mean_ms"] == pytest.approx(6.6)
     assert level["models"]["line_rnn_zh"]["slowdown"] is None  # unknown in every repeat
 
 
 def test_level_where_everything_failed_has_no_latency(summary: dict) -> None:
     level = summary["variants"]["independent"]["levels"][2]
     assert level["repeats"] == 1
-    assert level["latency_ms"] == {"p50": None, "p99": None}
-    assert level["latency_ms_ci"] == {"p50": None, "p99": None}
+    assert level["latency_ms"] == {"p50": None, "p99": None, "mean": None}
+    assert level["latency_ms_ci"] == {"p50": None, "p99": None, "mean": None}
     assert level["achieved_rps_ci"] == [0.0, 0.0]
     assert level["errors"] == 1600
     assert level["cpu_idle"] is None  # no server scrape

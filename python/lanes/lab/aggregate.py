@@ -449,6 +449,7 @@ def _level(variant_runs: list[Run], level: int) -> dict[str, Any]:
     achieved = mean_ci([float(r.load["achieved_rps"]) for r in runs], lo=0)
     p50 = mean_ci(_present(r.latency("p50") for r in runs), lo=0)
     p99 = mean_ci(_present(r.latency("p99") for r in runs), lo=0)
+    mean = mean_ci(_present(r.latency("mean") for r in runs), lo=0)
     attainment = mean_ci([float(r.load["slo_attainment"]) for r in runs], lo=0, hi=1)
     goodput = mean_ci([float(r.load["goodput_rps"]) for r in runs], lo=0)
     servers = [s for s in (r.server for r in runs) if s is not None]
@@ -458,8 +459,8 @@ def _level(variant_runs: list[Run], level: int) -> dict[str, Any]:
         "concurrency": offered.get("concurrency"),
         "achieved_rps": _mean(achieved),
         "achieved_rps_ci": _ci(achieved),
-        "latency_ms": {"p50": _mean(p50), "p99": _mean(p99)},
-        "latency_ms_ci": {"p50": _ci(p50), "p99": _ci(p99)},
+        "latency_ms": {"p50": _mean(p50), "p99": _mean(p99), "mean": _mean(mean)},
+        "latency_ms_ci": {"p50": _ci(p50), "p99": _ci(p99), "mean": _ci(mean)},
         "slo_attainment": _mean(attainment),
         "slo_attainment_ci": _ci(attainment),
         "goodput_rps": _mean(goodput),
@@ -532,6 +533,7 @@ def _models(runs: list[Run]) -> dict[str, dict[str, float | None]]:
         out[name] = {
             "p50_ms": mean_or_none(_number(m.get("latency_ms", {}).get("p50")) for m in answered),
             "p99_ms": mean_or_none(_number(m.get("latency_ms", {}).get("p99")) for m in answered),
+            "mean_ms": mean_or_none(_number(m.get("latency_ms", {}).get("mean")) for m in answered),
             "slowdown": mean_or_none(_number(m.get("slowdown")) for m in answered),
             "slo_attainment": mean_or_none(_number(m.get("slo_attainment")) for m in items),
             "achieved_rps": mean_or_none(_number(m.get("achieved_rps")) for m in items),

@@ -153,6 +153,7 @@ def _level(index: int, load: float, points: Sequence[Mapping[str, Any]]) -> dict
 
     achieved = stat(lambda p: p["throughput_rps"])
     p50, p99 = stat(lambda p: p["latency_ms"]["p50"]), stat(lambda p: p["latency_ms"]["p99"])
+    mean = stat(lambda p: p["latency_ms"]["mean"])
     attainment = stat(lambda p: p["slo_attainment"], hi=1)
     goodput = stat(lambda p: p["goodput_rps"])
     services = sorted(points[0]["services"]) if points else []
@@ -163,8 +164,8 @@ def _level(index: int, load: float, points: Sequence[Mapping[str, Any]]) -> dict
         "concurrency": None,
         "achieved_rps": achieved[0],
         "achieved_rps_ci": achieved[1],
-        "latency_ms": {"p50": p50[0], "p99": p99[0]},
-        "latency_ms_ci": {"p50": p50[1], "p99": p99[1]},
+        "latency_ms": {"p50": p50[0], "p99": p99[0], "mean": mean[0]},
+        "latency_ms_ci": {"p50": p50[1], "p99": p99[1], "mean": mean[1]},
         "slo_attainment": attainment[0],
         "slo_attainment_ci": attainment[1],
         "goodput_rps": goodput[0],
@@ -175,6 +176,7 @@ def _level(index: int, load: float, points: Sequence[Mapping[str, Any]]) -> dict
             name: {
                 "p50_ms": agg.mean_or_none(p["services"][name]["p50"] for p in points),
                 "p99_ms": agg.mean_or_none(p["services"][name]["p99"] for p in points),
+                "mean_ms": agg.mean_or_none(p["services"][name]["mean"] for p in points),
                 "slo_attainment": agg.mean_or_none(
                     p["services"][name]["slo_attainment"] for p in points
                 ),
