@@ -20,7 +20,8 @@
 #                                  time, and the three OCR models serial vs overlapped, eager
 #                                  (kernel.txt) and through CUDA graphs (kernel-graphs.txt)
 #
-# lanes must be importable (a wheel from `maturin build --release`, or `make setup`). Every step
+# lanes must be importable (a wheel from `maturin build --release`, or `make setup`;
+# bench/gpu/with_wheels.sh installs the wheels on a host without a network and runs this). Every step
 # is bounded by `timeout`, writes its output under OUT, and a failed step does not stop the next.
 set -u
 mode=${1:?usage: check.sh smoke|lab|kernel OUT}
