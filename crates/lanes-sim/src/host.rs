@@ -305,7 +305,7 @@ pub struct Gpu {
     busy: u64,
     /// Batches running elsewhere that hold the GPU ([`Gpu::hold`]).
     held: u32,
-    fifo: bool,
+    queue: GpuQueue,
 }
 
 impl Gpu {
@@ -322,7 +322,7 @@ impl Gpu {
             version: 0,
             busy: 0,
             held: 0,
-            fifo: queue == GpuQueue::Fifo,
+            queue,
         }
     }
 
@@ -364,7 +364,7 @@ impl Gpu {
             self.busy += elapsed;
         } else if !self.jobs.is_empty() && elapsed > 0 {
             self.busy += elapsed;
-            if self.fifo {
+            if self.queue == GpuQueue::Fifo {
                 // The work of the elapsed time, to the jobs in order.
                 let mut left = elapsed as f64 * eta[0];
                 for (_, rem) in &mut self.jobs {
@@ -387,7 +387,7 @@ impl Gpu {
 
     /// When the next job finishes, given the current set.
     fn next_completion(&self, now: u64, eta: &[f64]) -> Option<u64> {
-        if self.fifo {
+        if self.queue == GpuQueue::Fifo {
             let first = self.jobs.first()?.1;
             return Some(now + (first.max(0.0) / eta[0]).ceil() as u64);
         }
