@@ -140,7 +140,8 @@ impl SlicedCores {
     /// as run now.
     fn call_rate(&self) -> f64 {
         let k = self.calls.len().min(self.stretch.len());
-        self.rate() / self.stretch.get(k.wrapping_sub(1)).copied().unwrap_or(1.0)
+        let stretch = if k == 0 { 1.0 } else { self.stretch[k - 1] };
+        self.rate() / stretch
     }
 
     fn advance(&mut self, now: u64) {
@@ -178,22 +179,26 @@ impl SlicedCores {
     /// `token` becomes runnable with `cost` ns of work; returns the new
     /// earliest end (for the current `version`).
     pub fn start(&mut self, token: u32, cost: u64, now: u64) -> Option<u64> {
-        self.advance(now);
-        let end = self.v + cost as f64;
-        self.heap.push(Reverse((end.to_bits(), token)));
-        self.version = self.version.wrapping_add(1);
-        self.next_end(now)
+        self.push(false, token, cost, now)
     }
 
     /// [`Self::start`] for a runtime call: stretched when a stretch table
     /// is set, else a phase like any other.
     pub fn start_call(&mut self, token: u32, cost: u64, now: u64) -> Option<u64> {
-        if self.stretch.is_empty() {
-            return self.start(token, cost, now);
-        }
+        let stretched = !self.stretch.is_empty();
+        self.push(stretched, token, cost, now)
+    }
+
+    /// Adds a phase to the calls' heap (`call`) or the others', ending
+    /// `cost` on that heap's clock from now.
+    fn push(&mut self, call: bool, token: u32, cost: u64, now: u64) -> Option<u64> {
         self.advance(now);
-        let end = self.w + cost as f64;
-        self.calls.push(Reverse((end.to_bits(), token)));
+        let (heap, clock) = if call {
+            (&mut self.calls, self.w)
+        } else {
+            (&mut self.heap, self.v)
+        };
+        heap.push(Reverse(((clock + cost as f64).to_bits(), token)));
         self.version = self.version.wrapping_add(1);
         self.next_end(now)
     }

@@ -58,6 +58,7 @@ import platform
 import re
 import statistics
 import sys
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -581,19 +582,9 @@ def run_machines(runs: Sequence[Run]) -> list[dict[str, Any]]:
     A folder copied off the machine that measured it and aggregated elsewhere (``lanes report``
     on a GPU host's results) so still names the measuring machine, not the aggregating one.
     """
-    seen: list[dict[str, Any]] = []
-    counts: list[int] = []
-    for r in runs:
-        m = r.data.get("machine")
-        if not isinstance(m, dict):
-            continue
-        if m in seen:
-            counts[seen.index(m)] += 1
-        else:
-            seen.append(m)
-            counts.append(1)
-    order = sorted(range(len(seen)), key=lambda i: -counts[i])
-    return [seen[i] for i in order]
+    blocks = (r.data.get("machine") for r in runs)
+    counts = Counter(json.dumps(m, sort_keys=True) for m in blocks if isinstance(m, dict))
+    return [json.loads(key) for key, _ in counts.most_common()]  # ties: first seen first
 
 
 def machine() -> dict[str, Any]:

@@ -206,6 +206,9 @@ impl<'a> Sim<'a> {
         let lock_ns =
             |ms: fn(&Interpreter) -> f64| lock.map_or(0, |i| (ms(i) * 1e6).round() as u64);
         let n = sc.services.len();
+        // More runtimes than cores: device threads land on busy cores
+        // (`device_hold_busy_ms`) and their calls stretch (`call_stretch`).
+        let crowded = runtimes(sc, mode) > sc.host.cpu_cores;
         let mut sim = Self {
             sc,
             mode,
@@ -215,7 +218,6 @@ impl<'a> Sim<'a> {
             free: Vec::new(),
             cpu: CpuPool::new(sc.host.cpu_cores),
             sliced: sc.host.time_slicing.then(|| {
-                let crowded = runtimes(sc, mode) > sc.host.cpu_cores;
                 let stretch = if crowded {
                     sc.host.call_stretch.clone()
                 } else {
@@ -254,8 +256,7 @@ impl<'a> Sim<'a> {
                 .filter(|_| sc.host.call_preempt_per_ms > 0.0)
                 .map(|q| (sc.host.call_preempt_per_ms / 1e6, q)),
             preempt_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0C0E_3A17_5EED),
-            hold_busy: (!sc.host.device_hold_busy_ms.is_empty()
-                && runtimes(sc, mode) > sc.host.cpu_cores)
+            hold_busy: (!sc.host.device_hold_busy_ms.is_empty() && crowded)
                 .then(|| Quantiles::new(&sc.host.device_hold_busy_ms)),
             hold_busy_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0B05_7C0E_4E1D),
             calls_on: 0,
