@@ -32,6 +32,10 @@ GPU_NODES = [Node("g1", "10.0.0.5", 8), Node("g2", "10.0.0.6", 3)]
         (GPU_NODES, FleetConfig(gpus_per_member=2, port=8000),
          [("g1", 2, "auto", 8000), ("g1", 2, "auto", 8001), ("g1", 2, "auto", 8002),
           ("g1", 2, "auto", 8003), ("g2", 2, "auto", 8000)]),
+        # gpu-like is planned as auto: the node's GPUs
+        (GPU_NODES, FleetConfig(devices="gpu-like"), [("g1", 8, "gpu-like", 0),
+                                                      ("g2", 3, "gpu-like", 0)]),
+        (CPU_NODES[:1], FleetConfig(devices="gpu-like"), [("b", 0, "gpu-like", 0)]),
         # an explicit spec on a GPU node asks Ray for no GPU
         (GPU_NODES[:1], FleetConfig(devices="sim:4"), [("g1", 0, "sim:4", 0)]),
         # a group larger than the node: no member there

@@ -100,3 +100,51 @@ def test_a_baseline_collapsed_in_one_repeat_is_shown_as_figures() -> None:
     at_100, at_200 = head.rows[1][-2:]
     assert at_100 == f"1.00{TIMES}"
     assert at_200 == "190 rps vs 120"  # the means; 0.2 is under 1 % of 200 offered
+
+
+def with_p99(v: dict[str, Any], p99: float) -> dict[str, Any]:
+    v["levels"][-1]["latency_ms"] = {"p99": p99}
+    return v
+
+
+def test_one_leader_is_named_alone() -> None:
+    line = hl.leaders(
+        summary(
+            base=variant([100.0, 110.0], [150.0, 160.0], [[50.0, 50.0]]),
+            sjf=variant([300.0, 310.0], [350.0, 360.0], [[50.0, 50.0]]),
+        )
+    )
+    assert line == "highest capacity at SLO: sjf; every other variant's interval lies below it"
+
+
+def test_overlapping_intervals_lead_together_with_their_tails() -> None:
+    # base's interval (100 and 300: wide) reaches sjf's: the data cannot order them
+    line = hl.leaders(
+        summary(
+            base=with_p99(variant([100.0, 300.0], [150.0, 350.0], [[50.0, 50.0]]), 95.0),
+            sjf=with_p99(variant([250.0, 260.0], [300.0, 310.0], [[50.0, 50.0]]), 134.0),
+            fifo=variant([20.0, 20.0], [40.0, 40.0], [[50.0, 50.0]]),
+        )
+    )
+    assert line == (
+        "highest capacity at SLO, not separated (their 95 % intervals overlap): p99 at 100 rps: "
+        "base 95 ms, sjf 134 ms"
+    )
+
+
+def test_every_load_met_by_several_is_a_tie_at_the_top_of_the_grid() -> None:
+    line = hl.leaders(
+        summary(
+            base=variant([100.0, 100.0], [150.0, 150.0], [[50.0, 50.0], [40.0, 60.0]]),
+            sjf=with_p99(variant([200.0, 200.0], [None, None], [[50.0, 50.0], [9.0, 9.0]]), 12.5),
+            gpu=with_p99(variant([200.0, 200.0], [None, None], [[50.0, 50.0], [9.0, 9.0]]), 10.6),
+        )
+    )
+    assert line == (
+        "highest capacity at SLO, not separated (every load met by each: the grid's top does "
+        "not separate them): p99 at 200 rps: sjf 12.5 ms, gpu 10.6 ms"
+    )
+
+
+def test_no_searched_capacity_no_line() -> None:
+    assert hl.leaders(summary(base=variant([None], [100.0], [[0.0]]))) is None

@@ -1,7 +1,7 @@
 """Resolving ``--devices`` (:mod:`lanes.serving.devices`): ``auto`` on a host without CUDA is one
 single-threaded CPU executor per core (GPU-like), except under ``independent``, which keeps the
-status quo; an explicit ``--cpu-threads`` wins; named devices are unchanged; and the server says
-at start what ``auto`` became.
+status quo; ``gpu-like`` is that under every policy; an explicit ``--cpu-threads`` wins; named
+devices are unchanged; and the server says at start what ``auto`` became.
 
 CUDA devices and cores are injected, so every row runs the same on any host.
 """
@@ -46,6 +46,16 @@ GPU_LIKE = "intra-op thread each — GPU-like: overlapping work waits"
         ("auto", 2, True, 0, 4, ["cpu:0"], 2,
          "devices auto: no CUDA GPU; policy independent: one CPU executor with 2 intra-op "
          "threads, each model its own workers"),
+        # gpu-like is auto without the status-quo exception: per core under independent too
+        ("gpu-like", None, True, 0, 4, [f"cpu:{i}" for i in range(4)], 1,
+         f"devices gpu-like: no CUDA GPU; 4 CPU executors (one per core), 1 {GPU_LIKE}"),
+        (" gpu-like ", None, False, 0, 2, ["cpu:0", "cpu:1"], 1,
+         f"devices gpu-like: no CUDA GPU; 2 CPU executors (one per core), 1 {GPU_LIKE}"),
+        ("gpu-like", 2, True, 0, 2, ["cpu:0", "cpu:1"], 2,
+         "devices gpu-like: no CUDA GPU; 2 CPU executors (one per core), 2 intra-op threads "
+         "each (--cpu-threads) — GPU-like: overlapping work waits"),
+        ("gpu-like", None, True, 2, 4, ["cuda:0", "cuda:1"], 1,
+         "devices gpu-like: 2 CUDA GPUs (cuda:0, cuda:1)"),
         # with CUDA, auto is every CUDA device, whatever the policy
         ("auto", None, False, 2, 4, ["cuda:0", "cuda:1"], 1,
          "devices auto: 2 CUDA GPUs (cuda:0, cuda:1)"),
@@ -71,6 +81,15 @@ def test_resolution(text, threads, independent, cuda, cores, names, per, note):
     assert got.note == note
 
 
+@pytest.mark.parametrize("text", ["gpu-like:2", "gpu", "GPU-LIKE", "auto:2"])
+def test_near_misses_of_the_automatic_forms_are_refused(text):
+    with pytest.raises(LanesError) as info:
+        resolve_devices(text, cuda_available=lambda: 0)
+    assert info.value.code == "bad_devices"
+    assert f"--devices '{text}'" in info.value.message
+    assert "allowed: auto, gpu-like, cpu" in info.value.message
+
+
 def test_usable_cores_is_the_process_affinity():
     assert devices_module.usable_cores() == len(os.sched_getaffinity(0))
 
@@ -81,25 +100,29 @@ class Echo(Model):
 
 
 @pytest.mark.parametrize(
-    ("policy", "arbiter", "names", "note"),
+    ("policy", "arbiter", "names", "note", "spec"),
     [
         ("sjf", None, ["cpu:0", "cpu:1", "cpu:2"],
-         f"devices auto: no CUDA GPU; 3 CPU executors (one per core), 1 {GPU_LIKE}"),
+         f"devices auto: no CUDA GPU; 3 CPU executors (one per core), 1 {GPU_LIKE}", "auto"),
         # under an arbiter the daemon schedules: GPU-like devices whatever the local policy
         ("independent", "unix:/nonexistent/lanes.sock", ["cpu:0", "cpu:1", "cpu:2"],
-         f"devices auto: no CUDA GPU; 3 CPU executors (one per core), 1 {GPU_LIKE}"),
+         f"devices auto: no CUDA GPU; 3 CPU executors (one per core), 1 {GPU_LIKE}", "auto"),
         ("independent", None, ["cpu:0"],
          f"devices auto: no CUDA GPU; policy independent: one CPU executor with {CORES} "
-         f"intra-op thread{'' if CORES == 1 else 's'}, each model its own workers"),
+         f"intra-op thread{'' if CORES == 1 else 's'}, each model its own workers", "auto"),
+        # gpu-like: each model its own single-threaded worker on every core
+        ("independent", None, ["cpu:0", "cpu:1", "cpu:2"],
+         f"devices gpu-like: no CUDA GPU; 3 CPU executors (one per core), 1 {GPU_LIKE}",
+         "gpu-like"),
     ],
 )  # fmt: skip
 def test_the_server_says_at_start_what_auto_became(
-    monkeypatch, caplog, policy, arbiter, names, note
+    monkeypatch, caplog, policy, arbiter, names, note, spec
 ):
     monkeypatch.setattr(devices_module, "cuda_count", lambda: 0)
     monkeypatch.setattr(devices_module, "usable_cores", lambda: 3)
     caplog.set_level(logging.INFO, logger="lanes.serve")
-    config = ServeConfig(devices="auto", policy=policy, arbiter=arbiter, port=0, metrics_port=None)
+    config = ServeConfig(devices=spec, policy=policy, arbiter=arbiter, port=0, metrics_port=None)
     spec = [TensorSpec("x", "FP32", (-1, 1))]
     server = Server(config, [Echo(name="echo", inputs=spec, outputs=spec)])
     try:

@@ -145,7 +145,7 @@ def print_headline(summary: dict[str, Any]) -> None:
     baseline, with 95 % intervals over repeats."""
     from rich.table import Table
 
-    from lanes.lab.headline import headline
+    from lanes.lab.headline import headline, leaders
     from lanes.sim.table import make_console
 
     head = headline(summary)
@@ -160,6 +160,9 @@ def print_headline(summary: dict[str, Any]) -> None:
     for row in head.rows:
         table.add_row(*row)
     make_console().print(table)
+    line = leaders(summary)
+    if line is not None:
+        print(line)
 
 
 def _fmt(value: object, pattern: str) -> str:

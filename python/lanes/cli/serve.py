@@ -23,8 +23,9 @@ examples:
   lanes zoo export ./repo                       write the demo zoo as a model repository
 
 devices:  auto (default: every CUDA GPU, else one CPU executor per core, 1 intra-op thread
-          each; under independent one CPU executor of all cores), cpu, cpu:N (N CPU
-          executors), cuda:0,cuda:1, sim:N (N simulated GPUs)
+          each; under independent one CPU executor of all cores), gpu-like (auto under
+          every policy, independent included), cpu, cpu:N (N CPU executors),
+          cuda:0,cuda:1, sim:N (N simulated GPUs)
 policies: independent (each model its own workers, overlapping), fifo, limit:K,
           sjf[:alpha=A,slack=MS|off,starve=MS|off] (default),
           fair[:...,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,...] (sjf with a per-model

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanes.errors import BAD_ARGUMENT, LanesError
+from lanes.serving.devices import is_automatic
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 """A fleet name: it becomes part of Ray actor names."""
@@ -115,7 +116,7 @@ def _check_serve(config: FleetConfig) -> None:
     root = _Parser(prog="lanes")
     subparsers = root.add_subparsers(dest="command", parser_class=_Parser)
     serve_cli.register(subparsers)
-    devices = "cpu" if config.devices == "auto" else config.devices
+    devices = "cpu" if is_automatic(config.devices) else config.devices
     owned = ["--host", "127.0.0.1", "--port", "0", "--devices", devices]
     args = root.parse_args(["serve", *owned, *serve_options(config)])
     cli = {k: v for k, v in vars(args).items() if k not in ("command", "handler", "demo")}

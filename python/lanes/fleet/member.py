@@ -42,6 +42,8 @@ import urllib.error
 import urllib.request
 from typing import Any
 
+from lanes.serving.devices import is_automatic
+
 STARTUP = re.compile(r"lanes serve: (http://\S+) · (?:metrics :(\d+)|metrics off)")
 """The start-up line ``lanes serve`` prints on stderr once it is ready."""
 BIND_FAILED = re.compile(r"address already in use|could not bind|os error 98", re.IGNORECASE)
@@ -120,7 +122,7 @@ class Member:
         if host == "node":
             host = slot["node_ip"]  # the node's address as Ray knows it
         devices = slot["devices"]
-        if devices == "auto" and slot["gpus"]:
+        if is_automatic(devices) and slot["gpus"]:
             gpus = ray.get_runtime_context().get_accelerator_ids().get("GPU", [])
             devices = ",".join(f"cuda:{i}" for i in range(len(gpus)))  # CUDA_VISIBLE_DEVICES
         # A restart asks for its old port, else any; a first start for the planned one only.

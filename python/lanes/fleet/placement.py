@@ -2,11 +2,11 @@
 
 The rule (:func:`plan`): every alive Ray node, ordered by IP address then node id, gets
 
-- with ``devices = "auto"`` and GPUs on the node: one member per group of
+- with ``devices = "auto"`` (or ``"gpu-like"``) and GPUs on the node: one member per group of
   ``gpus_per_member`` GPUs (all of the node's GPUs when None; GPUs left over after the last
   whole group are unused), each asking Ray for that many GPUs;
 - otherwise one member, asking for no GPU, with ``devices`` as given (``sim:N``, ``cpu:N``,
-  ``auto``).
+  ``auto``, ``gpu-like``).
 
 Each member is pinned to its node (a hard node affinity: Ray restarts it there, never
 elsewhere). With ``port`` P > 0, the members sharing one IP address take P, P+1, ... in plan
@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from lanes.fleet.config import FleetConfig
+from lanes.serving.devices import is_automatic
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,7 @@ def plan(nodes: Iterable[Node], config: FleetConfig) -> list[Slot]:
     slots: list[Slot] = []
     per_ip: Counter[str] = Counter()
     for node in sorted(nodes, key=lambda n: (n.ip, n.node_id)):
-        if config.devices == "auto" and node.gpus > 0:
+        if is_automatic(config.devices) and node.gpus > 0:
             size = config.gpus_per_member or node.gpus
             groups = [size] * (node.gpus // size)
         else:

@@ -18,6 +18,14 @@ variant, which ``lanes demo`` prints and the report shows:
   2334]``) says nothing a reader can use.
 
 A missing figure is :data:`NONE`.
+
+:func:`leaders` adds one line under the table: which variants lead on capacity. The rule: the
+variant with the highest mean searched capacity leads, and so does every variant whose 95 %
+interval reaches that leader's (the data cannot order them); a capacity with no interval (one
+repeat, or the same in every repeat) is its own interval. Where several lead, each one's p99 at
+the highest grid level is named beside it, the figure that still tells them apart. A variant
+whose every load met the SLO has a capacity of at least the top level, so ties at the top of
+the grid are said as such.
 """
 
 from __future__ import annotations
@@ -170,3 +178,40 @@ def model_rows(summary: Mapping[str, Any]) -> list[list[str]]:
                 ]
             )
     return rows
+
+
+def leaders(summary: Mapping[str, Any]) -> str | None:
+    """The line naming the variants that lead on capacity (see the module doc); None when no
+    variant has a searched capacity."""
+    spans: dict[str, tuple[float, float, float]] = {}
+    for name, variant in summary["variants"].items():
+        search = variant.get("capacity_search") or {}
+        cap = search.get("capacity")
+        if cap is None:
+            continue
+        lo, hi = search.get("capacity_ci") or (cap, cap)
+        spans[name] = (float(cap), float(lo), float(hi))
+    if not spans:
+        return None
+    best = max(spans, key=lambda n: spans[n][0])
+    floor = spans[best][1]
+    ahead = [n for n, (_, _, hi) in spans.items() if hi >= floor]
+    if len(ahead) == 1:
+        return f"highest capacity at SLO: {best}; every other variant's interval lies below it"
+    top = {
+        name: max(summary["variants"][name]["levels"], key=lambda lv: lv["level"]) for name in ahead
+    }
+    p99s = ", ".join(
+        f"{name} {number((top[name].get('latency_ms') or {}).get('p99'))} ms" for name in ahead
+    )
+    label = _labels(summary["variants"][best]).get(top[best]["level"], "the top level")
+    every = all(
+        (summary["variants"][n].get("capacity_search") or {}).get("resolution") is None
+        for n in ahead
+    )
+    why = (
+        "every load met by each: the grid's top does not separate them"
+        if every
+        else ("their 95 % intervals overlap")
+    )
+    return f"highest capacity at SLO, not separated ({why}): p99 at {label}: {p99s}"

@@ -26,7 +26,7 @@ from lanes.errors import BAD_ARGUMENT, MISSING_DEPENDENCY, OUTPUT_FAILED, LanesE
 from lanes.files import check_writable, write_atomic
 from lanes.lab import aggregate as agg
 from lanes.lab import diagnosis
-from lanes.lab.headline import NONE, headline, model_rows, number
+from lanes.lab.headline import NONE, headline, leaders, model_rows, number
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -401,7 +401,9 @@ def _capacity_table(summary: Mapping[str, Any], ratios: Mapping[str, Any]) -> st
         rows.append(("", [html.escape(c) for c in _no_data(cells)] + grid))
     base = html.escape(summary["baseline"])
     columns = [html.escape(c) for c in head.columns] + ["on the grid", f"grid vs {base}"]
-    return f"<div class='wide'>{html_table(columns, rows)}</div>"
+    line = leaders(summary)
+    lead = "" if line is None else f"<p><b>{html.escape(line)}</b></p>"
+    return f"<div class='wide'>{html_table(columns, rows)}</div>{lead}"
 
 
 def _no_data(cells: list[str]) -> list[str]:

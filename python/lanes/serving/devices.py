@@ -24,6 +24,12 @@ Spec grammar (``--devices``), comma-separated, one kind per spec:
      scheduler places whole jobs on cores instead of runtimes dividing the cores among themselves.
 
   Whatever ``auto`` became is said in one log line at start (:attr:`Resolved.note`).
+- ``gpu-like`` — ``auto`` without its status-quo exception (rule 2): every CUDA device, else one
+  CPU executor per core, under every policy. ``--policy independent --devices gpu-like`` is each
+  model's own single-threaded workers on every core (one runtime per model per core, the cores
+  time-sliced among them by the OS), which is what ``lanes sim`` models as ``independent`` and
+  what the field's "every model launching on its own" is on a GPU host; ``lanes demo`` runs it
+  beside the status quo. Said at start like ``auto``.
 
 Each device's executor threads (as many as jobs it may run at once) and the processor sharing
 of simulated devices live in the native data plane (lanes-server's ``device`` and ``runner``).
@@ -43,7 +49,18 @@ from lanes.models.base import Device
 BAD_DEVICES = "bad_devices"
 """A ``--devices`` value that is malformed or names devices this host does not have."""
 
-ALLOWED = "auto, cpu, cpu:N, cuda:I[,cuda:J...], sim:N (N from 1 to 64)"
+ALLOWED = "auto, gpu-like, cpu, cpu:N, cuda:I[,cuda:J...], sim:N (N from 1 to 64)"
+AUTO = "auto"
+GPU_LIKE = "gpu-like"
+"""``auto`` under every policy: see the module docs."""
+
+
+def is_automatic(text: str) -> bool:
+    """Whether ``text`` is a ``--devices`` value resolved on the host (``auto``, ``gpu-like``)
+    rather than a list of devices."""
+    return text.strip() in (AUTO, GPU_LIKE)
+
+
 MAX_DEVICES = 64
 
 
@@ -126,21 +143,22 @@ def resolve_devices(
     cuda_available: Callable[[], int] | None = None,
     cores: Callable[[], int] | None = None,
 ) -> Resolved:
-    """``text`` as devices, ``auto`` resolved by the rule in the module docs.
+    """``text`` as devices, ``auto`` and ``gpu-like`` resolved by the rule in the module docs.
 
-    ``independent``: each model runs its own workers (``--policy independent`` with no arbiter).
-    ``cuda_available`` counts CUDA devices (default :func:`cuda_count`); ``cores`` counts the
-    cores ``auto`` spreads over (default :func:`usable_cores`).
+    ``independent``: each model runs its own workers (``--policy independent`` with no arbiter);
+    only ``auto`` heeds it. ``cuda_available`` counts CUDA devices (default :func:`cuda_count`);
+    ``cores`` counts the cores ``auto`` spreads over (default :func:`usable_cores`).
     """
     count_cuda = cuda_count if cuda_available is None else cuda_available
-    if text.strip() != "auto":
-        return Resolved(_parse(text.strip(), threads, count_cuda))
+    spec = text.strip()
+    if not is_automatic(spec):
+        return Resolved(_parse(spec, threads, count_cuda))
     n = count_cuda()
     if n:
         devices = [Device("cuda", i, 1) for i in range(n)]
         names = ", ".join(d.name for d in devices)
-        return Resolved(devices, f"devices auto: {_plural(n, 'CUDA GPU')} ({names})")
-    if independent:
+        return Resolved(devices, f"devices {spec}: {_plural(n, 'CUDA GPU')} ({names})")
+    if independent and spec == AUTO:
         devices = _parse("cpu", threads, count_cuda)
         return Resolved(
             devices,
@@ -155,7 +173,7 @@ def resolve_devices(
     given = " (--cpu-threads)" if threads is not None else ""
     return Resolved(
         devices,
-        f"devices auto: no CUDA GPU; {_plural(n, 'CPU executor')} (one per core{capped}), "
+        f"devices {spec}: no CUDA GPU; {_plural(n, 'CPU executor')} (one per core{capped}), "
         f"{_plural(per, 'intra-op thread')} each{given} — GPU-like: overlapping work waits",
     )
 
