@@ -83,3 +83,70 @@ def test_an_out_folder_that_cannot_be_made_is_one_error_line(
     assert main(["demo", "--sim", "--out", str(tmp_path / "a-file" / "sim")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "cannot write there" in err[0]
+
+
+def test_the_report_names_the_leaders(sim_demo: tuple[Path, str]) -> None:
+    out, printed = sim_demo
+    summary = json.loads((out / "summary.json").read_text())
+    from lanes.lab.headline import leaders
+
+    line = leaders(summary)
+    assert line is not None and line.startswith("highest capacity at SLO")
+    assert line in printed
+    assert line in (out / "report.html").read_text()
+
+
+def test_lanes_report_writes_a_simulated_demos_page_again(
+    sim_demo: tuple[Path, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out, _ = sim_demo
+    copy = tmp_path / "sim"
+    import shutil
+
+    shutil.copytree(out, copy)
+    (copy / "report.html").unlink()
+    assert main(["report", str(copy)]) == 0
+    assert capsys.readouterr().out.strip() == f"wrote {copy / 'report.html'}"
+    page = (copy / "report.html").read_text()
+    assert page == (out / "report.html").read_text()  # the same page from the same summary
+    # against another baseline: the ratios and the summary follow it
+    assert main(["report", str(copy), "--baseline", "fifo", "--out", str(tmp_path / "f.html")]) == 0
+    summary = json.loads((copy / "summary.json").read_text())
+    assert summary["baseline"] == "fifo"
+    assert summary["ratios"]["variants"]["fifo"]["capacity_search"]["ratio"] == pytest.approx(1.0)
+    assert "vs fifo" in (tmp_path / "f.html").read_text()
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--baseline", "nope"], "baseline 'nope': not a variant (have: independent, fifo, sjf)"),
+        (["--level", "1"], "--level 1: "),
+    ],
+)
+def test_lanes_report_on_a_simulated_demo_refuses_what_it_cannot_do(
+    sim_demo: tuple[Path, str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    out, _ = sim_demo
+    import shutil
+
+    copy = tmp_path / "sim"
+    shutil.copytree(out, copy)
+    before = (copy / "summary.json").read_text()
+    assert main(["report", str(copy), *argv]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and message in err[0], err
+    assert (copy / "summary.json").read_text() == before  # nothing lost
+
+
+def test_lanes_report_on_a_simulated_demo_without_its_summary(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "sim.json").write_text("{}")
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "summary.json unreadable" in err and not (tmp_path / "report.html").exists()

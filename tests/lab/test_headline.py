@@ -114,7 +114,9 @@ def test_one_leader_is_named_alone() -> None:
             sjf=variant([300.0, 310.0], [350.0, 360.0], [[50.0, 50.0]]),
         )
     )
-    assert line == "highest capacity at SLO: sjf; every other variant's interval lies below it"
+    assert line == (
+        "highest capacity at SLO: sjf (305 rps); every other variant's interval lies below it"
+    )
 
 
 def test_overlapping_intervals_lead_together_with_their_tails() -> None:
@@ -127,8 +129,8 @@ def test_overlapping_intervals_lead_together_with_their_tails() -> None:
         )
     )
     assert line == (
-        "highest capacity at SLO, not separated (their 95 % intervals overlap): p99 at 100 rps: "
-        "base 95 ms, sjf 134 ms"
+        "highest capacity at SLO: sjf (255 rps), not separated from base (200 rps) (their 95 % "
+        "intervals overlap); p99 at 100 rps: sjf 134 ms, base 95 ms"
     )
 
 
@@ -141,8 +143,8 @@ def test_every_load_met_by_several_is_a_tie_at_the_top_of_the_grid() -> None:
         )
     )
     assert line == (
-        "highest capacity at SLO, not separated (every load met by each: the grid's top does "
-        "not separate them): p99 at 200 rps: sjf 12.5 ms, gpu 10.6 ms"
+        "highest capacity at SLO: sjf (200 rps), not separated from gpu (200 rps) (each met "
+        "every load); p99 at 200 rps: sjf 12.5 ms, gpu 10.6 ms"
     )
 
 

@@ -32,10 +32,11 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p = subparsers.add_parser(
         "demo",
         help="compare independent, fifo and sjf serving the demo zoo on this host (the lab)",
-        description="Run the built-in experiment: the demo zoo's OCR mix under independent, "
-        "fifo and sjf, five load levels, three repeats, a capacity search (about 10 minutes on 2 "
-        "cores); write report.html and summary.json and print the summary and the headline "
-        "(capacity at SLO, goodput ratios, 95 % intervals). Guide: docs/lab.md.",
+        description="Run the built-in experiment: the demo zoo's OCR mix under independent "
+        "(the status quo, and on GPU-like devices: --devices gpu-like), fifo and sjf, five load "
+        "levels, three repeats, a capacity search (about 13 minutes on 2 cores); write "
+        "report.html and summary.json and print the summary, the headline (capacity at SLO, "
+        "goodput ratios, 95 % intervals) and which variants lead. Guide: docs/lab.md.",
     )
     add_run_options(
         p, default_out=None, where=f"default {DEFAULT_OUT}, {DEFAULT_SIM_OUT} with --sim"

@@ -1,6 +1,8 @@
 """``lanes report``: the HTML report, charts and ``summary.json`` of a lab results folder.
 
-The results folder is what ``lanes bench run`` or ``lanes demo`` wrote (docs/lab.md). Everything
+The results folder is what ``lanes bench run`` or ``lanes demo`` wrote (docs/lab.md); a folder of
+``lanes demo --sim`` (``sim.json``, no ``runs/``) gets its page written again from its summary
+(:func:`lanes.lab.simdemo.rebuild_report`), against ``--baseline`` if given. Everything
 is checked first (the folder and its runs, the baseline, the level, the output path, matplotlib);
 then the summary, the charts and the page are written atomically and their paths printed.
 """
@@ -11,6 +13,8 @@ import argparse
 import shlex
 from pathlib import Path
 from typing import Any
+
+from lanes.errors import BAD_ARGUMENT, LanesError
 
 _EPILOG = """\
 examples:
@@ -58,7 +62,17 @@ def register(subparsers: Any) -> None:
 def main(args: argparse.Namespace) -> int:
     """Run ``lanes report`` with parsed ``args``; errors are raised as ``LanesError``."""
     from lanes.lab.report import build_report
+    from lanes.lab.simdemo import is_sim_folder, rebuild_report
 
+    if is_sim_folder(args.results):
+        if args.level is not None:
+            where = f"{args.results} is a simulated demo (no timelines)"
+            raise LanesError(BAD_ARGUMENT, f"--level {args.level}: {where}")
+        page, summary = rebuild_report(args.results, baseline=args.baseline, out=args.out)
+        print(f"wrote {page}")
+        if args.baseline is not None:
+            print(f"wrote {summary}")
+        return 0
     command = shlex.join(["lanes", *getattr(args, "argv", ["report", str(args.results)])])
     files = build_report(
         args.results, baseline=args.baseline, out=args.out, level=args.level, command=command

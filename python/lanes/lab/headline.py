@@ -25,7 +25,7 @@ interval reaches that leader's (the data cannot order them); a capacity with no 
 repeat, or the same in every repeat) is its own interval. Where several lead, each one's p99 at
 the highest grid level is named beside it, the figure that still tells them apart. A variant
 whose every load met the SLO has a capacity of at least the top level, so ties at the top of
-the grid are said as such.
+the grid are said as such. Variants are named highest capacity first.
 """
 
 from __future__ import annotations
@@ -181,8 +181,8 @@ def model_rows(summary: Mapping[str, Any]) -> list[list[str]]:
 
 
 def leaders(summary: Mapping[str, Any]) -> str | None:
-    """The line naming the variants that lead on capacity (see the module doc); None when no
-    variant has a searched capacity."""
+    """The line naming the variants that lead on capacity (see the module doc), highest first;
+    None when no variant has a searched capacity."""
     spans: dict[str, tuple[float, float, float]] = {}
     for name, variant in summary["variants"].items():
         search = variant.get("capacity_search") or {}
@@ -193,25 +193,26 @@ def leaders(summary: Mapping[str, Any]) -> str | None:
         spans[name] = (float(cap), float(lo), float(hi))
     if not spans:
         return None
-    best = max(spans, key=lambda n: spans[n][0])
-    floor = spans[best][1]
-    ahead = [n for n, (_, _, hi) in spans.items() if hi >= floor]
+    order = sorted(spans, key=lambda n: -spans[n][0])
+    best = order[0]
+    ahead = [n for n in order if spans[n][2] >= spans[best][1]]
+
+    def named(name: str) -> str:
+        unit = summary["variants"][name].get("capacity_unit", "rps")
+        return f"{name} ({number(spans[name][0])}{' rps' if unit == 'rps' else ''})"
+
     if len(ahead) == 1:
-        return f"highest capacity at SLO: {best}; every other variant's interval lies below it"
-    top = {
-        name: max(summary["variants"][name]["levels"], key=lambda lv: lv["level"]) for name in ahead
-    }
-    p99s = ", ".join(
-        f"{name} {number((top[name].get('latency_ms') or {}).get('p99'))} ms" for name in ahead
+        return (
+            f"highest capacity at SLO: {named(best)}; every other variant's interval lies below it"
+        )
+    variants = summary["variants"]
+    top = {n: max(variants[n]["levels"], key=lambda lv: lv["level"]) for n in ahead}
+    p99s = ", ".join(f"{n} {number((top[n].get('latency_ms') or {}).get('p99'))} ms" for n in ahead)
+    label = _labels(variants[best]).get(top[best]["level"], "the top level")
+    every = all((variants[n].get("capacity_search") or {}).get("resolution") is None for n in ahead)
+    why = "each met every load" if every else "their 95 % intervals overlap"
+    others = ", ".join(named(n) for n in ahead[1:])
+    return (
+        f"highest capacity at SLO: {named(best)}, not separated from {others} ({why}); "
+        f"p99 at {label}: {p99s}"
     )
-    label = _labels(summary["variants"][best]).get(top[best]["level"], "the top level")
-    every = all(
-        (summary["variants"][n].get("capacity_search") or {}).get("resolution") is None
-        for n in ahead
-    )
-    why = (
-        "every load met by each: the grid's top does not separate them"
-        if every
-        else ("their 95 % intervals overlap")
-    )
-    return f"highest capacity at SLO, not separated ({why}): p99 at {label}: {p99s}"

@@ -15,6 +15,9 @@ policy's capacity and writes into the output folder, atomically:
   table and, when matplotlib is installed, the plot of ``lanes sim --plot`` (also written as
   ``charts/sim.png``).
 
+:func:`rebuild_report` writes the page again from a folder's ``summary.json`` and
+``charts/sim.png`` alone (``lanes report`` on such a folder), against another baseline if asked.
+
 Capacity: ``capacity_at_slo`` is the simulator's (every seed pooled, bisection on a 0.01 grid
 of load, docs/sim.md); ``capacity_search`` repeats that search for each seed alone, giving
 each seed a bracket ``[c, c + 0.01)`` of load, and so a mean with its 95 % interval.
@@ -26,6 +29,7 @@ import base64
 import datetime as dt
 import html
 import importlib.util
+import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -79,6 +83,45 @@ def run_sim_demo(out: Path, seeds: int, command: str) -> SimResults:
 
     write_text_atomic(out / "report.html", render(summary, plot, command))
     return results
+
+
+def is_sim_folder(folder: Path) -> bool:
+    """Whether ``folder`` holds a simulated demo (``sim.json`` and no lab ``runs/``)."""
+    return (folder / "sim.json").is_file() and not (folder / "runs").is_dir()
+
+
+def rebuild_report(
+    folder: Path, *, baseline: str | None = None, out: Path | None = None
+) -> tuple[Path, Path]:
+    """Write ``folder``'s report page again (to ``out``, default ``folder/report.html``) from its
+    ``summary.json`` and ``charts/sim.png``; with ``baseline``, the ratios and the summary are
+    taken to that policy first. Returns the page's and the summary's paths. Nothing is written
+    when the summary is missing or unreadable, or ``baseline`` is not one of its policies."""
+    from lanes.errors import RESULTS_INVALID
+    from lanes.files import write_text_atomic
+
+    path = folder / "summary.json"
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as err:
+        raise LanesError(
+            RESULTS_INVALID, f"simulated demo {folder}: {path.name} unreadable ({err})"
+        ) from None
+    keys = summary if isinstance(summary, dict) else {}
+    missing = [k for k in ("variants", "scenario", "command") if k not in keys]
+    if missing:
+        raise LanesError(
+            RESULTS_INVALID, f"simulated demo {folder}: {path.name} lacks {', '.join(missing)}"
+        )
+    if baseline is not None:
+        summary["ratios"] = agg.ratios(summary, baseline)  # refuses an unknown policy
+        summary["baseline"] = baseline
+        agg.write_summary(folder, summary=summary)
+    chart = folder / "charts" / "sim.png"
+    plot = chart.read_bytes() if chart.is_file() else None
+    page = out if out is not None else folder / "report.html"
+    write_text_atomic(page, render(summary, plot, str(summary["command"])))
+    return page, path
 
 
 def sim_summary(
@@ -191,10 +234,12 @@ def _level(index: int, load: float, points: Sequence[Mapping[str, Any]]) -> dict
 
 def render(summary: Mapping[str, Any], plot: bytes | None, command: str) -> str:
     """The report page of the simulated demo."""
-    from lanes.lab.headline import NONE, headline, number
+    from lanes.lab.headline import NONE, headline, leaders, number
     from lanes.lab.report import html_page, html_table
 
     head = headline(summary)
+    line = leaders(summary)
+    lead = "" if line is None else f"<p><b>{html.escape(line)}</b></p>"
     cap_rows = [("", [html.escape(c) for c in row]) for row in head.rows]
     level_rows = []
     for name, variant in summary["variants"].items():
@@ -229,6 +274,7 @@ def render(summary: Mapping[str, Any], plot: bytes | None, command: str) -> str:
             f"<p class='note'>{note}</p>",
             "<h2>Capacity at SLO</h2>",
             html_table([html.escape(c) for c in head.columns], cap_rows),
+            lead,
             "<h2>Latency and SLO attainment against load</h2>",
             image,
             "<h2>Points</h2>",
