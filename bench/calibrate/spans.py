@@ -24,7 +24,7 @@ Per variant, level and model the p50/p90/p99 of each (the mean over repeats of e
 lab's estimator); per variant and level the slowest 1 % of requests by ``total_ms`` (repeats
 pooled): their models and the mean of each term; and per variant and level the two waits'
 quantile functions over every model (repeats pooled), in the scenario's ``[[p, ms], ...]`` form
-(``--json``).
+(``--json``), with each model's client part at p50, p90 and p99 (``client_part``).
 
 Run:  python bench/calibrate/spans.py RESULTS [--markdown OUT.md] [--json OUT.json]
 """
@@ -118,6 +118,7 @@ def report(results: Path) -> tuple[list[str], dict[str, Any]]:
     slow_rows: list[str] = []
     for (variant, rate), models in sorted(spans.items()):
         pooled: dict[str, list[float]] = defaultdict(list)
+        gaps: dict[str, list[float]] = {}
         for model, repeats in sorted(models.items()):
             rows = [r for rep in repeats for r in rep]
             for t in ("wake_pre", "wake_post"):
@@ -130,6 +131,8 @@ def report(results: Path) -> tuple[list[str], dict[str, Any]]:
             c = client[(variant, rate)][model]
             cq = [sum(c[q]) / len(c[q]) for q in ("p50", "p90", "p99")] if c["p50"] else []
             gap = [cq[i] - col["total"][i] for i in range(len(SHOWN))] if cq else []
+            if gap:
+                gaps[model] = [round(x, 4) for x in gap]
             lines.append(
                 f"| {variant} | {rate:.0f} | {model} | {len(rows)} | "
                 + (" / ".join(f"{x:.2f}" for x in cq) or "—")
@@ -141,8 +144,11 @@ def report(results: Path) -> tuple[list[str], dict[str, Any]]:
             )
         slow_rows.append(slowest(variant, rate, models))
         tables[f"{variant}@{rate:.0f}"] = {
-            t: [[p, round(quantile(sorted(xs), p), 4)] for p in QUANTILES]
-            for t, xs in pooled.items()
+            **{
+                t: [[p, round(quantile(sorted(xs), p), 4)] for p in QUANTILES]
+                for t, xs in pooled.items()
+            },
+            "client_part": gaps,
         }
     lines += [
         "",

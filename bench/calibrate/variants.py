@@ -19,6 +19,12 @@ by compare.py's rule (within ``TARGET`` of the mean over repeats), with the p99 
   (each run's median in-situ call of a batch of one, per model, ÷ that model's mean over the
   level's repeats, averaged over the models: ``--speed-cv``, default 0.07, the eighth round's
   quiet runs at 200-400 req/s).
+- ``client part as measured``: ``host.client_ms`` as the ninth round measured it
+  (:data:`CLIENT_MEASURED`), the tenth round's scenario: the I/O threads' reading and writing of
+  each request counted twice, once as CPU on ``pre`` and once inside the client part (the
+  eleventh round took it off the client part).
+- ``I/O CPU in the background``: the other way to count it once — :data:`IO_EXTRA` off every
+  ``pre`` and onto ``host.busy_cores`` as ``rate`` x IO_EXTRA, with the client part as measured.
 - ``call stretch``: ``host.call_stretch`` = :data:`STRETCH`, the ninth round's measured slowdown
   of ``independent``'s runtime calls beyond processor sharing by how many run at once
   (calibration.md, "How `independent`'s calls stretch"); it applies to ``independent`` only
@@ -60,6 +66,14 @@ STRETCH = (1.0, 1.25, 1.18, 1.05)
 """The ninth round's `line_rnn_zh` calls under ``independent`` at 200-600 req/s, the median
 duration with k calls running ÷ processor sharing's 4.7 ms x max(1, k / 2), k = 1, 2, 3, 4
 (lab-round9/scratch/stretch.txt; the middle of each k's range)."""
+IO_EXTRA = 0.226
+"""ms of the I/O threads' CPU per request beyond the hooks, decode and encode, which
+cpu-2core.toml puts on each ``pre`` (its header: 0.340 ms by threads.py at 600 req/s, less the
+timer's hooks)."""
+CLIENT_MEASURED = ((0.0, 0.02), (0.5, 0.35), (0.9, 0.91), (0.99, 1.47), (1.0, 2.2))
+"""The client part as the ninth round measured it (client latency minus the spans' total, at
+100 req/s), which cpu-2core.toml took as ``host.client_ms`` until the eleventh round; the
+committed table is this less :data:`IO_EXTRA` (floored at 0), which ``pre`` runs already."""
 SPEED_POINTS = 8
 FIGURES = ("p50", "p99", "goodput")
 
@@ -86,6 +100,20 @@ def scaled(sc: Scenario, f: float) -> Scenario:
             )
         )
     return replace(sc, services=tuple(services))
+
+
+def io_background(sc: Scenario, rate: float) -> Scenario:
+    """``sc`` with :data:`IO_EXTRA` off every ``pre`` and on ``host.busy_cores`` instead, as
+    ``rate`` x IO_EXTRA of core time per second, and the client part as measured
+    (:data:`CLIENT_MEASURED`): the I/O threads' CPU still takes the cores, but adds to a
+    request's latency only inside the measured client part."""
+    services = tuple(
+        replace(s, pre=replace(s.pre, mean_ms=max(0.0, s.pre.mean_ms - IO_EXTRA)))
+        for s in sc.services
+    )
+    busy = sc.host.busy_cores + rate * IO_EXTRA / 1000.0
+    host = replace(sc.host, busy_cores=busy, client_ms=CLIENT_MEASURED)
+    return replace(sc, services=services, host=host)
 
 
 def speed_factors(cv: float, k: int = SPEED_POINTS) -> list[float]:
@@ -116,6 +144,8 @@ def variants(sc: Scenario, speed_cv: float, seeds: int, requests: int) -> dict[s
         "slice_ms 4": lambda p, r: at(host(slice_ms=4.0), p, r),
         "preempt rate by level": lambda p, r: at(host(call_preempt_per_ms=preempt_rate(r)), p, r),
         "call stretch": lambda p, r: at(host(call_stretch=STRETCH), p, r),
+        "client part as measured": lambda p, r: at(host(client_ms=CLIENT_MEASURED), p, r),
+        "I/O CPU in the background": lambda p, r: at(io_background(sc, r), p, r),
         f"run speed cv {speed_cv:g}": lambda p, r: [
             x for f in speed_factors(speed_cv) for x in at(scaled(sc, f), p, r)
         ],

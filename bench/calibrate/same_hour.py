@@ -1,0 +1,145 @@
+"""A scenario per host state: everything the simulator is given read off the one lab grid it
+is then set against (the eleventh round, docs/results/calibration.md).
+
+The committed scenario (examples/scenarios/cpu-2core.toml) takes its device costs from one
+day's grid and its wake-ups and client part from another's spans; this host's speed moves by
+more than the target between such grids. Here a grid run with ``--trace-requests`` (its
+``timelines.json`` by timelines.py and its spans) gives all of them, and no latency or goodput
+figure of the grid enters:
+
+- the device costs, the holds and the busy-core holds: compare.py's rules 0 and 1 (in situ,
+  from the fifo/sjf runs' device timelines), rule 2's busy cores; rule 4 (per-thread CPU) when
+  the folder has ``threads/``, else the calls' wall time (compare.py's ``--wall-time``); the
+  calls' preemptions from ``sched/`` when present, else the scenario's own (measured by
+  sched.py on an earlier day, and said so), or none with ``--no-preempt``;
+- ``host.pre_wake_ms``, ``host.post_wake_ms``: the lowest level's waits (spans.py ``--json``),
+  each quantile the mean over the variants of its pooled quantile (the ninth round's rule);
+- ``host.client_ms``: the lowest level's client part (client latency quantile minus the spans'
+  total quantile, per variant and model), the median over variants and models at p50, p90 and
+  p99, less :data:`variants.IO_EXTRA` — the I/O threads' reading and writing of each request,
+  which every ``pre`` already runs as CPU — floored at 0; 0 at p0 and 1.5x p99 at p100.
+
+Prints (and with ``--markdown`` writes) the scenario's figures and compare.py's table of
+predicted against measured p50, p99 and goodput, with the count within 15 % below the knee.
+
+Run:  python bench/calibrate/same_hour.py RESULTS WAITS_JSON [--no-preempt] [--markdown OUT.md]
+      (WAITS_JSON: spans.py RESULTS --json WAITS_JSON)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from compare import (  # beside this file
+    DEFAULT_SCENARIO,
+    KNEE,
+    TARGET,
+    calibrated,
+    emit,
+    fit,
+    load_runs,
+    load_threads,
+    measured,
+    predicted,
+    preemption,
+    scenario_lines,
+    summary,
+    table,
+)
+from variants import IO_EXTRA
+
+from lanes.sim.scenario import Scenario
+
+Quantiles = tuple[tuple[float, float], ...]
+
+
+def lowest(waits: dict[str, Any]) -> list[dict[str, Any]]:
+    """The entries of ``waits`` (``variant@rate``) at the lowest rate."""
+    rate = min(float(k.split("@")[1]) for k in waits)
+    return [v for k, v in waits.items() if float(k.split("@")[1]) == rate]
+
+
+def mean_wake(entries: list[dict[str, Any]], term: str) -> Quantiles:
+    """Each quantile of ``term`` the mean over ``entries`` (variants) of theirs."""
+    points = [e[term] for e in entries]
+    return tuple(
+        (p, round(statistics.fmean(pts[i][1] for pts in points), 4))
+        for i, (p, _) in enumerate(points[0])
+    )
+
+
+def client_part(entries: list[dict[str, Any]]) -> Quantiles:
+    """The client part less :data:`IO_EXTRA` (module doc)."""
+    gaps = [g for e in entries for g in e["client_part"].values()]
+    p50, p90, p99 = (max(0.0, statistics.median(g[i] for g in gaps) - IO_EXTRA) for i in range(3))
+    return ((0.0, 0.0), (0.5, p50), (0.9, max(p50, p90)), (0.99, max(p90, p99)), (1.0, 1.5 * p99))
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("results", type=Path, help="a calibration grid run with --trace-requests")
+    ap.add_argument("waits", type=Path, help="spans.py RESULTS --json's output")
+    ap.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=40_000)
+    ap.add_argument("--markdown", type=Path)
+    ap.add_argument(
+        "--no-preempt", action="store_true", help="no preemptions of the runtime calls at all"
+    )
+    args = ap.parse_args(argv)
+    runs = load_runs(args.results)
+    base = Scenario.load(args.scenario)
+    timelines = json.loads((args.results / "timelines.json").read_text())
+    threads = load_threads(args.results / "threads")
+    sched = args.results / "sched"
+    if args.no_preempt:
+        preempt, whence = (0.0, ()), "none (--no-preempt)"
+    elif sched.is_dir():
+        preempt, whence = preemption(sched), "sched/ of this grid"
+    else:
+        preempt = (base.host.call_preempt_per_ms, base.host.call_preempt_ms)
+        whence = f"{args.scenario.name}'s (no sched/ here)"
+    f = fit(runs, base, timelines, None, threads, preempt=preempt)
+    entries = lowest(json.loads(args.waits.read_text()))
+    scenario = calibrated(base, f)
+    host = replace(
+        scenario.host,
+        handoff_ms=0.0,
+        pre_wake_ms=mean_wake(entries, "wake_pre"),
+        post_wake_ms=mean_wake(entries, "wake_post"),
+        client_ms=client_part(entries),
+    )
+    scenario = replace(scenario, host=host)
+    meas = measured(runs)
+    variants = sorted({k[0] for k in meas})
+    pred = predicted(scenario, variants, sorted({k[1] for k in meas}), args.seeds, args.requests)
+    below = [k for k, m in meas.items() if m["goodput"] >= KNEE * k[1]]
+    within = sum(
+        abs(pred[k][x] - meas[k][x]) <= TARGET * meas[k][x]
+        for k in below
+        for x in ("p50", "p99", "goodput")
+    )
+    head = (
+        f"{args.results}: {len(runs)} runs; the scenario read off them ({args.scenario.name}'s "
+        f"other keys): device costs in situ, {'per-thread CPU' if threads else 'wall time'}; "
+        f"preemptions {whence}; wake-ups and client part (less {IO_EXTRA} ms of I/O CPU on "
+        f"pre) from the spans at the lowest level; {args.seeds} seeds x {args.requests} requests. "
+        f"**{within} of {3 * len(below)} within {TARGET:.0%}** below the knee.\n\n"
+        + scenario_lines(scenario)
+        + "\nclient_ms = "
+        + json.dumps([list(q) for q in host.client_ms])
+        + "\npre_wake_ms = "
+        + json.dumps([list(q) for q in host.pre_wake_ms])
+        + "\npost_wake_ms = "
+        + json.dumps([list(q) for q in host.post_wake_ms])
+    )
+    return emit(f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}", args.markdown)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
