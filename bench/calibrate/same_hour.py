@@ -9,7 +9,7 @@ figure of the grid enters:
 
 - the device costs, the holds and the busy-core holds: compare.py's rules 0 and 1 (in situ,
   from the fifo/sjf runs' device timelines), rule 2's busy cores; rule 4 (per-thread CPU) when
-  the folder has ``threads/``, else the calls' wall time (compare.py's ``--wall-time``); the
+  the folder has ``threads/`` (unless ``--wall-time``), else the calls' wall time; the
   calls' preemptions from ``sched/`` when present, else the scenario's own (measured by
   sched.py on an earlier day, and said so), or none with ``--no-preempt``;
 - ``host.pre_wake_ms``, ``host.post_wake_ms``: the lowest level's waits (spans.py ``--json``),
@@ -20,9 +20,12 @@ figure of the grid enters:
   which every ``pre`` already runs as CPU — floored at 0; 0 at p0 and 1.5x p99 at p100.
 
 Prints (and with ``--markdown`` writes) the scenario's figures and compare.py's table of
-predicted against measured p50, p99 and goodput, with the count within 15 % below the knee.
+predicted against measured p50, p99 and goodput, with the count within 15 % below the knee;
+``--against GRID`` sets the scenario against another grid's runs instead (a scenario read off
+one hour, set against the next).
 
-Run:  python bench/calibrate/same_hour.py RESULTS WAITS_JSON [--no-preempt] [--markdown OUT.md]
+Run:  python bench/calibrate/same_hour.py RESULTS WAITS_JSON [--no-preempt] [--wall-time]
+      [--against GRID] [--markdown OUT.md]
       (WAITS_JSON: spans.py RESULTS --json WAITS_JSON)
 """
 
@@ -91,11 +94,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--no-preempt", action="store_true", help="no preemptions of the runtime calls at all"
     )
+    ap.add_argument(
+        "--wall-time", action="store_true", help="the calls' wall time even with threads/ here"
+    )
+    ap.add_argument(
+        "--against", type=Path, help="set the scenario against this grid's runs instead"
+    )
     args = ap.parse_args(argv)
     runs = load_runs(args.results)
     base = Scenario.load(args.scenario)
     timelines = json.loads((args.results / "timelines.json").read_text())
-    threads = load_threads(args.results / "threads")
+    threads = None if args.wall_time else load_threads(args.results / "threads")
     sched = args.results / "sched"
     if args.no_preempt:
         preempt, whence = (0.0, ()), "none (--no-preempt)"
@@ -115,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         client_ms=client_part(entries),
     )
     scenario = replace(scenario, host=host)
-    meas = measured(runs)
+    meas = measured(runs if args.against is None else load_runs(args.against))
     variants = sorted({k[0] for k in meas})
     pred = predicted(scenario, variants, sorted({k[1] for k in meas}), args.seeds, args.requests)
     below = [k for k, m in meas.items() if m["goodput"] >= KNEE * k[1]]
@@ -124,9 +133,11 @@ def main(argv: list[str] | None = None) -> int:
         for k in below
         for x in ("p50", "p99", "goodput")
     )
+    against = "" if args.against is None else f", set against {args.against}"
     head = (
-        f"{args.results}: {len(runs)} runs; the scenario read off them ({args.scenario.name}'s "
-        f"other keys): device costs in situ, {'per-thread CPU' if threads else 'wall time'}; "
+        f"{args.results}: {len(runs)} runs{against}; the scenario read off them "
+        f"({args.scenario.name}'s other keys): device costs in situ, "
+        f"{'per-thread CPU' if threads else 'wall time'}; "
         f"preemptions {whence}; wake-ups and client part (less {IO_EXTRA} ms of I/O CPU on "
         f"pre) from the spans at the lowest level; {args.seeds} seeds x {args.requests} requests. "
         f"**{within} of {3 * len(below)} within {TARGET:.0%}** below the knee.\n\n"

@@ -68,6 +68,9 @@ def test_page_embeds_the_charts(built) -> None:
         f"<td class='name'>sjf</td><td class=''>40 rps</td><td class=''>+40 rps</td>"
         f"<td class=''>2.00{TIMES}</td><td class=''>20 rps (+20 rps)</td>",
         f"1.08{TIMES} [0.99, 1.16]",  # sjf's goodput over independent's at 40 rps, paired
+        # under the headline, which variants lead (lanes.lab.headline.leaders)
+        "<p><b>highest capacity at SLO: sjf (40 rps); every other variant&#x27;s interval lies "
+        "below it</b></p>",
         "no bisection (the experiment asks for none",
         "<td class=''>line_rnn_zh</td><td class='none'>no data</td><td class=''>below the grid",
         "130 <span class='ci'>[2.94, 257]</span>",  # independent p99 at 40 rps with its t-CI
