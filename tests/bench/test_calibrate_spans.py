@@ -111,6 +111,9 @@ def test_report_means_each_runs_quantiles_and_subtracts_the_server(sp, tmp_path)
     waits = tables["fifo@100"]
     assert [p for p, _ in waits["wake_pre"]] == list(sp.QUANTILES)
     assert waits["wake_pre"][0][1] == pytest.approx(0.05)
+    # the client part per model at p50 / p90 / p99, as the table's `client - total`
+    assert waits["client_part"]["m"][0] == pytest.approx(0.5)
+    assert len(waits["client_part"]["m"]) == 3
 
 
 def test_a_lab_without_spans_is_refused(sp, tmp_path):

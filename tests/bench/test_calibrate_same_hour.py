@@ -1,0 +1,60 @@
+"""``bench/calibrate/same_hour.py``: the wake-ups and client part a scenario takes from a grid's
+spans (the rest is compare.py's, tested with it)."""
+
+from __future__ import annotations
+
+import importlib
+import types
+from pathlib import Path
+
+import pytest
+
+CALIBRATE = Path(__file__).resolve().parents[2] / "bench" / "calibrate"
+
+
+@pytest.fixture
+def sh(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """The script as a module (it imports compare.py and variants.py from beside itself)."""
+    monkeypatch.syspath_prepend(str(CALIBRATE))
+    return importlib.import_module("same_hour")
+
+
+def waits(pre: float, post: float, parts: dict[str, list[float]]) -> dict[str, object]:
+    return {
+        "wake_pre": [[0.0, 0.0], [0.5, pre], [1.0, 2 * pre]],
+        "wake_post": [[0.0, 0.0], [0.5, post], [1.0, 2 * post]],
+        "client_part": parts,
+    }
+
+
+def test_the_lowest_level_of_every_variant(sh):
+    table = {
+        "fifo@100": waits(0.1, 0.2, {}),
+        "sjf@100": waits(0.3, 0.4, {}),
+        "fifo@200": waits(9.0, 9.0, {}),
+    }
+    entries = sh.lowest(table)
+    assert len(entries) == 2
+    # each quantile the mean over the variants of theirs
+    assert sh.mean_wake(entries, "wake_pre") == ((0.0, 0.0), (0.5, 0.2), (1.0, 0.4))
+    assert sh.mean_wake(entries, "wake_post") == ((0.0, 0.0), (0.5, 0.3), (1.0, 0.6))
+
+
+def test_the_client_part_is_the_median_less_the_io_on_pre(sh):
+    io = sh.IO_EXTRA
+    entries = [
+        waits(0, 0, {"a": [0.3, 1.0, 2.0], "b": [0.5, 1.2, 2.2]}),
+        waits(0, 0, {"a": [0.4, 1.1, 2.1]}),
+    ]
+    q = sh.client_part(entries)
+    # medians over variant x model: 0.4, 1.1, 2.1; less the I/O CPU pre already runs
+    assert q[1] == (0.5, pytest.approx(0.4 - io))
+    assert q[2] == (0.9, pytest.approx(1.1 - io))
+    assert q[3] == (0.99, pytest.approx(2.1 - io))
+    assert q[0] == (0.0, 0.0) and q[4] == (1.0, pytest.approx(1.5 * (2.1 - io)))
+
+
+def test_a_client_part_below_the_io_is_floored_at_zero_and_stays_ordered(sh):
+    q = sh.client_part([waits(0, 0, {"a": [0.1, 0.15, 0.9]})])
+    assert q[1][1] == 0.0 and q[2][1] == 0.0
+    assert [ms for _, ms in q] == sorted(ms for _, ms in q)
