@@ -81,13 +81,22 @@ def test_resolution(text, threads, independent, cuda, cores, names, per, note):
     assert got.note == note
 
 
-@pytest.mark.parametrize("text", ["gpu-like:2", "gpu", "GPU-LIKE", "auto:2"])
-def test_near_misses_of_the_automatic_forms_are_refused(text):
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        ("gpu-like:2", "'gpu-like' stands alone (no count, no list)"),
+        ("auto:2", "'auto' stands alone (no count, no list)"),
+        ("gpu-like,gpu-like", "'gpu-like' stands alone (no count, no list)"),
+        ("gpu", "unknown kind 'gpu'"),
+        ("GPU-LIKE", "unknown kind 'GPU-LIKE'"),
+    ],
+)
+def test_near_misses_of_the_automatic_forms_are_refused(text, why):
     with pytest.raises(LanesError) as info:
         resolve_devices(text, cuda_available=lambda: 0)
     assert info.value.code == "bad_devices"
-    assert f"--devices '{text}'" in info.value.message
-    assert "allowed: auto, gpu-like, cpu" in info.value.message
+    assert info.value.message.startswith(f"--devices '{text}': {why}")
+    assert "auto, gpu-like, cpu" in info.value.message
 
 
 def test_usable_cores_is_the_process_affinity():

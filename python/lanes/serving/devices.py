@@ -205,6 +205,10 @@ def _parse(text: str, threads: int | None, cuda_available: Callable[[], int]) ->
             BAD_DEVICES, f"--devices '{text}': mixes kinds {sorted(kinds)}; use one kind"
         )
     kind = kinds.pop()
+    if kind in (AUTO, GPU_LIKE):
+        raise LanesError(
+            BAD_DEVICES, f"--devices '{text}': '{kind}' stands alone (no count, no list); {ALLOWED}"
+        )
     if kind == "cpu":
         if len(specs) != 1:
             raise LanesError(BAD_DEVICES, f"--devices '{text}': use cpu or cpu:N; {ALLOWED}")
