@@ -58,7 +58,10 @@ def refused(capsys: pytest.CaptureFixture[str], args: list[str]) -> str:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--devices", "gpu:0"], "--devices 'gpu:0': unknown kind 'gpu'; allowed: auto, gpu-like, cpu"),
+        (
+            ["--devices", "gpu:0"],
+            "--devices 'gpu:0': unknown kind 'gpu'; allowed: auto, gpu-like, cpu",
+        ),
         (["--devices", "sim:0"], "--devices 'sim:0': count must be 1..64"),
         (["--devices", "cpu,sim:2"], "mixes kinds ['cpu', 'sim']"),
         (["--devices", "cuda:63"], "cuda:63 is not present"),
