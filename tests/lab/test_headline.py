@@ -144,9 +144,20 @@ def test_every_load_met_by_several_is_a_tie_at_the_top_of_the_grid() -> None:
     )
     assert line == (
         "highest capacity at SLO: sjf (200 rps), not separated from gpu (200 rps) (each met "
-        "every load); p99 at 200 rps: sjf 12.5 ms, gpu 10.6 ms"
+        "every load in every repeat); p99 at 200 rps: sjf 12.5 ms, gpu 10.6 ms"
     )
 
 
 def test_no_searched_capacity_no_line() -> None:
     assert hl.leaders(summary(base=variant([None], [100.0], [[0.0]]))) is None
+
+
+def test_a_tie_where_one_repeat_bisected_is_an_overlap_not_every_load() -> None:
+    # the demo of 2026-11-27: fifo met every load in one repeat and bisected in the others
+    line = hl.leaders(
+        summary(
+            gpu=variant([200.0, 200.0], [None, None], [[50.0, 50.0], [9.0, 9.0]]),
+            fifo=variant([200.0, 120.0], [None, 130.0], [[50.0, 50.0], [9.0, 9.0]]),
+        )
+    )
+    assert line is not None and "(their 95 % intervals overlap)" in line

@@ -24,8 +24,8 @@ variant with the highest mean searched capacity leads, and so does every variant
 interval reaches that leader's (the data cannot order them); a capacity with no interval (one
 repeat, or the same in every repeat) is its own interval. Where several lead, each one's p99 at
 the highest grid level is named beside it, the figure that still tells them apart. A variant
-whose every load met the SLO has a capacity of at least the top level, so ties at the top of
-the grid are said as such. Variants are named highest capacity first.
+that met every load in every repeat has a capacity of at least the top level, so such ties at
+the top of the grid are said as such. Variants are named highest capacity first.
 """
 
 from __future__ import annotations
@@ -209,8 +209,12 @@ def leaders(summary: Mapping[str, Any]) -> str | None:
     top = {n: max(variants[n]["levels"], key=lambda lv: lv["level"]) for n in ahead}
     p99s = ", ".join(f"{n} {number((top[n].get('latency_ms') or {}).get('p99'))} ms" for n in ahead)
     label = _labels(variants[best]).get(top[best]["level"], "the top level")
-    every = all((variants[n].get("capacity_search") or {}).get("resolution") is None for n in ahead)
-    why = "each met every load" if every else "their 95 % intervals overlap"
+    every = all(
+        r.get("high") is None
+        for n in ahead
+        for r in (variants[n].get("capacity_search") or {}).get("repeats") or [{"high": 0}]
+    )
+    why = "each met every load in every repeat" if every else "their 95 % intervals overlap"
     others = ", ".join(named(n) for n in ahead[1:])
     return (
         f"highest capacity at SLO: {named(best)}, not separated from {others} ({why}); "
