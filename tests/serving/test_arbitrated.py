@@ -75,7 +75,9 @@ async def cross_process_order(sock: Path, a: Handle, b: Handle, log: Log) -> Non
 @pytest.mark.parametrize("policy", ["sjf:alpha=0,slack=off", "fifo"])
 def test_the_daemon_orders_jobs_across_processes(sock: Path, policy: str) -> None:
     log = Log()
-    long = sim_model("long", 150, log)
+    # 400 ms: B's first acquire must reach the daemon while A's first long still runs; with 150
+    # ms a loaded CI host (2 cores, 2026-11-27) once let it end first, and A's queued long won.
+    long = sim_model("long", 400, log)
     # Two in flight, so A's next batch asks the daemon while its first one runs.
     long.batching = Batching(max_batch_size=1, num_batch_threads=2, max_enqueued_batches=100)
     for _ in daemon(sock, "sim:1", policy):
