@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="compare independent, fifo and sjf serving the demo zoo on this host (the lab)",
         description="Run the built-in experiment: the demo zoo's OCR mix under independent "
         "(the status quo, and on GPU-like devices: --devices gpu-like), fifo and sjf, five load "
-        "levels, three repeats, a capacity search (about 13 minutes on 2 cores); write "
+        "levels, three repeats, a capacity search (about 11 minutes on 2 cores); write "
         "report.html and summary.json and print the summary, the headline (capacity at SLO, "
         "goodput ratios, 95 % intervals) and which variants lead. Guide: docs/lab.md.",
     )
