@@ -497,7 +497,9 @@ def test_a_generator_short_of_connections_is_recorded_and_reported(tmp_path, cap
     runner.run_experiment(exp, out, ONE_CONNECTION)
     light = json.loads((out / "runs" / "fifo" / "L0-r1.json").read_text())["load"]
     heavy = json.loads((out / "runs" / "fifo" / "L1-r1.json").read_text())["load"]
-    assert light["late_sends_fraction"] < report.LATE_NOTE
+    # At 5 req/s the one connection keeps up: a send may still leave a few ms late on a busy
+    # 2-core host (of 5 sends one is 20 %; CI of 6dca4b4), but never by a share of the SLO.
+    assert light["send_delay_ms"]["p99"] < report.LATE_SLO_SHARE * 1000
     assert heavy["late_sends_fraction"] > 0.5
     assert heavy["models"]["line_rnn_zh"]["late_sends_fraction"] == heavy["late_sends_fraction"]
     assert heavy["send_delay_ms"]["p99"] > heavy["send_delay_ms"]["p50"] > 1.0
