@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from lanes.errors import BAD_ARGUMENT, LanesError
-from lanes.fleet.config import FleetConfig, check, serve_options
+from lanes.fleet.config import AUTOMATIC_DEVICES, FleetConfig, check, serve_options
 from lanes.fleet.placement import Node, nodes_from_ray, plan
 
 CPU_NODES = [Node("b", "10.0.0.2", 0), Node("a", "10.0.0.1", 0), Node("c", "10.0.0.1", 0)]
@@ -47,6 +47,12 @@ def test_plan(nodes, config, expected):
     slots = plan(nodes, config)
     assert [(s.node_id, s.gpus, s.devices, s.port) for s in slots] == expected
     assert [s.index for s in slots] == list(range(len(slots)))
+
+
+def test_the_fleet_plans_the_devices_lanes_serve_resolves_on_its_node():
+    from lanes.serving import devices
+
+    assert set(AUTOMATIC_DEVICES) == set(devices.AUTOMATIC)
 
 
 def test_nodes_from_ray_keeps_alive_nodes_and_counts_gpus():

@@ -15,13 +15,24 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from lanes.errors import BAD_ARGUMENT, LanesError
-from lanes.serving.devices import is_automatic
 
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
 """A fleet name: it becomes part of Ray actor names."""
 
 OWNED = ("--host", "--port", "--devices")
 """``lanes serve`` options the fleet sets for each member itself."""
+
+
+AUTOMATIC_DEVICES = ("auto", "gpu-like")
+"""The ``--devices`` values each member's ``lanes serve`` resolves on its node
+(``lanes.serving.devices.AUTOMATIC``); on a node with GPUs the fleet gives the member that node's
+GPUs instead. Named here, not imported, so that the fleet's modules (and each member's actor)
+do not load the server."""
+
+
+def automatic_devices(devices: str) -> bool:
+    """Whether ``devices`` is one of :data:`AUTOMATIC_DEVICES`."""
+    return devices.strip() in AUTOMATIC_DEVICES
 
 
 @dataclass(frozen=True)
@@ -116,7 +127,7 @@ def _check_serve(config: FleetConfig) -> None:
     root = _Parser(prog="lanes")
     subparsers = root.add_subparsers(dest="command", parser_class=_Parser)
     serve_cli.register(subparsers)
-    devices = "cpu" if is_automatic(config.devices) else config.devices
+    devices = "cpu" if automatic_devices(config.devices) else config.devices
     owned = ["--host", "127.0.0.1", "--port", "0", "--devices", devices]
     args = root.parse_args(["serve", *owned, *serve_options(config)])
     cli = {k: v for k, v in vars(args).items() if k not in ("command", "handler", "demo")}

@@ -42,7 +42,7 @@ import urllib.error
 import urllib.request
 from typing import Any
 
-from lanes.serving.devices import is_automatic
+from lanes.fleet.config import automatic_devices
 
 STARTUP = re.compile(r"lanes serve: (http://\S+) · (?:metrics :(\d+)|metrics off)")
 """The start-up line ``lanes serve`` prints on stderr once it is ready."""
@@ -122,7 +122,7 @@ class Member:
         if host == "node":
             host = slot["node_ip"]  # the node's address as Ray knows it
         devices = slot["devices"]
-        if is_automatic(devices) and slot["gpus"]:
+        if automatic_devices(devices) and slot["gpus"]:
             gpus = ray.get_runtime_context().get_accelerator_ids().get("GPU", [])
             devices = ",".join(f"cuda:{i}" for i in range(len(gpus)))  # CUDA_VISIBLE_DEVICES
         # A restart asks for its old port, else any; a first start for the planned one only.

@@ -20,8 +20,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from lanes.fleet.config import FleetConfig
-from lanes.serving.devices import is_automatic
+from lanes.fleet.config import FleetConfig, automatic_devices
 
 
 @dataclass(frozen=True)
@@ -62,7 +61,7 @@ def plan(nodes: Iterable[Node], config: FleetConfig) -> list[Slot]:
     slots: list[Slot] = []
     per_ip: Counter[str] = Counter()
     for node in sorted(nodes, key=lambda n: (n.ip, n.node_id)):
-        if is_automatic(config.devices) and node.gpus > 0:
+        if automatic_devices(config.devices) and node.gpus > 0:
             size = config.gpus_per_member or node.gpus
             groups = [size] * (node.gpus // size)
         else:

@@ -401,9 +401,13 @@ def _capacity_table(summary: Mapping[str, Any], ratios: Mapping[str, Any]) -> st
         rows.append(("", [html.escape(c) for c in _no_data(cells)] + grid))
     base = html.escape(summary["baseline"])
     columns = [html.escape(c) for c in head.columns] + ["on the grid", f"grid vs {base}"]
+    return f"<div class='wide'>{html_table(columns, rows)}</div>{leaders_html(summary)}"
+
+
+def leaders_html(summary: Mapping[str, Any]) -> str:
+    """The line of :func:`lanes.lab.headline.leaders` as a paragraph; empty without one."""
     line = leaders(summary)
-    lead = "" if line is None else f"<p><b>{html.escape(line)}</b></p>"
-    return f"<div class='wide'>{html_table(columns, rows)}</div>{lead}"
+    return "" if line is None else f"<p><b>{html.escape(line)}</b></p>"
 
 
 def _no_data(cells: list[str]) -> list[str]:

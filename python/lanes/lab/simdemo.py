@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from lanes.errors import OUTPUT_FAILED, LanesError
+from lanes.errors import OUTPUT_FAILED, RESULTS_INVALID, LanesError
 from lanes.lab import aggregate as agg
 from lanes.lab.capacity import Bracket
 
@@ -97,7 +97,6 @@ def rebuild_report(
     ``summary.json`` and ``charts/sim.png``; with ``baseline``, the ratios and the summary are
     taken to that policy first. Returns the page's and the summary's paths. Nothing is written
     when the summary is missing or unreadable, or ``baseline`` is not one of its policies."""
-    from lanes.errors import RESULTS_INVALID
     from lanes.files import write_text_atomic
 
     path = folder / "summary.json"
@@ -234,12 +233,10 @@ def _level(index: int, load: float, points: Sequence[Mapping[str, Any]]) -> dict
 
 def render(summary: Mapping[str, Any], plot: bytes | None, command: str) -> str:
     """The report page of the simulated demo."""
-    from lanes.lab.headline import NONE, headline, leaders, number
-    from lanes.lab.report import html_page, html_table
+    from lanes.lab.headline import NONE, headline, number
+    from lanes.lab.report import html_page, html_table, leaders_html
 
     head = headline(summary)
-    line = leaders(summary)
-    lead = "" if line is None else f"<p><b>{html.escape(line)}</b></p>"
     cap_rows = [("", [html.escape(c) for c in row]) for row in head.rows]
     level_rows = []
     for name, variant in summary["variants"].items():
@@ -274,7 +271,7 @@ def render(summary: Mapping[str, Any], plot: bytes | None, command: str) -> str:
             f"<p class='note'>{note}</p>",
             "<h2>Capacity at SLO</h2>",
             html_table([html.escape(c) for c in head.columns], cap_rows),
-            lead,
+            leaders_html(summary),
             "<h2>Latency and SLO attainment against load</h2>",
             image,
             "<h2>Points</h2>",

@@ -53,14 +53,8 @@ ALLOWED = "auto, gpu-like, cpu, cpu:N, cuda:I[,cuda:J...], sim:N (N from 1 to 64
 AUTO = "auto"
 GPU_LIKE = "gpu-like"
 """``auto`` under every policy: see the module docs."""
-
-
-def is_automatic(text: str) -> bool:
-    """Whether ``text`` is a ``--devices`` value resolved on the host (``auto``, ``gpu-like``)
-    rather than a list of devices."""
-    return text.strip() in (AUTO, GPU_LIKE)
-
-
+AUTOMATIC = (AUTO, GPU_LIKE)
+"""The ``--devices`` values resolved on the host rather than naming devices."""
 MAX_DEVICES = 64
 
 
@@ -151,7 +145,7 @@ def resolve_devices(
     """
     count_cuda = cuda_count if cuda_available is None else cuda_available
     spec = text.strip()
-    if not is_automatic(spec):
+    if spec not in AUTOMATIC:
         return Resolved(_parse(spec, threads, count_cuda))
     n = count_cuda()
     if n:
@@ -205,7 +199,7 @@ def _parse(text: str, threads: int | None, cuda_available: Callable[[], int]) ->
             BAD_DEVICES, f"--devices '{text}': mixes kinds {sorted(kinds)}; use one kind"
         )
     kind = kinds.pop()
-    if kind in (AUTO, GPU_LIKE):
+    if kind in AUTOMATIC:
         raise LanesError(
             BAD_DEVICES, f"--devices '{text}': '{kind}' stands alone (no count, no list); {ALLOWED}"
         )
