@@ -150,3 +150,18 @@ def test_lanes_report_on_a_simulated_demo_without_its_summary(
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "summary.json unreadable" in err and not (tmp_path / "report.html").exists()
+
+
+def test_a_cuda_host_runs_independent_once() -> None:
+    # On a CUDA host `--devices gpu-like` is every GPU, as `auto` is: the two independents are
+    # one server, and the demo would spend ~2.5 minutes measuring it twice.
+    from lanes.cli.demo import GPU_LIKE_TWIN, demo_text, variants_for
+    from lanes.lab.experiment import parse_experiment
+
+    text = demo_text()
+    names = [v.name for v in parse_experiment(text, source=None).variants]
+    assert GPU_LIKE_TWIN in names and "independent" in names
+    assert variants_for(text, 0) is None  # no GPU: every variant
+    chosen = variants_for(text, 2)
+    assert chosen is not None
+    assert chosen.split(",") == [n for n in names if n != GPU_LIKE_TWIN]

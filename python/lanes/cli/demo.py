@@ -21,6 +21,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+GPU_LIKE_TWIN = "independent-gpu-like"
+"""The demo's variant that is ``independent`` itself on a CUDA host (``--devices gpu-like`` means
+every CUDA GPU there, as ``auto`` does): run once, not twice, where ONNX Runtime sees a GPU."""
 DEFAULT_OUT = Path("lanes-demo")
 DEFAULT_SIM_OUT = Path("lanes-demo-sim")
 SIM_SEEDS = 2
@@ -70,6 +73,17 @@ def demo_text() -> str:
     return resources.files("lanes.lab").joinpath("demo.toml").read_text(encoding="utf-8")
 
 
+def variants_for(text: str, cuda_devices: int) -> str | None:
+    """The variants to run (``--variants``' form), or None for every one: on a host where ONNX
+    Runtime sees a CUDA GPU every variant but :data:`GPU_LIKE_TWIN`."""
+    if cuda_devices == 0:
+        return None
+    from lanes.lab.experiment import parse_experiment
+
+    names = [v.name for v in parse_experiment(text, source=None).variants]
+    return ",".join(n for n in names if n != GPU_LIKE_TWIN)
+
+
 def handle(args: argparse.Namespace) -> int:
     if args.sim:
         return _sim(args)
@@ -78,6 +92,11 @@ def handle(args: argparse.Namespace) -> int:
     if args.out is None:
         args.out = DEFAULT_OUT
     text = demo_text() + (PROFILE_TABLE if args.profile else "")
+    from lanes.serving.devices import cuda_count
+
+    args.variants = variants_for(text, cuda_count())
+    if args.variants is not None:
+        print(f"a CUDA host: {GPU_LIKE_TWIN} is independent itself here; it is not run twice")
     out = execute(None, text, args)
     try:
         from lanes.lab.report import build_report

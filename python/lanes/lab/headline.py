@@ -6,8 +6,10 @@ variant, which ``lanes demo`` prints and the report shows:
 - the searched capacity at SLO (``capacity_search.capacity``: the mean over repeats of the
   highest load each repeat measured to meet the SLO) with its 95 % interval over repeats;
 - its resolution: ``+R`` where the boundary lies below ``capacity + R`` (``high``), with the
-  bisection steps asked for; ``every load met`` when the capacity is at least the highest load
-  measured; ``below the grid`` when no load met the SLO in some repeat;
+  bisection steps asked for; ``every load met`` when every repeat met the highest load
+  measured; where only some did, the other repeats' mean bracket and how many met every load
+  (``+25 rps in 2 of 3 repeats (1 met every load)``); ``below the grid`` when no load met the
+  SLO in some repeat;
 - its ratio to the baseline's, repeat by repeat, with its 95 % interval
   (:func:`lanes.lab.aggregate.paired_ratio`);
 - the capacity at which every model meets the SLO;
@@ -96,9 +98,16 @@ def resolution(block: Mapping[str, Any], unit: str = "") -> str:
     if block.get("capacity") is None:
         repeats = block.get("repeats") or []
         return "below the grid" if repeats else NONE
-    if block.get("resolution") is None:
+    if block.get("resolution") is not None:
+        return f"+{number(block['resolution'])}{unit}"
+    repeats = block.get("repeats") or []
+    bounded = [r for r in repeats if r.get("high") is not None and r.get("low") is not None]
+    if not bounded or len(bounded) == len(repeats):
         return "every load met"
-    return f"+{number(block['resolution'])}{unit}"
+    # Some repeats met every load, others bisected below the top: the bisected ones' bracket.
+    width = sum(float(r["high"]) - float(r["low"]) for r in bounded) / len(bounded)
+    met, n = len(repeats) - len(bounded), len(repeats)
+    return f"+{number(width)}{unit} in {len(bounded)} of {n} repeats ({met} met every load)"
 
 
 def number(value: float | None, none: str = NONE) -> str:
