@@ -19,13 +19,23 @@ figure of the grid enters:
   p99, less :data:`variants.IO_EXTRA` — the I/O threads' reading and writing of each request,
   which every ``pre`` already runs as CPU — floored at 0; 0 at p0 and 1.5x p99 at p100.
 
+The twelfth round's model (both flags together are its scenario):
+
+- ``--busy-wakes``: the wake-ups by the runtime calls running at their start
+  (busy_wakes.py): ``pre_wake_ms``/``post_wake_ms`` those beside no call at the lowest level,
+  ``pre_wake_busy_ms``/``post_wake_busy_ms`` those while the calls held every core, at every
+  level;
+- ``--deconvolved``: ``client_ms`` the distribution that, added to each request's server time,
+  gives the client's quantiles at the lowest level (client_part.py), instead of the
+  differences of quantiles.
+
 Prints (and with ``--markdown`` writes) the scenario's figures and compare.py's table of
 predicted against measured p50, p99 and goodput, with the count within 15 % below the knee;
 ``--against GRID`` sets the scenario against another grid's runs instead (a scenario read off
 one hour, set against the next).
 
 Run:  python bench/calibrate/same_hour.py RESULTS WAITS_JSON [--no-preempt] [--wall-time]
-      [--against GRID] [--markdown OUT.md]
+      [--busy-wakes] [--deconvolved] [--against GRID] [--markdown OUT.md]
       (WAITS_JSON: spans.py RESULTS --json WAITS_JSON)
 """
 
@@ -38,7 +48,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from compare import (  # beside this file
+import busy_wakes  # beside this file
+import client_part as deconvolution
+from compare import (
     DEFAULT_SCENARIO,
     KNEE,
     TARGET,
@@ -59,6 +71,10 @@ from variants import IO_EXTRA
 from lanes.sim.scenario import Scenario
 
 Quantiles = tuple[tuple[float, float], ...]
+
+
+def as_quantiles(points: list[list[float]]) -> Quantiles:
+    return tuple((float(p), float(ms)) for p, ms in points)
 
 
 def lowest(waits: dict[str, Any]) -> list[dict[str, Any]]:
@@ -100,6 +116,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--against", type=Path, help="set the scenario against this grid's runs instead"
     )
+    ap.add_argument(
+        "--busy-wakes",
+        action="store_true",
+        help="wake-ups beside no call and onto busy cores (busy_wakes.py)",
+    )
+    ap.add_argument(
+        "--deconvolved", action="store_true", help="the client part deconvolved (client_part.py)"
+    )
     args = ap.parse_args(argv)
     runs = load_runs(args.results)
     base = Scenario.load(args.scenario)
@@ -123,6 +147,18 @@ def main(argv: list[str] | None = None) -> int:
         post_wake_ms=mean_wake(entries, "wake_post"),
         client_ms=client_part(entries),
     )
+    models = []
+    # Without --busy-wakes the eleventh round's model: one table per wake-up, whatever runs.
+    host = replace(host, pre_wake_busy_ms=(), post_wake_busy_ms=())
+    if args.busy_wakes:
+        wakes = busy_wakes.tables(busy_wakes.collect(args.results), base.host.cpu_cores)
+        host = replace(host, **{k: as_quantiles(wakes[k]) for k in busy_wakes.KEYS})
+        models.append("wake-ups by the calls running (busy_wakes.py)")
+    if args.deconvolved:
+        found, _ = deconvolution.fit(deconvolution.Lowest(args.results, IO_EXTRA))
+        client = zip(deconvolution.POINTS, found, strict=True)
+        host = replace(host, client_ms=tuple((p, round(float(x), 4)) for p, x in client))
+        models.append("the client part deconvolved (client_part.py)")
     scenario = replace(scenario, host=host)
     meas = measured(runs if args.against is None else load_runs(args.against))
     variants = sorted({k[0] for k in meas})
@@ -139,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         f"({args.scenario.name}'s other keys): device costs in situ, "
         f"{'per-thread CPU' if threads else 'wall time'}; "
         f"preemptions {whence}; wake-ups and client part (less {IO_EXTRA} ms of I/O CPU on "
-        f"pre) from the spans at the lowest level; {args.seeds} seeds x {args.requests} requests. "
+        f"pre) from the spans at the lowest level; {args.seeds} seeds x {args.requests} requests"
+        + "".join(f"; {m}" for m in models)
+        + ". "
         f"**{within} of {3 * len(below)} within {TARGET:.0%}** below the knee.\n\n"
         + scenario_lines(scenario)
         + "\nclient_ms = "
@@ -148,6 +186,11 @@ def main(argv: list[str] | None = None) -> int:
         + json.dumps([list(q) for q in host.pre_wake_ms])
         + "\npost_wake_ms = "
         + json.dumps([list(q) for q in host.post_wake_ms])
+        + "".join(
+            f"\n{k} = {json.dumps([list(q) for q in getattr(host, k)])}"
+            for k in ("pre_wake_busy_ms", "post_wake_busy_ms")
+            if getattr(host, k)
+        )
     )
     return emit(f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}", args.markdown)
 

@@ -214,6 +214,23 @@ def test_wakes_and_the_client_reach_the_core_only_when_set(tmp_path: Path) -> No
     assert host["client_ms"] == [[0.0, 0.1], [0.5, 0.36], [1.0, 3.0]]
 
 
+def test_busy_wake_ups_reach_the_core_only_when_set(tmp_path: Path) -> None:
+    plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    assert not {"pre_wake_busy_ms", "post_wake_busy_ms"} & set(plain)
+    text = edit(
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\n"
+        "pre_wake_ms = [[0, 0.02], [1, 0.2]]\npost_wake_ms = [[0, 0.01], [1, 0.1]]\n"
+        "pre_wake_busy_ms = [[0, 0.02], [0.9, 0.9], [1, 6]]\n"
+        "post_wake_busy_ms = [[0, 0.01], [1, 5]]",
+    )
+    sc = Scenario.load(write(tmp_path, text))
+    assert sc.host.pre_wake_busy_ms == ((0.0, 0.02), (0.9, 0.9), (1.0, 6.0))
+    host = sc.to_core()["host"]
+    assert host["pre_wake_busy_ms"] == [[0.0, 0.02], [0.9, 0.9], [1.0, 6.0]]
+    assert host["post_wake_busy_ms"] == [[0.0, 0.01], [1.0, 5.0]]
+
+
 def test_the_gpu_queue_reaches_the_core_only_when_fifo(tmp_path: Path) -> None:
     plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     assert "gpu_queue" not in plain
@@ -678,6 +695,20 @@ MALFORMED = [
         "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\n"
         "device_hold_busy_ms = [[0, 0.2], [0.5, 0.1], [1, 4]]",
         ["host.device_hold_busy_ms[1]", "not below the previous"],
+    ),
+    (
+        "busy-wake-without-its-idle-table",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\n"
+        "post_wake_busy_ms = [[0, 0.1], [1, 4]]",
+        ["host.post_wake_busy_ms", "post_wake_ms"],
+    ),
+    (
+        "busy-wake-without-time-slicing",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\npre_wake_ms = [[0, 0.02], [1, 0.2]]\n"
+        "pre_wake_busy_ms = [[0, 0.1], [1, 4]]",
+        ["host.pre_wake_busy_ms", "time_slicing"],
     ),
     (
         "call-stretch-without-time-slicing",

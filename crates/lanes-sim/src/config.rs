@@ -231,6 +231,18 @@ pub struct Host {
     /// its answer, the hook's thread taking it up).
     #[serde(default)]
     pub post_wake_ms: Vec<(f64, f64)>,
+    /// With `shared_cores` and `time_slicing`, and `pre_wake_ms`: a pre's
+    /// wake-up that begins while n runtime calls run on the cores finds them
+    /// busy with probability `min(1, n / cpu_cores)` and is then a draw of
+    /// this instead of `pre_wake_ms` (the woken thread waiting for a core the
+    /// device threads hold; `pre_wake_ms` is then the wake-up beside no
+    /// call). `(p, ms)` quantile points. Empty (the default): every pre's
+    /// wake-up is a draw of `pre_wake_ms`, whatever runs.
+    #[serde(default)]
+    pub pre_wake_busy_ms: Vec<(f64, f64)>,
+    /// The same for the wake-up before each post (with `post_wake_ms`).
+    #[serde(default)]
+    pub post_wake_busy_ms: Vec<(f64, f64)>,
     /// What the client's side adds to each request's latency (its send and
     /// receive, the kernel's socket queues): a draw per request from this
     /// empirical distribution (`(p, ms)` points), added at its end, nothing
@@ -417,6 +429,21 @@ impl Scenario {
                     "must be empty or [p, ms] points with p ascending from 0 to 1 and ms >= 0 \
                      not below the previous point's (a wake-up table: not with host.handoff_ms \
                      > 0 nor [host.interpreter])",
+                ));
+            }
+        }
+        for (key, points, idle) in [
+            ("pre_wake_busy_ms", &h.pre_wake_busy_ms, &h.pre_wake_ms),
+            ("post_wake_busy_ms", &h.post_wake_busy_ms, &h.post_wake_ms),
+        ] {
+            let placed = !idle.is_empty() && h.shared_cores && h.time_slicing;
+            if !crate::workload::Quantiles::valid(points) || !(points.is_empty() || placed) {
+                return Err(self.invalid(
+                    format!("host.{key}"),
+                    format!("{points:?}"),
+                    "must be empty or [p, ms] points with p ascending from 0 to 1 and ms >= 0 \
+                     not below the previous point's, and only beside the idle table (host.\
+                     pre_wake_ms / post_wake_ms) with host.shared_cores and host.time_slicing",
                 ));
             }
         }

@@ -77,6 +77,8 @@ pub fn ocr_unbatched() -> Scenario {
             device_hold_busy_ms: Vec::new(),
             pre_wake_ms: Vec::new(),
             post_wake_ms: Vec::new(),
+            pre_wake_busy_ms: Vec::new(),
+            post_wake_busy_ms: Vec::new(),
             client_ms: Vec::new(),
         },
         services: vec![
@@ -113,6 +115,8 @@ pub fn single_server(gpu: Cost) -> Scenario {
             device_hold_busy_ms: Vec::new(),
             pre_wake_ms: Vec::new(),
             post_wake_ms: Vec::new(),
+            pre_wake_busy_ms: Vec::new(),
+            post_wake_busy_ms: Vec::new(),
             client_ms: Vec::new(),
         },
         services: vec![Service {

@@ -45,7 +45,7 @@ _HOST_KEYS = (
     "busy_cores",
     "interpreter", "time_slicing", "handoff_ms", "handoff_dist", "slice_ms", "device_hold_ms",
     "call_preempt_per_ms", "call_preempt_ms", "device_hold_busy_ms", "pre_wake_ms",
-    "post_wake_ms", "client_ms", "call_stretch",
+    "post_wake_ms", "client_ms", "call_stretch", "pre_wake_busy_ms", "post_wake_busy_ms",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -175,6 +175,13 @@ class Host:
     outnumber the cores: with k runtime calls running on the cores each progresses at
     ``min(1, cpu_cores / n) / call_stretch[k-1]`` of a core (the last value repeating), calls
     slowing each other beyond processor sharing; each value >= 1; empty: no stretch."""
+    pre_wake_busy_ms: tuple[tuple[float, float], ...] = ()
+    """With ``shared_cores``, ``time_slicing`` and ``pre_wake_ms``: a pre's wake-up that begins
+    while n runtime calls run on the cores finds them busy with probability ``min(1, n /
+    cpu_cores)`` and is then a draw of this instead of ``pre_wake_ms`` (which is then the
+    wake-up beside no call); ``(p, ms)`` points as ``device_hold_ms``; empty: never."""
+    post_wake_busy_ms: tuple[tuple[float, float], ...] = ()
+    """The same for the wake-up before each post (with ``post_wake_ms``)."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -207,7 +214,9 @@ class Host:
             core["device_hold_busy_ms"] = [list(p) for p in self.device_hold_busy_ms]
         if self.call_stretch:
             core["call_stretch"] = list(self.call_stretch)
-        for key in ("pre_wake_ms", "post_wake_ms", "client_ms"):
+        for key in (
+            "pre_wake_ms", "post_wake_ms", "client_ms", "pre_wake_busy_ms", "post_wake_busy_ms"
+        ):  # fmt: skip
             if points := getattr(self, key):
                 core[key] = [list(p) for p in points]
         if self.interpreter is not None:
@@ -449,11 +458,17 @@ def _host(t: Table) -> Host:
     for key, points in wakes.items():
         if points and (handoff or interpreter is not None):
             t.fail(key, "must not be given with handoff_ms > 0 or [host.interpreter]")
+    busy_wakes = {k: _quantiles(t, k) for k in ("pre_wake_busy_ms", "post_wake_busy_ms")}
+    for key, points in busy_wakes.items():
+        idle = key.replace("_busy", "")
+        if points and not (shared and slicing and wakes[idle]):
+            t.fail(key, f"needs {idle}, shared_cores = true and time_slicing = true")
     return Host(
         gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter, slicing,
         handoff, handoff_dist, slice_ms, _quantiles(t, "device_hold_ms"), preempt_per_ms,
         preempt_ms, hold_busy, wakes["pre_wake_ms"], wakes["post_wake_ms"],
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
+        busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"],
     )  # fmt: skip
 
 

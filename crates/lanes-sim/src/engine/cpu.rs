@@ -11,7 +11,10 @@
 //! for their thread to wake (nothing held): `handoff` ns, or with
 //! `host.handoff_dist = "exponential"` a draw with that mean; a request's
 //! pre (post) with `host.pre_wake_ms` (`host.post_wake_ms`) a draw of that
-//! measured distribution instead. With an interpreter
+//! measured distribution instead — and with `host.pre_wake_busy_ms`
+//! (`host.post_wake_busy_ms`), when n runtime calls run on the cores, a draw
+//! of that with probability `min(1, n / cpu_cores)` (the cores busy: the
+//! woken thread waits for one). With an interpreter
 //! lock they then ask for the lock (FCFS, a pool of one); every phase then
 //! asks for a core (FCFS, `cpu_cores`; with `host.time_slicing` it runs at
 //! once on the time-sliced cores, [`crate::host::TimeShared`]). A phase
@@ -25,6 +28,7 @@ use super::event::Ev;
 use super::request::Phase;
 use super::Sim;
 use crate::host::{CpuPool, TimeShared};
+use rand::Rng;
 
 /// CPU-pool tokens with this bit are batches waiting for a core
 /// (`host.shared_cores`); the rest are requests' CPU phases.
@@ -46,12 +50,18 @@ impl Sim<'_> {
         let q = &mut self.reqs[r as usize];
         q.phase = phase;
         let cost = if phase == Phase::Pre { q.pre } else { q.post };
-        let measured = match phase {
-            Phase::Pre => self.pre_wake.as_ref(),
-            Phase::Post => self.post_wake.as_ref(),
+        let (measured, busy) = match phase {
+            Phase::Pre => (self.pre_wake.as_ref(), self.pre_wake_busy.as_ref()),
+            Phase::Post => (self.post_wake.as_ref(), self.post_wake_busy.as_ref()),
         };
         if let Some(table) = measured {
-            let wake = table.sample(&mut self.wake_rng);
+            let mut wake = table.sample(&mut self.wake_rng);
+            if let Some(busy) = busy.filter(|_| self.calls_on > 0) {
+                let p = self.calls_on as f64 / self.sc.host.cpu_cores as f64;
+                if self.wake_busy_rng.random::<f64>() < p {
+                    wake = busy.sample(&mut self.wake_busy_rng);
+                }
+            }
             self.at(self.now + wake, Ev::Woken(r));
             return;
         }

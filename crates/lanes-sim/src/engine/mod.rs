@@ -98,6 +98,13 @@ struct Sim<'a> {
     /// from `wake_rng`.
     pre_wake: Option<Quantiles>,
     post_wake: Option<Quantiles>,
+    /// The same wake-ups onto cores the runtime calls hold
+    /// (`host.pre_wake_busy_ms`, `host.post_wake_busy_ms`; `None`: never),
+    /// drawn from `wake_busy_rng` with probability `min(1, calls_on /
+    /// cpu_cores)`.
+    pre_wake_busy: Option<Quantiles>,
+    post_wake_busy: Option<Quantiles>,
+    wake_busy_rng: Pcg64Mcg,
     /// The client's part of each request's latency (`host.client_ms`;
     /// `None`: none), from its own seeded stream.
     client: Option<Quantiles>,
@@ -248,6 +255,9 @@ impl<'a> Sim<'a> {
             convoy: lock_ns(|i| i.convoy_ms),
             pre_wake: Quantiles::new(&sc.host.pre_wake_ms),
             post_wake: Quantiles::new(&sc.host.post_wake_ms),
+            pre_wake_busy: Quantiles::new(&sc.host.pre_wake_busy_ms),
+            post_wake_busy: Quantiles::new(&sc.host.post_wake_busy_ms),
+            wake_busy_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0A3E_B05F_7A1E),
             client: Quantiles::new(&sc.host.client_ms),
             client_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0C11_E470_5EED),
             hold: Quantiles::new(&sc.host.device_hold_ms),
