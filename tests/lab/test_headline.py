@@ -82,7 +82,7 @@ def test_a_collapsed_baseline_is_shown_as_a_figure_not_divided_by() -> None:
         ([150.0, 150.0], [None, None], "every load met"),
         # one repeat met every load, the other bisected below the top (a demo once said
         # "every load met" here)
-        ([100.0, 150.0], [150.0, None], "+50 rps in 1 of 2 repeats (1 met every load)"),
+        ([100.0, 150.0], [150.0, None], "+50 rps; 1 of 2 met every load"),
         ([100.0, None], [150.0, 100.0], "below the grid"),
     ],
 )

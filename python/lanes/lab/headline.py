@@ -8,8 +8,8 @@ variant, which ``lanes demo`` prints and the report shows:
 - its resolution: ``+R`` where the boundary lies below ``capacity + R`` (``high``), with the
   bisection steps asked for; ``every load met`` when every repeat met the highest load
   measured; where only some did, the other repeats' mean bracket and how many met every load
-  (``+25 rps in 2 of 3 repeats (1 met every load)``); ``below the grid`` when no load met the
-  SLO in some repeat;
+  (``+25 rps; 1 of 3 met every load``); ``below the grid`` when no load met the SLO in some
+  repeat;
 - its ratio to the baseline's, repeat by repeat, with its 95 % interval
   (:func:`lanes.lab.aggregate.paired_ratio`);
 - the capacity at which every model meets the SLO;
@@ -106,8 +106,8 @@ def resolution(block: Mapping[str, Any], unit: str = "") -> str:
         return "every load met"
     # Some repeats met every load, others bisected below the top: the bisected ones' bracket.
     width = sum(float(r["high"]) - float(r["low"]) for r in bounded) / len(bounded)
-    met, n = len(repeats) - len(bounded), len(repeats)
-    return f"+{number(width)}{unit} in {len(bounded)} of {n} repeats ({met} met every load)"
+    met = len(repeats) - len(bounded)
+    return f"+{number(width)}{unit}; {met} of {len(repeats)} met every load"
 
 
 def number(value: float | None, none: str = NONE) -> str:
