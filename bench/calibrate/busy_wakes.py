@@ -11,7 +11,8 @@ wake-ups did not grow with the load. This script gives the tables of the rule th
 (docs/sim.md, ``host.pre_wake_busy_ms``): a wake-up beginning while n calls run draws from the
 busy table with probability ``min(1, n / cores)``, else from the idle one.
 
-- **n**: the runtime calls (the device timeline's jobs) running at the wake-up's start: the
+- **n**: the runtime calls running at the wake-up's start (each job's ``measured_ms`` up to its
+  slice's end, as timelines.py takes a call; the device hold before it is not a call): the
   handler's start plus ``decode_ms`` for the wake before pre, the driver sending the answers
   (the span's ``back`` event) for the wake before post.
 - **idle** (``pre_wake_ms``, ``post_wake_ms``): the wake-ups with n = 0 at the lowest level;
@@ -37,7 +38,7 @@ from typing import Any
 
 from compare import emit, load_runs  # beside this file
 from spans import QUANTILES
-from timelines import quantile
+from timelines import call_span, quantile
 
 WAKES = ("pre", "post")
 KEYS = ("pre_wake_ms", "pre_wake_busy_ms", "post_wake_ms", "post_wake_busy_ms")
@@ -49,15 +50,18 @@ Wakes = dict[str, dict[int, list[float]]]
 
 
 class Running:
-    """How many runtime calls (the timeline's ``job`` events) run at a time on a trace's clock."""
+    """How many runtime calls run at a time on a trace's clock: each job's call as timelines.py
+    takes it (:func:`timelines.call_span`, the hold before it left out), as the simulator's
+    ``calls_on`` counts them."""
 
     def __init__(self, events: list[dict[str, Any]]) -> None:
+        calls = [
+            call_span(e)
+            for e in events
+            if e.get("cat") == "job" and e.get("ph") == "X" and not e["args"].get("failed")
+        ]
         edges = sorted(
-            itertools.chain.from_iterable(
-                ((e["ts"], 1), (e["ts"] + e["dur"], -1))
-                for e in events
-                if e.get("cat") == "job" and e.get("ph") == "X"
-            )
+            itertools.chain.from_iterable(((start, 1), (end, -1)) for start, end in calls)
         )
         self.times = [t for t, _ in edges]
         self.level = list(itertools.accumulate(d for _, d in edges))

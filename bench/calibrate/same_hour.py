@@ -146,10 +146,11 @@ def main(argv: list[str] | None = None) -> int:
         pre_wake_ms=mean_wake(entries, "wake_pre"),
         post_wake_ms=mean_wake(entries, "wake_post"),
         client_ms=client_part(entries),
+        # the eleventh round's model unless --busy-wakes: one table per wake-up, whatever runs
+        pre_wake_busy_ms=(),
+        post_wake_busy_ms=(),
     )
     models = []
-    # Without --busy-wakes the eleventh round's model: one table per wake-up, whatever runs.
-    host = replace(host, pre_wake_busy_ms=(), post_wake_busy_ms=())
     if args.busy_wakes:
         wakes = busy_wakes.tables(busy_wakes.collect(args.results), base.host.cpu_cores)
         host = replace(host, **{k: as_quantiles(wakes[k]) for k in busy_wakes.KEYS})

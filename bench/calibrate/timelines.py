@@ -48,13 +48,17 @@ CALLS_SEEN = 40
 few runtimes per device; a generous bound)."""
 
 
+def call_span(batch: dict[str, Any]) -> tuple[float, float]:
+    """A batch's runtime call on the trace's clock (µs): its slice's end minus its
+    ``measured_ms`` to the slice's end (the device hold before it is not the call)."""
+    end = batch["ts"] + batch["dur"]
+    return end - batch["args"]["measured_ms"] * 1e3, end
+
+
 def calls_running(batches: list[dict[str, Any]]) -> list[int]:
     """For each batch (by dispatch), how many other batches' runtime calls were running when it
     was dispatched."""
-    calls = sorted(
-        (ev["ts"] + ev["dur"] - ev["args"]["measured_ms"] * 1e3, ev["ts"] + ev["dur"])
-        for ev in batches
-    )
+    calls = sorted(call_span(ev) for ev in batches)
     starts = [c[0] for c in calls]
     out = []
     for ev in batches:

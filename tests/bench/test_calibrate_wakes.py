@@ -55,7 +55,9 @@ def request(i: int, ts: float, pre_wake: float, post_wake: float, sent: float, t
 
 
 def job(ts: float, dur: float) -> dict[str, Any]:
-    return {"cat": "job", "ph": "X", "name": "m", "ts": ts, "dur": dur, "tid": 0, "args": {}}
+    """A device timeline's batch whose runtime call fills its slice (no hold before it)."""
+    args = {"measured_ms": dur / 1000.0}
+    return {"cat": "job", "ph": "X", "name": "m", "ts": ts, "dur": dur, "tid": 0, "args": args}
 
 
 def write_run(root: Path, variant: str, level: int, rate: float, events, load=None) -> None:
@@ -85,6 +87,18 @@ def test_each_wake_up_is_counted_beside_the_calls_running_at_its_start(bw, tmp_p
     pooled = bw.collect(tmp_path)[("fifo", 100.0)]
     assert dict(pooled["pre"]) == {1: [pytest.approx(0.2), pytest.approx(0.4)]}
     assert dict(pooled["post"]) == {2: [0.8], 0: [0.1]}
+
+
+def test_a_device_hold_before_the_call_is_not_a_call(bw, tmp_path: Path):
+    # A slice from 0 to 2,000 µs whose call is its last 1 ms: at 500 µs the device is held (its
+    # thread handing the batch over), no call runs; at 1,500 one does.
+    held = job(0.0, 2000.0)
+    held["args"]["measured_ms"] = 1.0
+    events = [held, *request(1, 490.0, 0.2, 0.3, 1500.0, 2.0)]
+    write_run(tmp_path, "fifo", 0, 100.0, events)
+    pooled = bw.collect(tmp_path)[("fifo", 100.0)]
+    assert dict(pooled["pre"]) == {0: [pytest.approx(0.2)]}
+    assert dict(pooled["post"]) == {1: [0.3]}
 
 
 def test_the_tables_are_idle_at_the_lowest_level_and_busy_at_every_level(bw, tmp_path: Path):
