@@ -51,17 +51,29 @@ FAIR = "fair:fast=25,hold=6,burst=100"
 FAIR_FAST8 = "fair:fast=8,hold=6,burst=100"
 """``fair`` whose fast lane takes jobs of at most 8 ms: ``line_rnn_zh``'s batches of one (4.6 ms)
 and ``line_rnn_en``'s up to 4, not ``line_rnn_zh``'s of 2 or more (the twelfth round)."""
+FAIR_WIDE = "fair:fast=25,hold=6,burst=100,width=2,beside=any"
+"""``fair-2``'s fast lane widened: two fast slots per device, open beside any job, so a short job
+seldom waits for another short one (2026-11-28)."""
 VARIANTS = (
     ("sjf", "sjf", 1),
     ("sjf-2", "sjf", 2),
     ("fair-2", FAIR, 2),
     ("fair-2-fast8", FAIR_FAST8, 2),
+    ("fair-2-wide", FAIR_WIDE, 2),
     ("fair", FAIR, 1),
     ("fifo", "fifo", 1),
     ("independent", "independent", 1),
 )
 """``(name, policy, batches of each model in flight)``; the first is today's default."""
-BURST_VARIANTS = ("independent", "sjf", "fair", "sjf-2", "fair-2", "fair-2-fast8")
+BURST_VARIANTS = (
+    "independent",
+    "sjf",
+    "fair",
+    "sjf-2",
+    "fair-2",
+    "fair-2-fast8",
+    "fair-2-wide",
+)
 BURST_RATES = (200.0, 330.0, 530.0)
 """The lab's isolation levels, req/s."""
 

@@ -105,9 +105,9 @@ class Scheduler:
     ) -> Scheduler:
         """``policy``: ``fifo``, ``limit:K``, ``sjf[:alpha=A,slack=MS|off,starve=MS|off]``,
         ``fair[:alpha=A,slack=MS|off,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,...]``,
-        ``lanes[:alpha=A,slack=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off]`` (``sjf``
-        plus a fast slot per device for jobs of estimated cost at most ``fast``, optionally
-        gated) or ``edf``;
+        ``lanes[:alpha=A,slack=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off,width=K,beside=long|any]``
+        (``sjf`` plus ``width`` fast slots per device for jobs of estimated cost at most
+        ``fast``, optionally gated) or ``edf``;
         ``capacities``: jobs each device runs at once (device ids are the indices).
         Raises ``LanesError`` (``unknown_policy``, ``bad_policy_argument``, ``bad_device_count``,
         ``bad_capacity``, ``bad_argument``)."""

@@ -1,6 +1,7 @@
 //! `lanes`: a short job overlaps a long one in the device's fast slot, long
-//! jobs never do, one fast job per device, `sjf` without short jobs, and
-//! work conservation over both kinds of slot.
+//! jobs never do, one fast job per device (`width` of them), beside a long job
+//! only (any job with `beside=any`), `sjf` without short jobs, and work
+//! conservation over both kinds of slot.
 
 use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
@@ -64,8 +65,18 @@ fn a_short_job_takes_the_fast_slot_beside_a_long_one() {
         // One fast job per device: the best short job (aging order) goes.
         ("lanes", 90, &[8, 5, 12], &[3]),
         ("lanes:alpha=0,slack=off", 90, &[45, 8, 5], &[4]),
+        // `width`: that many fast jobs per device.
+        ("lanes:width=2", 90, &[8, 5, 12], &[3, 2]),
+        ("lanes:width=3", 90, &[8, 5, 12, 45], &[3, 2, 4]),
+        ("lanes:width=2", 90, &[45], &[]),
+        // `beside=any`: beside a short job too.
+        ("lanes:fast=10,beside=any", 9, &[5, 8], &[2]),
+        ("lanes:fast=10,beside=any,width=2", 9, &[5, 8], &[2, 3]),
+        ("lanes:fast=10,beside=any", 9, &[20], &[]),
+        ("lanes:beside=any", 90, &[5], &[2]),
         // `fair` with `fast` has the same fast lane.
         ("fair:fast=20", 90, &[5], &[2]),
+        ("fair:fast=10,beside=any,width=2", 9, &[5, 8, 3], &[4, 2]),
         ("fair:fast=20", 90, &[45], &[]),
         // Other policies have no fast slot.
         ("sjf", 90, &[5], &[]),
@@ -220,16 +231,20 @@ type Starts = Vec<(Nanos, JobId, DeviceId, bool)>;
 /// device (the regular job and its cost, the fast job) and after each
 /// dispatch checks the slot rules against it: a start on a device whose
 /// regular slot is held is a fast start, which must be short, beside a long
-/// job, with the fast slot empty; and no queued job could start (work
-/// conservation over regular and fast slots).
+/// job (any job with `beside=any`), with fewer than `width` fast jobs
+/// running there; and no queued job could start (work conservation over
+/// regular and fast slots).
 fn simulate(policy: &str, devices: usize, arrivals: &[Arrival]) -> Starts {
     let p: Policy = policy.parse().unwrap();
     let fast = p.fast_lane();
+    let shape = p.fast_shape();
+    let any = shape.beside == crate::Beside::Any;
+    let width = shape.width as usize;
     let mut s = scheduler(policy, devices);
     let mut starts = Vec::new();
-    // Per device: the regular job (id, cost), the fast job (id).
+    // Per device: the regular job (id, cost), the fast jobs (ids).
     let mut regular: Vec<Option<(JobId, Nanos)>> = vec![None; devices];
-    let mut in_fast: Vec<Option<JobId>> = vec![None; devices];
+    let mut in_fast: Vec<Vec<JobId>> = vec![Vec::new(); devices];
     let mut running = Running::new();
     let mut queued: Vec<Job> = Vec::new();
     let mut out = Vec::new();
@@ -241,9 +256,7 @@ fn simulate(policy: &str, devices: usize, arrivals: &[Arrival]) -> Starts {
                 if regular[d].is_some_and(|r| r.0 == id) {
                     regular[d] = None;
                 }
-                if in_fast[d] == Some(id) {
-                    in_fast[d] = None;
-                }
+                in_fast[d].retain(|&f| f != id);
             }
         }) else {
             break;
@@ -271,9 +284,12 @@ fn simulate(policy: &str, devices: usize, arrivals: &[Arrival]) -> Starts {
                 Some((_, long)) => {
                     let f = fast.expect("{policy}: only lanes overlaps jobs");
                     assert!(job.cost <= f, "{policy}: a long job in the fast slot");
-                    assert!(long > f, "{policy}: a fast job beside a short one");
-                    assert!(in_fast[device].is_none(), "{policy}: two fast jobs");
-                    in_fast[device] = Some(job.id);
+                    assert!(long > f || any, "{policy}: a fast job beside a short one");
+                    assert!(
+                        in_fast[device].len() < width,
+                        "{policy}: too many fast jobs"
+                    );
+                    in_fast[device].push(job.id);
                     true
                 }
             };
@@ -284,11 +300,10 @@ fn simulate(policy: &str, devices: usize, arrivals: &[Arrival]) -> Starts {
         for device in 0..devices {
             assert_eq!(
                 s.fast_running(device),
-                in_fast[device].is_some(),
+                !in_fast[device].is_empty(),
                 "{policy}"
             );
-            let expect =
-                u32::from(regular[device].is_some()) + u32::from(in_fast[device].is_some());
+            let expect = u32::from(regular[device].is_some()) + in_fast[device].len() as u32;
             assert_eq!(s.running_on(device), expect, "{policy}: device {device}");
         }
         // No queued job may start anywhere: eligible devices have their
@@ -303,7 +318,7 @@ fn simulate(policy: &str, devices: usize, arrivals: &[Arrival]) -> Starts {
                 };
                 if let Some(f) = fast {
                     assert!(
-                        q.cost > f || cost <= f || in_fast[device].is_some(),
+                        q.cost > f || (cost <= f && !any) || in_fast[device].len() >= width,
                         "{policy}: short job {} waits at {now} beside device {device}'s open fast slot",
                         q.id
                     );
@@ -366,6 +381,10 @@ fn work_conservation_holds_over_both_slots() {
             "lanes:fast=10",
             "lanes:alpha=0,slack=off",
             "fair:fast=20",
+            "lanes:width=2",
+            "lanes:fast=10,beside=any",
+            "fair:fast=10,width=3,beside=any",
+            "lanes:fast=10,width=2,beside=any",
             "sjf",
         ] {
             let starts = simulate(policy, 2, &arrivals);

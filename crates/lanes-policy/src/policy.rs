@@ -6,7 +6,7 @@
 //! | `limit:K` | arrival order; every device runs up to `K` jobs at once |
 //! | `sjf` | shortest estimated cost first, with aging and slack (below) |
 //! | `fair` | `sjf`, except that a model running ahead of its equal share of device time yields (below) |
-//! | `lanes` | `sjf`, plus a fast lane: one extra slot per device that only short jobs may take, beside a long job (below) |
+//! | `lanes` | `sjf`, plus a fast lane: one extra slot per device (`width` of them) that only short jobs may take, beside a long job (any job with `beside=any`; below) |
 //! | `edf` | earliest deadline first; jobs that can no longer finish by their deadline are dropped |
 //!
 //! Every policy drops a job whose hard deadline has passed before it is
@@ -162,15 +162,23 @@
 //! `lanes:...,hold=MS,budget=MS|off,burst=MS|off` and
 //! `fair:...,fast=MS,hold=MS,budget=MS|off,burst=MS|off` (`fair` needs `fast`
 //! for any; `burst` needs `hold`).
+//!
+//! ## The fast lane's shape (`width`, `beside`)
+//!
+//! Exact rule in [`crate::fast_lane`]. **Width** (`width=K`, default 1): K
+//! fast slots per device. **Beside** (`beside=long|any`, default `long`):
+//! with `any` a fast slot also opens while the regular slots hold only short
+//! jobs. `lanes:...,width=K,beside=long|any` and `fair:...,fast=MS,width=K,beside=long|any`
+//! (`fair` needs `fast` for either).
 
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{FastGate, Nanos, PolicyError, NANOS_PER_MS};
+use crate::{Beside, FastGate, FastLane, Nanos, PolicyError, NANOS_PER_MS};
 
 /// The allowed policy names, for error messages.
 pub const ALLOWED: &str =
-    "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off,starve=MS|off], fair[:alpha=A,slack=MS|off,starve=MS|off,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,hold=MS,budget=MS|off,burst=MS|off], lanes[:alpha=A,slack=MS|off,starve=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf";
+    "fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off,starve=MS|off], fair[:alpha=A,slack=MS|off,starve=MS|off,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,hold=MS,budget=MS|off,burst=MS|off,width=K,beside=long|any], lanes[:alpha=A,slack=MS|off,starve=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off,width=K,beside=long|any], edf";
 
 /// `sjf`'s default aging rate α (cost-nanoseconds forgiven per nanosecond
 /// waited), chosen by simulation: docs/results/sim.md.
@@ -192,6 +200,10 @@ pub const DEFAULT_FAIR_CAP: Nanos = 200_000_000;
 /// is short and may take a device's fast slot. Chosen by simulation:
 /// docs/results/sim.md.
 pub const DEFAULT_LANES_FAST: Nanos = 20_000_000;
+
+/// The most fast slots a device may have (`width`): beyond a few, a fast lane
+/// is no longer a lane but `independent`.
+pub const MAX_FAST_WIDTH: u32 = 8;
 
 /// A scheduling policy. Parse one from its name with [`str::parse`].
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -220,16 +232,18 @@ pub enum Policy {
         usage: Option<Nanos>,
         fast: Option<Nanos>,
         gate: FastGate,
+        lane: FastLane,
     },
     /// `sjf` on the regular slots, plus one fast slot per device that a job
     /// of estimated cost at most `fast` may take beside a long job, when
-    /// `gate` admits it.
+    /// `gate` admits it (`lane`: more fast slots, or beside any job).
     Lanes {
         alpha: f64,
         slack: Option<Nanos>,
         starve: Option<Nanos>,
         fast: Nanos,
         gate: FastGate,
+        lane: FastLane,
     },
     /// Earliest deadline first, dropping jobs that cannot finish in time.
     Edf,
@@ -256,6 +270,7 @@ impl Policy {
             usage: None,
             fast: None,
             gate: FastGate::default(),
+            lane: FastLane::default(),
         }
     }
 
@@ -267,6 +282,7 @@ impl Policy {
             starve: DEFAULT_SJF_STARVE,
             fast: DEFAULT_LANES_FAST,
             gate: FastGate::default(),
+            lane: FastLane::default(),
         }
     }
 
@@ -311,10 +327,24 @@ impl Policy {
         }
     }
 
-    /// Fast slots per device under this policy (1 under `lanes`, else 0): a
-    /// driver that sizes per-model concurrency by device slots adds these.
+    /// (`lanes`, `fair` with `fast`) how many fast slots a device has and
+    /// what a fast job may run beside; the default under other policies.
+    pub fn fast_shape(&self) -> FastLane {
+        match *self {
+            Self::Lanes { lane, .. } | Self::Fair { lane, .. } => lane,
+            _ => FastLane::default(),
+        }
+    }
+
+    /// Fast slots per device under this policy (`width`, 1 by default, under
+    /// `lanes` and `fair` with `fast`; else 0): a driver that sizes
+    /// per-model concurrency by device slots adds these.
     pub fn fast_slots(&self) -> u32 {
-        u32::from(self.fast_lane().is_some())
+        if self.fast_lane().is_some() {
+            self.fast_shape().width
+        } else {
+            0
+        }
     }
 
     /// Jobs a device may run at once under this policy, given its configured
@@ -387,12 +417,15 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
     let mut fast = DEFAULT_LANES_FAST;
     let mut fair_fast = None;
     let mut gate = FastGate::default();
+    let mut lane = FastLane::default();
     let fair = family == Family::Fair;
     let lanes = family == Family::Lanes;
     let keys = match family {
         Family::Sjf => "alpha, slack, starve",
-        Family::Fair => "alpha, slack, starve, threshold, cap, usage, fast, hold, budget, burst",
-        Family::Lanes => "alpha, slack, starve, fast, hold, budget, burst",
+        Family::Fair => {
+            "alpha, slack, starve, threshold, cap, usage, fast, hold, budget, burst, width, beside"
+        }
+        Family::Lanes => "alpha, slack, starve, fast, hold, budget, burst, width, beside",
     };
     for pair in args.split(',') {
         let Some((key, value)) = pair.split_once('=') else {
@@ -430,6 +463,28 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
             ("burst", true, _) | ("burst", _, true) => {
                 gate.burst = milliseconds_or_off(name, "burst", value)?;
             }
+            ("width", true, _) | ("width", _, true) => {
+                lane.width = value
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|k| (1..=MAX_FAST_WIDTH).contains(k))
+                    .ok_or_else(|| {
+                        bad(
+                            name,
+                            "width",
+                            value,
+                            &format!("must be an integer from 1 to {MAX_FAST_WIDTH}"),
+                        )
+                    })?;
+            }
+            ("beside", true, _) | ("beside", _, true) => {
+                lane.beside = match value.trim() {
+                    "long" => Beside::Long,
+                    "any" => Beside::Any,
+                    _ => return Err(bad(name, "beside", value, "must be long or any")),
+                };
+            }
             ("cap", true, _) => {
                 cap = milliseconds(name, "cap", value)?;
                 if cap == 0 {
@@ -465,12 +520,21 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
                 starve,
                 fast,
                 gate,
+                lane,
             })
         }
         Family::Fair => {}
     }
-    if fair_fast.is_none() && !gate.is_open() {
-        let key = if gate.hold > 0 { "hold" } else { "budget" };
+    if fair_fast.is_none() && (!gate.is_open() || lane != FastLane::default()) {
+        let key = if gate.hold > 0 {
+            "hold"
+        } else if gate.budget.is_some() {
+            "budget"
+        } else if lane.width != 1 {
+            "width"
+        } else {
+            "beside"
+        };
         let value = args
             .rsplit(',')
             .filter_map(|p| p.split_once('='))
@@ -480,7 +544,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
             name,
             key,
             value,
-            "gates the fast lane, so it needs fast=MS",
+            "shapes or gates the fast lane, so it needs fast=MS",
         ));
     }
     if threshold >= cap {
@@ -501,6 +565,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
         usage,
         fast: fair_fast,
         gate,
+        lane,
     })
 }
 
@@ -557,6 +622,7 @@ impl fmt::Display for Policy {
                 usage,
                 fast,
                 gate,
+                lane,
                 ..
             } => {
                 if *self == Self::fair() {
@@ -577,19 +643,34 @@ impl fmt::Display for Policy {
                     Some(ns) => write!(f, ",fast={}", *ns as f64 / NANOS_PER_MS)?,
                     None => return Ok(()),
                 }
-                write_gate(f, gate)
+                write_gate(f, gate)?;
+                write_lane(f, lane)
             }
-            Self::Lanes { fast, gate, .. } => {
+            Self::Lanes {
+                fast, gate, lane, ..
+            } => {
                 if *self == Self::lanes() {
                     return f.write_str("lanes");
                 }
                 write!(f, "lanes:")?;
                 write_shortest_first(f, self)?;
                 write!(f, ",fast={}", *fast as f64 / NANOS_PER_MS)?;
-                write_gate(f, gate)
+                write_gate(f, gate)?;
+                write_lane(f, lane)
             }
         }
     }
+}
+
+/// `,width=K` and `,beside=any` where they differ from the default.
+fn write_lane(f: &mut fmt::Formatter<'_>, lane: &FastLane) -> fmt::Result {
+    if lane.width != 1 {
+        write!(f, ",width={}", lane.width)?;
+    }
+    if lane.beside != Beside::Long {
+        write!(f, ",beside={}", lane.beside)?;
+    }
+    Ok(())
 }
 
 fn write_gate(f: &mut fmt::Formatter<'_>, gate: &FastGate) -> fmt::Result {
@@ -692,6 +773,20 @@ mod tests {
                 "lanes:fast=10,starve=300",
                 "lanes:alpha=4,slack=80,starve=300,fast=10",
             ),
+            ("lanes:width=1,beside=long", "lanes"),
+            (
+                "lanes:beside=any,width=2",
+                "lanes:alpha=4,slack=80,fast=20,width=2,beside=any",
+            ),
+            (
+                "fair:fast=8,hold=6,burst=100,beside=any,width=2",
+                "fair:alpha=4,slack=80,threshold=20,cap=200,fast=8,hold=6,burst=100,width=2,beside=any",
+            ),
+            (
+                "fair:fast=8,width=3",
+                "fair:alpha=4,slack=80,threshold=20,cap=200,fast=8,width=3",
+            ),
+            ("fair:width=1,beside=long", "fair"),
         ];
         for (name, canonical) in cases {
             let p: Policy = name.parse().unwrap();
@@ -783,6 +878,19 @@ mod tests {
             ("lanes:starve=", "bad_policy_argument", "starve = ''"),
             ("edf:starve=300", "bad_policy_argument", "takes none"),
             ("sjf:starve", "bad_policy_argument", "alpha, slack, starve"),
+            ("lanes:width=0", "bad_policy_argument", "width = '0'"),
+            ("lanes:width=9", "bad_policy_argument", "from 1 to 8"),
+            ("lanes:width=1.5", "bad_policy_argument", "width = '1.5'"),
+            ("lanes:beside=short", "bad_policy_argument", "long or any"),
+            ("fair:width=2", "bad_policy_argument", "needs fast=MS"),
+            ("fair:beside=any", "bad_policy_argument", "beside = 'any'"),
+            (
+                "fair:fast=off,beside=any",
+                "bad_policy_argument",
+                "needs fast",
+            ),
+            ("sjf:width=2", "bad_policy_argument", "alpha, slack"),
+            ("lanes:lane=2", "bad_policy_argument", "width, beside"),
         ];
         for (name, code, fragment) in cases {
             let err = name.parse::<Policy>().unwrap_err();
@@ -800,5 +908,9 @@ mod tests {
         assert_eq!(Policy::lanes().slots(1), 1, "the fast slot is extra");
         assert_eq!(Policy::lanes().fast_slots(), 1);
         assert_eq!(Policy::sjf().fast_slots(), 0);
+        let wide = |name: &str| name.parse::<Policy>().unwrap().fast_slots();
+        assert_eq!(wide("lanes:width=3"), 3);
+        assert_eq!(wide("fair:fast=8,width=2"), 2);
+        assert_eq!(wide("fair"), 0);
     }
 }

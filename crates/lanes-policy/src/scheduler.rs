@@ -15,7 +15,8 @@
 //!
 //! **Fast lane** (`lanes`). Each device also has one fast slot, open while
 //! its regular slots are all taken, at least one by a long job (estimated
-//! cost above `fast`), and no fast job runs there. When no regular slot can
+//! cost above `fast`), and no fast job runs there ([`crate::fast_lane`]:
+//! `width` slots, `beside=any` jobs of any length). When no regular slot can
 //! take a job, the best short job (cost at most `fast`, aging order) eligible
 //! for an open fast slot starts there, overlapping the long job; the device
 //! is chosen among open fast slots by the rule above. Long jobs never take a
@@ -78,8 +79,8 @@ struct Device {
     running: u32,
     /// (`lanes`) long jobs running in regular slots.
     long: u32,
-    /// (`lanes`) a short job holds the fast slot.
-    fast: bool,
+    /// (`lanes`) short jobs in fast slots.
+    fast: u32,
     /// (`lanes` with a budget gate) the jobs in regular slots and their
     /// estimated ends (`started + cost`).
     ends: Vec<(JobId, Nanos)>,
@@ -142,7 +143,7 @@ impl Scheduler {
                 slots: policy.slots(d.capacity),
                 running: 0,
                 long: 0,
-                fast: false,
+                fast: 0,
                 ends: Vec::new(),
                 busy: 0,
                 busy_since: 0,
@@ -193,17 +194,19 @@ impl Scheduler {
         self.free
     }
 
-    /// (`lanes`) devices whose fast slot is open: regular slots all taken,
-    /// at least one by a long job, no fast job running. Empty under other
+    /// (`lanes`) devices with an open fast slot: regular slots all taken, at
+    /// least one by a long job (any job with `beside=any`), fewer fast jobs
+    /// running than the lane's width (1 by default). Empty under other
     /// policies.
     pub fn fast_open(&self) -> DeviceSet {
         if self.policy.fast_lane().is_none() {
             return DeviceSet::default();
         }
+        let lane = self.policy.fast_shape();
         self.devices
             .iter()
             .enumerate()
-            .filter(|(i, d)| !self.free.contains(*i) && d.long > 0 && !d.fast)
+            .filter(|(i, d)| !self.free.contains(*i) && lane.open(d.long, d.fast))
             .map(|(i, _)| i)
             .collect()
     }
@@ -222,9 +225,9 @@ impl Scheduler {
         self.wake.filter(|_| !self.fast_open().is_empty())
     }
 
-    /// (`lanes`) whether a short job holds `device`'s fast slot.
+    /// (`lanes`) whether a short job holds one of `device`'s fast slots.
     pub fn fast_running(&self, device: DeviceId) -> bool {
-        self.devices[device].fast
+        self.devices[device].fast > 0
     }
 
     /// Time `device` has had at least one job running, as of `now`.
@@ -346,14 +349,14 @@ impl Scheduler {
         }
         d.running += 1;
         match lane {
-            Lane::Fast => d.fast = true,
+            Lane::Fast => d.fast += 1,
             Lane::RegularLong => d.long += 1,
             Lane::Regular => {}
         }
         if lane != Lane::Fast && !self.policy.fast_gate().is_open() {
             d.ends.push((job.id, now.saturating_add(job.cost)));
         }
-        if d.running - u32::from(d.fast) >= d.slots {
+        if d.running - d.fast >= d.slots {
             self.free.0 &= !(1u64 << device);
         }
         self.running.insert(
@@ -377,7 +380,7 @@ impl Scheduler {
         let d = &mut self.devices[r.device as usize];
         d.running -= 1;
         match r.lane {
-            Lane::Fast => d.fast = false,
+            Lane::Fast => d.fast -= 1,
             Lane::RegularLong => d.long -= 1,
             Lane::Regular => {}
         }

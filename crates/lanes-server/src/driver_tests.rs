@@ -513,3 +513,21 @@ async fn a_call_runs_once_on_each_executor_thread_of_its_device() {
         "no such device"
     );
 }
+
+#[tokio::test]
+async fn a_device_has_a_thread_for_its_regular_slot_and_each_fast_slot() {
+    // (policy, executor threads per device): one per regular slot, plus one per
+    // fast slot so that fast jobs really overlap.
+    let cases = [
+        ("sjf", 1),
+        ("lanes", 2),
+        ("lanes:width=3", 4),
+        ("fair:fast=25,width=2,beside=any", 3),
+    ];
+    for (policy, threads) in cases {
+        let grants = Grants::Engine(policy.parse().unwrap());
+        let lab = lab(grants, vec![model("a", 1, 1.0)], false);
+        let ran = lab.handle.on_executors(0, || ()).await;
+        assert_eq!(ran.len(), threads, "{policy}");
+    }
+}

@@ -418,6 +418,46 @@ fn lanes_starts_a_short_batch_beside_a_long_one() {
 }
 
 #[test]
+fn a_wider_fast_lane_starts_more_short_batches() {
+    // One device; m0 rows cost 90 ms (long), m1 and m2 rows 5 ms (short).
+    // (policy, m0's first request: does m1's second batch start beside m1's
+    // first, does m2 start beside them)
+    let cases = [
+        ("lanes", false, false),
+        ("lanes:width=2", true, false),
+        ("fair:fast=20,width=3", true, true),
+    ];
+    for (policy, second, third) in cases {
+        let mut s = state(
+            Grants::Engine(policy.parse().unwrap()),
+            1,
+            &[
+                (batching(8, 0, 2), 90.0),
+                (batching(8, 0, 2), 5.0),
+                (batching(8, 0, 2), 5.0),
+            ],
+        );
+        assert_eq!(starts(&send(&mut s, 0, 0, req(1, 0, None))).len(), 1);
+        assert_eq!(starts(&send(&mut s, MS, 1, req(2, MS, None))).len(), 1);
+        let out = send(&mut s, 2 * MS, 1, req(3, 2 * MS, None));
+        assert_eq!(starts(&out).len(), usize::from(second), "{policy}");
+        let out = send(&mut s, 3 * MS, 2, req(4, 3 * MS, None));
+        assert_eq!(starts(&out).len(), usize::from(third), "{policy}");
+    }
+    // `beside=any`: a short batch starts beside a short one in the regular slot.
+    for (policy, beside) in [("lanes", false), ("lanes:beside=any", true)] {
+        let mut s = state(
+            Grants::Engine(policy.parse().unwrap()),
+            1,
+            &[(batching(8, 0, 2), 5.0), (batching(8, 0, 2), 5.0)],
+        );
+        assert_eq!(starts(&send(&mut s, 0, 0, req(1, 0, None))).len(), 1);
+        let out = send(&mut s, MS, 1, req(2, MS, None));
+        assert_eq!(starts(&out).len(), usize::from(beside), "{policy}");
+    }
+}
+
+#[test]
 fn a_gated_fast_lane_wakes_the_driver_and_the_batch_has_grown() {
     // One device; m0 rows cost 90 ms (long), m1 rows 5 ms. m1's requests
     // arrive at 1 and 2 ms; under `lanes:hold=3` the first may take the fast

@@ -665,7 +665,7 @@ pub enum Mode {
 
 /// Allowed mode names, for messages.
 pub const MODES: &str =
-    "independent, semaphore, fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off,starve=MS|off], fair[:alpha=A,slack=MS|off,starve=MS|off,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,hold=MS,budget=MS|off,burst=MS|off], lanes[:alpha=A,slack=MS|off,starve=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf";
+    "independent, semaphore, fifo, limit:K (K >= 1), sjf[:alpha=A,slack=MS|off,starve=MS|off], fair[:alpha=A,slack=MS|off,starve=MS|off,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,hold=MS,budget=MS|off,burst=MS|off,width=K,beside=long|any], lanes[:alpha=A,slack=MS|off,starve=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off,width=K,beside=long|any], edf";
 
 impl FromStr for Mode {
     type Err = SimError;

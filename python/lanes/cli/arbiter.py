@@ -83,7 +83,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         metavar="NAME",
         help="fifo, limit:K, sjf[:alpha=A,slack=MS|off,starve=MS|off], "
         "fair[:...,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,...], "
-        "lanes[:...,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf "
+        "lanes[:...,fast=MS,hold=MS,budget=MS|off,burst=MS|off,width=K,beside=long|any], edf "
         "(default sjf)",
     )
     p.add_argument(

@@ -30,8 +30,9 @@ policies: independent (each model its own workers, overlapping), fifo, limit:K,
           sjf[:alpha=A,slack=MS|off,starve=MS|off] (default),
           fair[:...,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,...] (sjf with a per-model
           share of device time: docs/policies.md),
-          lanes[:...,fast=MS,hold=MS,budget=MS|off,burst=MS|off] (sjf plus a fast slot per
-          device for short jobs, optionally gated: docs/policies.md), edf
+          lanes[:...,fast=MS,hold=MS,budget=MS|off,burst=MS|off,width=K,beside=long|any]
+          (sjf plus a fast slot per device for short jobs, optionally gated or widened:
+          docs/policies.md), edf
 environment: LANES_SERVE_DEVICES, LANES_SERVE_POLICY, LANES_SERVE_PORT, ... (any option)
 """
 

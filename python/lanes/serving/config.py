@@ -31,8 +31,9 @@ MAX_TRACE_REQUESTS = 10_000_000
 POLICIES = (
     "independent, fifo, limit:K, sjf[:alpha=A,slack=MS|off,starve=MS|off], "
     "fair[:alpha=A,slack=MS|off,starve=MS|off,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,"
-    "hold=MS,budget=MS|off,burst=MS|off], "
-    "lanes[:alpha=A,slack=MS|off,starve=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off], edf"
+    "hold=MS,budget=MS|off,burst=MS|off,width=K,beside=long|any], "
+    "lanes[:alpha=A,slack=MS|off,starve=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off,"
+    "width=K,beside=long|any], edf"
 )
 
 
