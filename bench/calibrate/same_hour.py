@@ -29,13 +29,16 @@ The twelfth round's model (both flags together are its scenario):
   gives the client's quantiles at the lowest level (client_part.py), instead of the
   differences of quantiles.
 
+``--run-queues`` (the thirteenth round): the cores keep a run queue each, as Linux's do
+(``host.run_queues``), instead of processor sharing over both.
+
 Prints (and with ``--markdown`` writes) the scenario's figures and compare.py's table of
 predicted against measured p50, p99 and goodput, with the count within 15 % below the knee;
 ``--against GRID`` sets the scenario against another grid's runs instead (a scenario read off
 one hour, set against the next).
 
 Run:  python bench/calibrate/same_hour.py RESULTS WAITS_JSON [--no-preempt] [--wall-time]
-      [--busy-wakes] [--deconvolved] [--against GRID] [--markdown OUT.md]
+      [--busy-wakes] [--deconvolved] [--run-queues] [--against GRID] [--markdown OUT.md]
       (WAITS_JSON: spans.py RESULTS --json WAITS_JSON)
 """
 
@@ -124,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--deconvolved", action="store_true", help="the client part deconvolved (client_part.py)"
     )
+    ap.add_argument(
+        "--run-queues",
+        action="store_true",
+        help="a run queue per core (host.run_queues) instead of sharing every core",
+    )
     args = ap.parse_args(argv)
     runs = load_runs(args.results)
     base = Scenario.load(args.scenario)
@@ -160,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
         client = zip(deconvolution.POINTS, found, strict=True)
         host = replace(host, client_ms=tuple((p, round(float(x), 4)) for p, x in client))
         models.append("the client part deconvolved (client_part.py)")
+    if args.run_queues:
+        host = replace(host, run_queues=True, call_stretch=())
+        models.append("a run queue per core (host.run_queues)")
     scenario = replace(scenario, host=host)
     meas = measured(runs if args.against is None else load_runs(args.against))
     variants = sorted({k[0] for k in meas})

@@ -200,6 +200,14 @@ def test_a_call_stretch_reaches_the_core_only_when_set(tmp_path: Path) -> None:
     assert sc.to_core()["host"]["call_stretch"] == [1.0, 1.25, 1.2]
 
 
+def test_run_queues_reach_the_core_only_when_set(tmp_path: Path) -> None:
+    assert "run_queues" not in Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    text = edit("cpu_cores = 8", "cpu_cores = 8\ntime_slicing = true\nrun_queues = true")
+    sc = Scenario.load(write(tmp_path, text))
+    assert sc.host.run_queues is True
+    assert sc.to_core()["host"]["run_queues"] is True
+
+
 def test_wakes_and_the_client_reach_the_core_only_when_set(tmp_path: Path) -> None:
     plain = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     assert not {"pre_wake_ms", "post_wake_ms", "client_ms"} & set(plain)
@@ -728,6 +736,24 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 0.8]",
         ["host.call_stretch[1]", "1"],
+    ),
+    (
+        "run-queues-without-time-slicing",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nrun_queues = true",
+        ["host.run_queues", "time_slicing", "processor sharing"],
+    ),
+    (
+        "run-queues-with-slices",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nslice_ms = 4\nrun_queues = true",
+        ["host.run_queues", "slice_ms = 0"],
+    ),
+    (
+        "run-queues-not-a-bool",
+        "cpu_cores = 8",
+        'cpu_cores = 8\ntime_slicing = true\nrun_queues = "yes"',
+        ["host.run_queues", "true or false"],
     ),
     (
         "handoff-negative",

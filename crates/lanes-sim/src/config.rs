@@ -209,6 +209,13 @@ pub struct Host {
     /// (the default): processor sharing.
     #[serde(default)]
     pub slice_ms: f64,
+    /// With `time_slicing` under processor sharing (`slice_ms` 0): each core
+    /// keeps its own run queue and shares itself among the phases placed on
+    /// it, as Linux does, instead of every phase sharing all the cores
+    /// (`run_queues::RunQueues`: placement on an idle core, else a random
+    /// one; an emptied core pulls from the fullest). Default false.
+    #[serde(default)]
+    pub run_queues: bool,
     /// A thread's wake-up before each request's CPU phase (pre, post), ms,
     /// no core held: the hops between a server's threads (I/O thread, hook
     /// pool, device thread). With an `interpreter`, its own `handoff_ms`
@@ -405,6 +412,13 @@ impl Scenario {
                 "host.slice_ms".into(),
                 h.slice_ms,
                 "must be a number >= 0, and 0 without host.time_slicing",
+            ));
+        }
+        if h.run_queues && !(h.time_slicing && h.slice_ms == 0.0 && h.call_stretch.is_empty()) {
+            return Err(self.invalid(
+                "host.run_queues".into(),
+                h.run_queues,
+                "needs host.time_slicing under processor sharing (slice_ms = 0) and no call_stretch",
             ));
         }
         if h.handoff_dist == Dist::Lognormal {

@@ -21,6 +21,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use crate::config::GpuQueue;
+use crate::run_queues::RunQueues;
 use crate::slices::RoundRobin;
 
 /// A FCFS pool of identical cores.
@@ -228,14 +229,34 @@ impl SlicedCores {
     pub fn busy(&self) -> u64 {
         self.busy as u64
     }
+
+    /// Takes `token` off the cores at `now` (it moves elsewhere): returns
+    /// the work it had left, in ns, and the new earliest end. A token not
+    /// running here has none left.
+    pub fn remove(&mut self, token: u32, now: u64) -> (u64, Option<u64>) {
+        self.advance(now);
+        let mut left = 0.0;
+        for (heap, clock) in [(&mut self.heap, self.v), (&mut self.calls, self.w)] {
+            heap.retain(|Reverse((end, t))| {
+                if *t == token {
+                    left = (f64::from_bits(*end) - clock).max(0.0);
+                }
+                *t != token
+            });
+        }
+        self.version = self.version.wrapping_add(1);
+        (left.round() as u64, self.next_end(now))
+    }
 }
 
-/// Time-shared cores (`host.time_slicing`): processor sharing, or with
-/// `host.slice_ms` slices handed out round-robin.
+/// Time-shared cores (`host.time_slicing`): processor sharing, with
+/// `host.slice_ms` slices handed out round-robin, or with `host.run_queues`
+/// processor sharing per core over a run queue each.
 #[derive(Debug)]
 pub enum TimeShared {
     Sharing(SlicedCores),
     Slices(RoundRobin),
+    Queues(RunQueues),
 }
 
 impl TimeShared {
@@ -255,6 +276,7 @@ impl TimeShared {
         match self {
             Self::Sharing(c) => c.version,
             Self::Slices(c) => c.version,
+            Self::Queues(c) => c.version,
         }
     }
 
@@ -265,6 +287,7 @@ impl TimeShared {
         match self {
             Self::Sharing(c) => c.start(token, cost, now),
             Self::Slices(c) => c.start(token, cost, now),
+            Self::Queues(c) => c.start(token, cost, now),
         }
     }
 
@@ -274,6 +297,7 @@ impl TimeShared {
         match self {
             Self::Sharing(c) => c.start_call(token, cost, now),
             Self::Slices(c) => c.start(token, cost, now),
+            Self::Queues(c) => c.start(token, cost, now),
         }
     }
 
@@ -284,6 +308,7 @@ impl TimeShared {
         match self {
             Self::Sharing(c) => c.finish(version, now, done),
             Self::Slices(c) => c.finish(version, now, done),
+            Self::Queues(c) => c.finish(version, now, done),
         }
     }
 
@@ -292,6 +317,7 @@ impl TimeShared {
         match self {
             Self::Sharing(c) => c.busy(),
             Self::Slices(c) => c.busy(),
+            Self::Queues(c) => c.busy(),
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod capacity;
 pub mod config;
 pub mod engine;
 pub mod host;
+pub mod run_queues;
 pub mod slices;
 pub mod stats;
 pub mod workload;

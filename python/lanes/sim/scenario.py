@@ -46,6 +46,7 @@ _HOST_KEYS = (
     "interpreter", "time_slicing", "handoff_ms", "handoff_dist", "slice_ms", "device_hold_ms",
     "call_preempt_per_ms", "call_preempt_ms", "device_hold_busy_ms", "pre_wake_ms",
     "post_wake_ms", "client_ms", "call_stretch", "pre_wake_busy_ms", "post_wake_busy_ms",
+    "run_queues",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -182,6 +183,11 @@ class Host:
     wake-up beside no call); ``(p, ms)`` points as ``device_hold_ms``; empty: never."""
     post_wake_busy_ms: tuple[tuple[float, float], ...] = ()
     """The same for the wake-up before each post (with ``post_wake_ms``)."""
+    run_queues: bool = False
+    """With ``time_slicing`` under processor sharing and no ``call_stretch``: each core keeps its
+    own run queue and shares itself among the phases placed on it (an idle core if any, else a
+    random one; an emptied core pulls from the fullest), as Linux does, instead of every phase
+    sharing all the cores."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -205,6 +211,8 @@ class Host:
             core["handoff_dist"] = self.handoff_dist
         if self.slice_ms:
             core["slice_ms"] = self.slice_ms
+        if self.run_queues:
+            core["run_queues"] = True
         if self.device_hold_ms:
             core["device_hold_ms"] = [list(p) for p in self.device_hold_ms]
         if self.call_preempt_per_ms:
@@ -454,6 +462,14 @@ def _host(t: Table) -> Host:
             "needs shared_cores = true and time_slicing = true under processor sharing "
             "(slice_ms = 0)",
         )
+    run_queues = t.raw.get("run_queues", False)
+    if not isinstance(run_queues, bool):
+        t.fail("run_queues", "must be true or false")
+    if run_queues and not (slicing and not slice_ms and not stretch):
+        t.fail(
+            "run_queues",
+            "needs time_slicing = true under processor sharing (slice_ms = 0) and no call_stretch",
+        )
     wakes = {k: _quantiles(t, k) for k in ("pre_wake_ms", "post_wake_ms")}
     for key, points in wakes.items():
         if points and (handoff or interpreter is not None):
@@ -468,7 +484,7 @@ def _host(t: Table) -> Host:
         handoff, handoff_dist, slice_ms, _quantiles(t, "device_hold_ms"), preempt_per_ms,
         preempt_ms, hold_busy, wakes["pre_wake_ms"], wakes["post_wake_ms"],
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
-        busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"],
+        busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues,
     )  # fmt: skip
 
 

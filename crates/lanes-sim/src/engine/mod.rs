@@ -60,6 +60,7 @@ use rand_pcg::Pcg64Mcg;
 
 use crate::config::{Cost, Dist, Interpreter, Mode, Scenario, SimError, BUSY_SLICE_MS};
 use crate::host::{CpuPool, Gpu, TimeShared};
+use crate::run_queues::RunQueues;
 use crate::stats::{PointResult, Recorder};
 use crate::workload::{CostSampler, Quantiles};
 use batch::{serving_state, SimBatch};
@@ -230,11 +231,15 @@ impl<'a> Sim<'a> {
                 } else {
                     Vec::new()
                 };
-                TimeShared::new(
-                    sc.host.cpu_cores,
-                    (sc.host.slice_ms * 1e6).round() as u64,
-                    stretch,
-                )
+                if sc.host.run_queues {
+                    TimeShared::Queues(RunQueues::new(sc.host.cpu_cores, seed ^ 0x0C0E_5EED_4A11))
+                } else {
+                    TimeShared::new(
+                        sc.host.cpu_cores,
+                        (sc.host.slice_ms * 1e6).round() as u64,
+                        stretch,
+                    )
+                }
             }),
             lock: lock.map(|_| CpuPool::new(1)),
             batch_py: lock_ns(|i| i.batch_ms),
