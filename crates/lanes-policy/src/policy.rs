@@ -129,8 +129,9 @@
 //!   order (`cost + α·arrival`; slack does not reorder the fast lane)
 //!   eligible for an open fast slot starts there, overlapping the long job.
 //!   Long jobs never take a fast slot; a device runs at most one fast job at
-//!   a time. A fast job keeps its slot until it ends, even if the long job
-//!   ends first (the freed regular slot takes the next job as usual).
+//!   a time (`width` with that key, below). A fast job keeps its slot until
+//!   it ends, even if the long job ends first (the freed regular slot takes
+//!   the next job as usual).
 //! - **Device choice.** Among open fast slots the scheduler's usual rule
 //!   applies (fewest running jobs, least busy time, lowest index).
 //! - **Work conserving.** A job never waits while a device it may use has a

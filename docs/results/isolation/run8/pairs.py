@@ -17,8 +17,17 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-T95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
+T95 = {
+    1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26,
+    10: 2.23, 11: 2.20, 12: 2.18, 13: 2.16, 14: 2.14, 15: 2.13, 16: 2.12, 17: 2.11, 18: 2.10,
+    19: 2.09, 20: 2.09, 25: 2.06, 30: 2.04,
+}  # fmt: skip
 """Student's t, two-sided 95 %, by degrees of freedom."""
+
+
+def t95(df: int) -> float:
+    """Student's t for ``df`` degrees of freedom, or for the nearest tabled df below it (wider)."""
+    return T95[max(k for k in T95 if k <= df)]
 
 
 def runs(folder: Path) -> dict[tuple[str, int, int], dict[str, Any]]:
@@ -56,7 +65,7 @@ def main() -> None:
     print("|---|---:|---:|---|---|")
     for (variant, level), xs in sorted(worst.items()):
         mean = statistics.fmean(xs)
-        half = T95[len(xs) - 1] * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0
+        half = t95(len(xs) - 1) * statistics.stdev(xs) / math.sqrt(len(xs)) if len(xs) > 1 else 0
         per = ", ".join(
             f"{m} {statistics.fmean(v):.2f}"
             for (var, lv, m), v in sorted(model.items())
