@@ -20,7 +20,7 @@
 
 pub mod error;
 pub mod estimator;
-pub mod fast_lane;
+pub mod fast_shape;
 pub mod gate;
 pub mod job;
 pub mod policy;
@@ -31,7 +31,7 @@ mod share;
 
 pub use error::PolicyError;
 pub use estimator::{CostConfig, CostModel, Prior};
-pub use fast_lane::{Beside, FastLane};
+pub use fast_shape::{Beside, FastShape};
 pub use gate::FastGate;
 pub use job::{DeviceId, DeviceSet, Job, JobId, ModelId};
 pub use policy::Policy;

@@ -166,7 +166,7 @@
 //!
 //! ## The fast lane's shape (`width`, `beside`)
 //!
-//! Exact rule in [`crate::fast_lane`]. **Width** (`width=K`, default 1): K
+//! Exact rule in [`crate::fast_shape`]. **Width** (`width=K`, default 1): K
 //! fast slots per device. **Beside** (`beside=long|any`, default `long`):
 //! with `any` a fast slot also opens while the regular slots hold only short
 //! jobs. `lanes:...,width=K,beside=long|any` and `fair:...,fast=MS,width=K,beside=long|any`
@@ -175,7 +175,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::{Beside, FastGate, FastLane, Nanos, PolicyError, NANOS_PER_MS};
+use crate::{Beside, FastGate, FastShape, Nanos, PolicyError, NANOS_PER_MS};
 
 /// The allowed policy names, for error messages.
 pub const ALLOWED: &str =
@@ -233,18 +233,18 @@ pub enum Policy {
         usage: Option<Nanos>,
         fast: Option<Nanos>,
         gate: FastGate,
-        lane: FastLane,
+        shape: FastShape,
     },
     /// `sjf` on the regular slots, plus one fast slot per device that a job
     /// of estimated cost at most `fast` may take beside a long job, when
-    /// `gate` admits it (`lane`: more fast slots, or beside any job).
+    /// `gate` admits it (`shape`: more fast slots, or beside any job).
     Lanes {
         alpha: f64,
         slack: Option<Nanos>,
         starve: Option<Nanos>,
         fast: Nanos,
         gate: FastGate,
-        lane: FastLane,
+        shape: FastShape,
     },
     /// Earliest deadline first, dropping jobs that cannot finish in time.
     Edf,
@@ -271,7 +271,7 @@ impl Policy {
             usage: None,
             fast: None,
             gate: FastGate::default(),
-            lane: FastLane::default(),
+            shape: FastShape::default(),
         }
     }
 
@@ -283,7 +283,7 @@ impl Policy {
             starve: DEFAULT_SJF_STARVE,
             fast: DEFAULT_LANES_FAST,
             gate: FastGate::default(),
-            lane: FastLane::default(),
+            shape: FastShape::default(),
         }
     }
 
@@ -330,10 +330,10 @@ impl Policy {
 
     /// (`lanes`, `fair` with `fast`) how many fast slots a device has and
     /// what a fast job may run beside; the default under other policies.
-    pub fn fast_shape(&self) -> FastLane {
+    pub fn fast_shape(&self) -> FastShape {
         match *self {
-            Self::Lanes { lane, .. } | Self::Fair { lane, .. } => lane,
-            _ => FastLane::default(),
+            Self::Lanes { shape, .. } | Self::Fair { shape, .. } => shape,
+            _ => FastShape::default(),
         }
     }
 
@@ -418,7 +418,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
     let mut fast = DEFAULT_LANES_FAST;
     let mut fair_fast = None;
     let mut gate = FastGate::default();
-    let mut lane = FastLane::default();
+    let mut shape = FastShape::default();
     let fair = family == Family::Fair;
     let lanes = family == Family::Lanes;
     let keys = match family {
@@ -465,7 +465,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
                 gate.burst = milliseconds_or_off(name, "burst", value)?;
             }
             ("width", true, _) | ("width", _, true) => {
-                lane.width = value
+                shape.width = value
                     .trim()
                     .parse::<u32>()
                     .ok()
@@ -480,7 +480,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
                     })?;
             }
             ("beside", true, _) | ("beside", _, true) => {
-                lane.beside = match value.trim() {
+                shape.beside = match value.trim() {
                     "long" => Beside::Long,
                     "any" => Beside::Any,
                     _ => return Err(bad(name, "beside", value, "must be long or any")),
@@ -521,17 +521,17 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
                 starve,
                 fast,
                 gate,
-                lane,
+                shape,
             })
         }
         Family::Fair => {}
     }
-    if fair_fast.is_none() && (!gate.is_open() || lane != FastLane::default()) {
+    if fair_fast.is_none() && (!gate.is_open() || shape != FastShape::default()) {
         let key = if gate.hold > 0 {
             "hold"
         } else if gate.budget.is_some() {
             "budget"
-        } else if lane.width != 1 {
+        } else if shape.width != 1 {
             "width"
         } else {
             "beside"
@@ -545,7 +545,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
             name,
             key,
             value,
-            "shapes or gates the fast lane, so it needs fast=MS",
+            "shapes or gates the fast shape, so it needs fast=MS",
         ));
     }
     if threshold >= cap {
@@ -566,7 +566,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
         usage,
         fast: fair_fast,
         gate,
-        lane,
+        shape,
     })
 }
 
@@ -623,7 +623,7 @@ impl fmt::Display for Policy {
                 usage,
                 fast,
                 gate,
-                lane,
+                shape,
                 ..
             } => {
                 if *self == Self::fair() {
@@ -645,10 +645,10 @@ impl fmt::Display for Policy {
                     None => return Ok(()),
                 }
                 write_gate(f, gate)?;
-                write_lane(f, lane)
+                write_shape(f, shape)
             }
             Self::Lanes {
-                fast, gate, lane, ..
+                fast, gate, shape, ..
             } => {
                 if *self == Self::lanes() {
                     return f.write_str("lanes");
@@ -657,19 +657,19 @@ impl fmt::Display for Policy {
                 write_shortest_first(f, self)?;
                 write!(f, ",fast={}", *fast as f64 / NANOS_PER_MS)?;
                 write_gate(f, gate)?;
-                write_lane(f, lane)
+                write_shape(f, shape)
             }
         }
     }
 }
 
 /// `,width=K` and `,beside=any` where they differ from the default.
-fn write_lane(f: &mut fmt::Formatter<'_>, lane: &FastLane) -> fmt::Result {
-    if lane.width != 1 {
-        write!(f, ",width={}", lane.width)?;
+fn write_shape(f: &mut fmt::Formatter<'_>, shape: &FastShape) -> fmt::Result {
+    if shape.width != 1 {
+        write!(f, ",width={}", shape.width)?;
     }
-    if lane.beside != Beside::Long {
-        write!(f, ",beside={}", lane.beside)?;
+    if shape.beside != Beside::Long {
+        write!(f, ",beside={}", shape.beside)?;
     }
     Ok(())
 }
@@ -834,7 +834,7 @@ mod tests {
             ("fair:threshold=300", "bad_policy_argument", "less than cap"),
             ("fair:threshold", "bad_policy_argument", "KEY=VALUE"),
             ("fiar", "unknown_policy", "fair["),
-            ("lane", "unknown_policy", "lanes["),
+            ("shape", "unknown_policy", "lanes["),
             ("lanes:fast=0", "bad_policy_argument", "> 0"),
             ("lanes:fast=-5", "bad_policy_argument", "'-5'"),
             ("lanes:fast=soon", "bad_policy_argument", "'soon'"),
@@ -891,7 +891,7 @@ mod tests {
                 "needs fast",
             ),
             ("sjf:width=2", "bad_policy_argument", "alpha, slack"),
-            ("lanes:lane=2", "bad_policy_argument", "width, beside"),
+            ("lanes:shape=2", "bad_policy_argument", "width, beside"),
         ];
         for (name, code, fragment) in cases {
             let err = name.parse::<Policy>().unwrap_err();

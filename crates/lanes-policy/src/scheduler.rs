@@ -15,7 +15,7 @@
 //!
 //! **Fast lane** (`lanes`). Each device also has one fast slot, open while
 //! its regular slots are all taken, at least one by a long job (estimated
-//! cost above `fast`), and no fast job runs there ([`crate::fast_lane`]:
+//! cost above `fast`), and no fast job runs there ([`crate::fast_shape`]:
 //! `width` slots, `beside=any` jobs of any length). When no regular slot can
 //! take a job, the best short job (cost at most `fast`, aging order) eligible
 //! for an open fast slot starts there, overlapping the long job; the device
@@ -202,11 +202,11 @@ impl Scheduler {
         if self.policy.fast_lane().is_none() {
             return DeviceSet::default();
         }
-        let lane = self.policy.fast_shape();
+        let shape = self.policy.fast_shape();
         self.devices
             .iter()
             .enumerate()
-            .filter(|(i, d)| !self.free.contains(*i) && lane.open(d.long, d.fast))
+            .filter(|(i, d)| !self.free.contains(*i) && shape.open(d.long, d.fast))
             .map(|(i, _)| i)
             .collect()
     }

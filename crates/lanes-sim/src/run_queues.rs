@@ -88,17 +88,15 @@ impl RunQueues {
         if version != self.version {
             return None;
         }
-        let mut ended = Vec::new();
         for c in 0..self.cores.len() {
             if self.next[c].is_some_and(|t| t <= now) {
                 let v = self.cores[c].version;
-                let before = ended.len();
-                self.next[c] = self.cores[c].finish(v, now, &mut ended);
-                let gone = &ended[before..];
+                let before = done.len();
+                self.next[c] = self.cores[c].finish(v, now, done);
+                let gone = &done[before..];
                 self.placed[c].retain(|t| !gone.contains(t));
             }
         }
-        done.extend_from_slice(&ended);
         self.pull(now);
         self.version = self.version.wrapping_add(1);
         self.earliest()
@@ -126,8 +124,9 @@ impl RunQueues {
         self.cores.iter().map(SlicedCores::busy).sum()
     }
 
-    /// Phases on each core, for tests.
-    pub fn queued(&self) -> Vec<usize> {
+    /// Phases on each core.
+    #[cfg(test)]
+    fn queued(&self) -> Vec<usize> {
         self.placed.iter().map(Vec::len).collect()
     }
 }
@@ -135,59 +134,45 @@ impl RunQueues {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::host::{play, TimeShared};
 
     const MS: u64 = 1_000_000;
 
-    /// Plays `phases` (token, start, cost) and returns each token's end.
-    fn play(q: &mut RunQueues, phases: &[(u32, u64, u64)]) -> Vec<(u32, u64)> {
-        let mut ends = Vec::new();
-        let mut next: Option<u64> = None;
-        let mut i = 0;
-        let mut done = Vec::new();
-        loop {
-            let start = phases.get(i).map(|p| p.1);
-            let t = match (start, next) {
-                (Some(s), Some(n)) => s.min(n),
-                (Some(s), None) => s,
-                (None, Some(n)) => n,
-                (None, None) => break,
-            };
-            if next == Some(t) {
-                let v = q.version;
-                next = q.finish(v, t, &mut done);
-                ends.extend(done.drain(..).map(|tok| (tok, t)));
-                continue;
-            }
-            let (tok, at, cost) = phases[i];
-            next = q.start(tok, cost, at);
-            i += 1;
-        }
+    /// Plays `phases` (token, cost, start) on two cores with run queues,
+    /// placement seeded with `seed` ([`crate::host::play`], which also checks
+    /// that every phase's work is done once); returns each token's end, by
+    /// token, and the queues.
+    fn run(seed: u64, phases: &[(u32, u64, u64)]) -> (Vec<(u32, u64)>, RunQueues) {
+        let mut cores = TimeShared::Queues(RunQueues::new(2, seed));
+        let mut ends = play(&mut cores, phases);
         ends.sort();
-        ends
+        let TimeShared::Queues(q) = cores else {
+            unreachable!()
+        };
+        (ends, q)
+    }
+
+    fn end(ends: &[(u32, u64)], token: u32) -> u64 {
+        ends.iter().find(|e| e.0 == token).unwrap().1
     }
 
     #[test]
     fn two_phases_on_two_cores_run_alone() {
-        let mut q = RunQueues::new(2, 1);
-        assert_eq!(
-            play(&mut q, &[(1, 0, 4 * MS), (2, 0, 4 * MS)]),
-            [(1, 4 * MS), (2, 4 * MS)]
-        );
+        let (ends, _) = run(1, &[(1, 4 * MS, 0), (2, 4 * MS, 0)]);
+        assert_eq!(ends, [(1, 4 * MS), (2, 4 * MS)]);
     }
 
     #[test]
     fn a_third_phase_shares_one_core_not_both() {
         // Processor sharing over both cores would give each of three 2/3 of
         // a core; here two share one core and one runs alone.
-        let mut q = RunQueues::new(2, 7);
-        let ends = play(&mut q, &[(1, 0, 6 * MS), (2, 0, 6 * MS), (3, 0, 2 * MS)]);
-        let end = |t| ends.iter().find(|e| e.0 == t).unwrap().1;
+        let (ends, _) = run(7, &[(1, 6 * MS, 0), (2, 6 * MS, 0), (3, 2 * MS, 0)]);
         // Phase 3 shares a core at 1/2: it ends at 4 ms (6 ms alone-shared
         // at 2/3 would end at 3 ms).
-        assert_eq!(end(3), 4 * MS);
+        assert_eq!(end(&ends, 3), 4 * MS);
         // Its partner got 2 ms of work by then and has 4 left; the other
         // runs alone and ends at 6 ms; the partner finishes alone at 8 ms.
-        let mut rest = [end(1), end(2)];
+        let mut rest = [end(&ends, 1), end(&ends, 2)];
         rest.sort();
         assert_eq!(rest, [6 * MS, 8 * MS]);
     }
@@ -198,9 +183,8 @@ mod tests {
         // (10 ms) lands on either at random.
         let mut shared_with = [0; 2];
         for seed in 1..=16 {
-            let mut q = RunQueues::new(2, seed);
-            let ends = play(&mut q, &[(1, 0, 10 * MS), (2, 0, 2 * MS), (3, 0, 10 * MS)]);
-            let end = |t| ends.iter().find(|e| e.0 == t).unwrap().1;
+            let (ends, q) = run(seed, &[(1, 10 * MS, 0), (2, 2 * MS, 0), (3, 10 * MS, 0)]);
+            let end = |t| end(&ends, t);
             if end(2) == 2 * MS {
                 // Beside phase 1: when phase 2's core empties at 2 ms it
                 // pulls phase 3 (1 ms done, 9 left), and both end at 11 ms

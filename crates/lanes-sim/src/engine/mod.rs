@@ -226,20 +226,22 @@ impl<'a> Sim<'a> {
             free: Vec::new(),
             cpu: CpuPool::new(sc.host.cpu_cores),
             sliced: sc.host.time_slicing.then(|| {
+                if sc.host.run_queues {
+                    return TimeShared::Queues(RunQueues::new(
+                        sc.host.cpu_cores,
+                        seed ^ 0x0C0E_5EED_4A11,
+                    ));
+                }
                 let stretch = if crowded {
                     sc.host.call_stretch.clone()
                 } else {
                     Vec::new()
                 };
-                if sc.host.run_queues {
-                    TimeShared::Queues(RunQueues::new(sc.host.cpu_cores, seed ^ 0x0C0E_5EED_4A11))
-                } else {
-                    TimeShared::new(
-                        sc.host.cpu_cores,
-                        (sc.host.slice_ms * 1e6).round() as u64,
-                        stretch,
-                    )
-                }
+                TimeShared::new(
+                    sc.host.cpu_cores,
+                    (sc.host.slice_ms * 1e6).round() as u64,
+                    stretch,
+                )
             }),
             lock: lock.map(|_| CpuPool::new(1)),
             batch_py: lock_ns(|i| i.batch_ms),

@@ -7,9 +7,9 @@
 //! device runs at most one fast job at a time. Two keys widen that rule, each
 //! at its first setting by default:
 //!
-//! - **Width** (`width=K`, K >= 1, default 1). A device has K fast slots; one
-//!   is open while fewer than K fast jobs run there (and the rule for the
-//!   regular slots below holds). A long job is then slowed by at most `K·fast`
+//! - **Width** (`width=K`, 1–8, default 1). A device has K fast slots; one
+//!   is open while fewer than K fast jobs run there (and the `beside` rule
+//!   below holds). A long job is then slowed by at most `K·fast`
 //!   of overlapping fast work at a time, not `fast`.
 //! - **Beside** (`beside=long|any`, default `long`). With `any`, a fast slot
 //!   opens once all the device's regular slots are taken by any jobs, short
@@ -45,14 +45,14 @@ impl fmt::Display for Beside {
 /// The fast lane's shape (module docs). The default is one fast slot per
 /// device, beside a long job.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FastLane {
+pub struct FastShape {
     /// Fast slots per device (>= 1).
     pub width: u32,
     /// What a fast job may run beside.
     pub beside: Beside,
 }
 
-impl Default for FastLane {
+impl Default for FastShape {
     fn default() -> Self {
         Self {
             width: 1,
@@ -61,7 +61,7 @@ impl Default for FastLane {
     }
 }
 
-impl FastLane {
+impl FastShape {
     /// Whether a device with all regular slots taken, `long` of them by long
     /// jobs and `fast` fast jobs running, has an open fast slot.
     pub fn open(&self, long: u32, fast: u32) -> bool {
@@ -75,30 +75,30 @@ mod tests {
 
     #[test]
     fn the_first_rule_is_the_default() {
-        let lane = FastLane::default();
-        assert!(lane.open(1, 0));
-        assert!(!lane.open(0, 0), "no long job runs");
-        assert!(!lane.open(1, 1), "the one fast slot is taken");
+        let shape = FastShape::default();
+        assert!(shape.open(1, 0));
+        assert!(!shape.open(0, 0), "no long job runs");
+        assert!(!shape.open(1, 1), "the one fast slot is taken");
     }
 
     #[test]
     fn width_counts_fast_jobs() {
-        let lane = FastLane {
+        let shape = FastShape {
             width: 2,
             beside: Beside::Long,
         };
-        assert!(lane.open(1, 1));
-        assert!(!lane.open(1, 2));
-        assert!(!lane.open(0, 1));
+        assert!(shape.open(1, 1));
+        assert!(!shape.open(1, 2));
+        assert!(!shape.open(0, 1));
     }
 
     #[test]
     fn beside_any_opens_without_a_long_job() {
-        let lane = FastLane {
+        let shape = FastShape {
             width: 1,
             beside: Beside::Any,
         };
-        assert!(lane.open(0, 0));
-        assert!(!lane.open(0, 1));
+        assert!(shape.open(0, 0));
+        assert!(!shape.open(0, 1));
     }
 }
