@@ -41,16 +41,51 @@ max_extensions = 0
 
 def test_the_plan_interleaves_variants_once_per_repeat_with_levels_ascending():
     exp = parse_experiment(TINY.replace("levels = [40]", "levels = [10, 20]"))
+    assert exp.order == "rotate"
+    # Rotated: the second repeat starts at the second variant.
     assert [k.id for k in runner.plan(exp)] == [
         "fifo/L0-r1",
         "fifo/L1-r1",
         "sjf/L0-r1",
         "sjf/L1-r1",
+        "sjf/L0-r2",
+        "sjf/L1-r2",
+        "fifo/L0-r2",
+        "fifo/L1-r2",
+    ]
+    fixed = parse_experiment(
+        'order = "fixed"\n' + TINY.replace("levels = [40]", "levels = [10, 20]")
+    )
+    assert [k.id for k in runner.plan(fixed)][4:] == [
         "fifo/L0-r2",
         "fifo/L1-r2",
         "sjf/L0-r2",
         "sjf/L1-r2",
     ]
+    assert runner.plan(exp.with_order("fixed")) == runner.plan(fixed)
+
+
+def test_rotation_puts_every_variant_in_every_place_equally_often():
+    names = ["a", "b", "c"]
+    variants = "".join(f'[[variant]]\nname = "{n}"\nurl = "http://127.0.0.1:9"\n' for n in names)
+    text = TINY[TINY.index("[workload]") :].replace("repeats = 2", "repeats = 6")
+    exp = parse_experiment(f'name = "rot"\n{variants}{text}')
+    places: dict[str, list[int]] = {n: [] for n in names}
+    for repeat in range(1, 7):
+        for place, v in enumerate(runner.repeat_order(exp, repeat)):
+            places[v.name].append(place)
+    assert runner.repeat_order(exp, 1) == exp.variants
+    for name in names:
+        assert sorted(places[name]) == [0, 0, 1, 1, 2, 2], name
+
+
+@pytest.mark.parametrize("order", ["shuffle", 3, ""])
+def test_an_unknown_order_is_refused_by_name(order):
+    with pytest.raises(LanesError) as e:
+        parse_experiment(f"order = {order!r}\n".replace("'", '"') + TINY)
+    assert "order" in str(e.value) and "rotate, fixed" in str(e.value)
+    with pytest.raises(LanesError, match="--order sideways: allowed: rotate, fixed"):
+        parse_experiment(TINY).with_order("sideways")
 
 
 def _spec(**kw):
@@ -172,7 +207,7 @@ def test_experiment_runs_interleaved_is_interrupted_and_resumes(tmp_path):
 
     with pytest.raises(KeyboardInterrupt):
         runner.run_experiment(exp, out, TINY, progress=stop_after_two)
-    assert seen == ["fifo/L0-r1", "sjf/L0-r1", "fifo/L0-r2"]
+    assert seen == ["fifo/L0-r1", "sjf/L0-r1", "sjf/L0-r2"]
     first = {
         p: p.stat().st_mtime_ns for p in (out / "runs").rglob("L*-r*.json") if "trace" not in p.name
     }
@@ -181,18 +216,18 @@ def test_experiment_runs_interleaved_is_interrupted_and_resumes(tmp_path):
         "runs/sjf/L0-r1.json",
     ]
     plan = json.loads((out / "plan.json").read_text())
-    assert [r["id"] for r in plan["runs"]] == ["fifo/L0-r1", "sjf/L0-r1", "fifo/L0-r2", "sjf/L0-r2"]
+    assert [r["id"] for r in plan["runs"]] == ["fifo/L0-r1", "sjf/L0-r1", "sjf/L0-r2", "fifo/L0-r2"]
     assert (out / "experiment.toml").read_text() == TINY
 
     with pytest.raises(Exception, match="--resume"):
         runner.run_experiment(exp, out, TINY)
     done = runner.run_experiment(exp, out, TINY, resume=True)
-    assert [k.id for k in done] == ["fifo/L0-r2", "sjf/L0-r2"]
+    assert [k.id for k in done] == ["sjf/L0-r2", "fifo/L0-r2"]
     assert all(p.stat().st_mtime_ns == t for p, t in first.items())  # kept, not redone
 
     docs = [json.loads(k.path(out).read_text()) for k in runner.plan(exp)]
     starts = [d["started_unix"] for d in docs]
-    assert starts == sorted(starts)  # A B A B
+    assert starts == sorted(starts)  # A B B A (rotated)
     for d in docs:
         load = d["load"]
         assert d["offered"] == {"rate_rps": 40.0, "concurrency": None}

@@ -545,7 +545,7 @@ fn parse_shortest_first(name: &str, family: Family, args: &str) -> Result<Policy
             name,
             key,
             value,
-            "shapes or gates the fast shape, so it needs fast=MS",
+            "shapes or gates the fast lane, so it needs fast=MS",
         ));
     }
     if threshold >= cap {
@@ -883,6 +883,7 @@ mod tests {
             ("lanes:width=9", "bad_policy_argument", "from 1 to 8"),
             ("lanes:width=1.5", "bad_policy_argument", "width = '1.5'"),
             ("lanes:beside=short", "bad_policy_argument", "long or any"),
+            ("fair:hold=3", "bad_policy_argument", "gates the fast lane"),
             ("fair:width=2", "bad_policy_argument", "needs fast=MS"),
             ("fair:beside=any", "bad_policy_argument", "beside = 'any'"),
             (

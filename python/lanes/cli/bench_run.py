@@ -54,6 +54,12 @@ def add_run_options(
     p.add_argument("--resume", action="store_true", help="skip runs whose result file exists")
     p.add_argument("--repeats", type=positive_int, metavar="N", help="override the repeats")
     p.add_argument("--quick", action="store_true", help="one repeat, three levels")
+    p.add_argument(
+        "--order",
+        choices=("rotate", "fixed"),
+        help="variants per repeat: rotate (repeat r starts at the r-th variant; the default) "
+        "or fixed (the file's order); overrides the file's order",
+    )
 
 
 def execute(exp_path: Path | None, text: str, args: argparse.Namespace) -> Path:
@@ -75,6 +81,8 @@ def execute(exp_path: Path | None, text: str, args: argparse.Namespace) -> Path:
         exp = exp.quick()
     if args.repeats is not None:
         exp = exp.with_repeats(args.repeats)
+    if getattr(args, "order", None) is not None:
+        exp = exp.with_order(args.order)
     if getattr(args, "variants", None) is not None:
         exp = exp.with_variants(args.variants.split(","))
     if getattr(args, "ray", None) is not None:

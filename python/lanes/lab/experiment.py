@@ -37,11 +37,16 @@ TRACE_FITS = ("rate", "time")
 its own time axis; ``time`` compresses its time axis to the level's rate first, as ``lanes sim``
 does (:func:`lanes.lab.generators.segments`)."""
 """Arrival laws of an open-loop workload."""
+ORDERS = ("rotate", "fixed")
+"""How a repeat orders the variants (:func:`lanes.lab.runner.plan`): ``rotate`` starts repeat r
+at the file's variant (r-1) mod n, so each variant takes each place in turn and a drift within a
+repeat falls on every variant alike; ``fixed`` keeps the file's order in every repeat."""
 _NAME = re.compile(r"[A-Za-z0-9_.-]+")
 _TOP_KEYS = (
     "name",
     "description",
     "baseline",
+    "order",
     "variant",
     "workload",
     "stability",
@@ -211,6 +216,8 @@ class Experiment:
     """``[profile]``: diagnosis under load at chosen levels and repeats (docs/diagnosis.md)."""
     cluster: Cluster | None = None
     """``[cluster]``: load from many machines on Ray; None: generator processes on this host."""
+    order: str = "rotate"
+    """How each repeat orders the variants: one of :data:`ORDERS`."""
 
     def quick(self) -> Experiment:
         """One repeat, three levels (the lowest, the middle, the highest)."""
@@ -222,6 +229,12 @@ class Experiment:
 
     def with_repeats(self, repeats: int) -> Experiment:
         return replace(self, workload=replace(self.workload, repeats=repeats))
+
+    def with_order(self, order: str) -> Experiment:
+        """The variants ordered by ``order`` in each repeat (``lanes bench run --order``)."""
+        if order not in ORDERS:
+            raise LanesError(EXPERIMENT_INVALID, f"--order {order}: allowed: {', '.join(ORDERS)}")
+        return replace(self, order=order)
 
     def with_variants(self, names: Sequence[str]) -> Experiment:
         """Only the variants ``names`` (``lanes bench run --variants``), in the file's order; an
@@ -344,8 +357,20 @@ def parse_experiment(
             raise c.fail("baseline", baseline, f"not a variant; allowed: {', '.join(names)}")
     profile = _profile(c, data["profile"], workload) if "profile" in data else None
     cluster = _cluster(c, data["cluster"]) if "cluster" in data else None
+    order = data.get("order", "rotate")
+    if order not in ORDERS:
+        raise c.fail("order", order, f"allowed: {', '.join(ORDERS)}")
     return Experiment(
-        exp_name, variants, workload, stability, baseline, description, source, profile, cluster
+        exp_name,
+        variants,
+        workload,
+        stability,
+        baseline,
+        description,
+        source,
+        profile,
+        cluster,
+        order,
     )
 
 

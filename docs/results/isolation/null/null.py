@@ -1,0 +1,81 @@
+"""Sizes what the isolation lab can tell: the same ratios pairs.py takes, for `fair-2-wide` and for
+a second run of `independent-cpu2` itself (a null comparison), each against the first run of
+`independent-cpu2` in the same repeat, and `fair-2-wide` against both runs of `independent-cpu2`
+(their geometric mean: the repeat's order then falls on both sides of it). Per model and level:
+the mean log-ratio over repeats with its 95 % t interval, as a ratio.
+
+    python docs/results/isolation/null/null.py docs/results/isolation/null
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "run8"))
+from pairs import t95
+
+BASE, AGAIN, WIDE = "independent-cpu2", "independent-cpu2-again", "fair-2-wide"
+
+
+def runs(folder: Path) -> dict[tuple[str, int, int], dict[str, Any]]:
+    """(variant, level, repeat) -> the run's load block."""
+    out = {}
+    for f in sorted(folder.glob("runs/*/L*-r*.json")):
+        if not f.name.endswith(".trace.json"):
+            r = json.loads(f.read_text())
+            out[(r["variant"], r["level"], r["repeat"])] = r["load"]
+    return out
+
+
+def p99(load: dict[str, Any], model: str) -> float:
+    return float(load["models"][model]["latency_ms"]["p99"])
+
+
+def interval(logs: list[float]) -> str:
+    m = statistics.mean(logs)
+    h = t95(len(logs) - 1) * statistics.stdev(logs) / math.sqrt(len(logs))
+    return f"{math.exp(m):.2f} [{math.exp(m - h):.2f}, {math.exp(m + h):.2f}]"
+
+
+def main(folder: str) -> None:
+    found = runs(Path(folder))
+    rows: dict[tuple[str, int, str], list[float]] = defaultdict(list)
+    worst: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for (variant, level, repeat), load in found.items():
+        if variant != BASE:
+            continue
+        again, wide = found.get((AGAIN, level, repeat)), found.get((WIDE, level, repeat))
+        if again is None or wide is None:
+            continue
+        for what, top, bottom in (
+            ("null: again ÷ first", [again], [load]),
+            ("fair-2-wide ÷ first", [wide], [load]),
+            ("fair-2-wide ÷ both", [wide], [load, again]),
+        ):
+            logs = {}
+            for model in load["models"]:
+                b = statistics.mean(math.log(p99(x, model)) for x in bottom)
+                logs[model] = math.log(p99(top[0], model)) - b
+                rows[(what, level, model)].append(logs[model])
+            worst[(what, level)].append(max(logs.values()))
+    print("| comparison | level | model | p99 ratio, mean over repeats [95 % CI] |")
+    print("|---|---:|---|---|")
+    for (what, level, model), logs in sorted(
+        rows.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])
+    ):
+        print(f"| {what} | L{level} | {model} | {interval(logs)} (n={len(logs)}) |")
+    print()
+    print("| comparison | level | worst model per repeat, mean [95 % CI] |")
+    print("|---|---:|---|")
+    for (what, level), logs in sorted(worst.items()):
+        print(f"| {what} | L{level} | {interval(logs)} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
