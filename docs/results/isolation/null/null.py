@@ -2,9 +2,13 @@
 a second run of `independent-cpu2` itself (a null comparison), each against the first run of
 `independent-cpu2` in the same repeat, and `fair-2-wide` against both runs of `independent-cpu2`
 (their geometric mean: the repeat's order then falls on both sides of it). Per model and level:
-the mean log-ratio over repeats with its 95 % t interval, as a ratio.
+the mean log-ratio over repeats with its 95 % t interval, as a ratio, and how many repeats
+that spread would need for an interval of ±10 %.
 
-    python docs/results/isolation/null/null.py docs/results/isolation/null
+    python docs/results/isolation/null/null.py docs/results/isolation/null \
+        [docs/results/isolation/null-rotated]
+
+Several folders pool their repeats (each paired within its own folder).
 """
 
 from __future__ import annotations
@@ -43,10 +47,26 @@ def interval(logs: list[float]) -> str:
     return f"{math.exp(m):.2f} [{math.exp(m - h):.2f}, {math.exp(m + h):.2f}]"
 
 
-def main(folder: str) -> None:
-    found = runs(Path(folder))
+def repeats_for_10(logs: list[float]) -> int:
+    """Repeats that would put the 95 % interval's half-width at 10 % (ln 1.1), with this
+    spread of log-ratios (normal approximation: n = (1.96 sd / ln 1.1)^2)."""
+    return math.ceil((1.96 * statistics.stdev(logs) / math.log(1.1)) ** 2)
+
+
+def main(folders: list[str]) -> None:
     rows: dict[tuple[str, int, str], list[float]] = defaultdict(list)
     worst: dict[tuple[str, int], list[float]] = defaultdict(list)
+    for folder in folders:
+        add(runs(Path(folder)), rows, worst)
+    table(rows, worst)
+
+
+def add(
+    found: dict[tuple[str, int, int], dict[str, Any]],
+    rows: dict[tuple[str, int, str], list[float]],
+    worst: dict[tuple[str, int], list[float]],
+) -> None:
+    """One folder's repeats, each paired within it, appended to ``rows`` and ``worst``."""
     for (variant, level, repeat), load in found.items():
         if variant != BASE:
             continue
@@ -64,12 +84,21 @@ def main(folder: str) -> None:
                 logs[model] = math.log(p99(top[0], model)) - b
                 rows[(what, level, model)].append(logs[model])
             worst[(what, level)].append(max(logs.values()))
-    print("| comparison | level | model | p99 ratio, mean over repeats [95 % CI] |")
-    print("|---|---:|---|---|")
+
+
+def table(
+    rows: dict[tuple[str, int, str], list[float]], worst: dict[tuple[str, int], list[float]]
+) -> None:
+    print(
+        "| comparison | level | model | p99 ratio, mean over repeats [95 % CI] "
+        "| repeats for ±10 % |"
+    )
+    print("|---|---:|---|---|---:|")
     for (what, level, model), logs in sorted(
         rows.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])
     ):
-        print(f"| {what} | L{level} | {model} | {interval(logs)} (n={len(logs)}) |")
+        n = repeats_for_10(logs)
+        print(f"| {what} | L{level} | {model} | {interval(logs)} (n={len(logs)}) | {n} |")
     print()
     print("| comparison | level | worst model per repeat, mean [95 % CI] |")
     print("|---|---:|---|")
@@ -78,4 +107,4 @@ def main(folder: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1:])
