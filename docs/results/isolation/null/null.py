@@ -8,7 +8,8 @@ that spread would need for an interval of ±10 %.
     python docs/results/isolation/null/null.py docs/results/isolation/null \
         [docs/results/isolation/null-rotated]
 
-Several folders pool their repeats (each paired within its own folder).
+Several folders pool their repeats (each paired within its own folder); a folder without
+`independent-cpu2-again` adds to the first comparison only.
 """
 
 from __future__ import annotations
@@ -71,13 +72,15 @@ def add(
         if variant != BASE:
             continue
         again, wide = found.get((AGAIN, level, repeat)), found.get((WIDE, level, repeat))
-        if again is None or wide is None:
+        if wide is None:
             continue
-        for what, top, bottom in (
-            ("null: again ÷ first", [again], [load]),
-            ("fair-2-wide ÷ first", [wide], [load]),
-            ("fair-2-wide ÷ both", [wide], [load, again]),
-        ):
+        pairs = [("fair-2-wide ÷ first", [wide], [load])]
+        if again is not None:  # a folder without the null gives the first comparison only
+            pairs += [
+                ("null: again ÷ first", [again], [load]),
+                ("fair-2-wide ÷ both", [wide], [load, again]),
+            ]
+        for what, top, bottom in pairs:
             logs = {}
             for model in load["models"]:
                 b = statistics.mean(math.log(p99(x, model)) for x in bottom)
