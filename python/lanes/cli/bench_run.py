@@ -56,7 +56,7 @@ def add_run_options(
     p.add_argument("--quick", action="store_true", help="one repeat, three levels")
     p.add_argument(
         "--order",
-        choices=("rotate", "fixed"),
+        metavar="rotate|fixed",
         help="variants per repeat: rotate (repeat r starts at the r-th variant; the default) "
         "or fixed (the file's order); overrides the file's order",
     )
