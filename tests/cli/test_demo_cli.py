@@ -152,16 +152,18 @@ def test_lanes_report_on_a_simulated_demo_without_its_summary(
     assert "summary.json unreadable" in err and not (tmp_path / "report.html").exists()
 
 
-def test_a_cuda_host_runs_independent_once() -> None:
+def test_a_cuda_host_runs_independent_and_sjf_once() -> None:
     # On a CUDA host `--devices gpu-like` is every GPU, as `auto` is: the two independents are
-    # one server, and the demo would spend ~2.5 minutes measuring it twice.
-    from lanes.cli.demo import GPU_LIKE_TWIN, demo_text, variants_for
+    # one server, and the demo would spend ~2.5 minutes measuring it twice; the default policy
+    # (`auto`) is `sjf` there.
+    from lanes.cli.demo import DEFAULT_TWIN, GPU_LIKE_TWIN, demo_text, variants_for
     from lanes.lab.experiment import parse_experiment
 
     text = demo_text()
-    names = [v.name for v in parse_experiment(text, source=None).variants]
-    assert GPU_LIKE_TWIN in names and "independent" in names
+    variants = {v.name: v for v in parse_experiment(text, source=None).variants}
+    assert {GPU_LIKE_TWIN, "independent", DEFAULT_TWIN, "sjf"} <= set(variants)
+    assert "--policy" not in variants[DEFAULT_TWIN].command  # lanes serve's own default
     assert variants_for(text, 0) is None  # no GPU: every variant
     chosen = variants_for(text, 2)
     assert chosen is not None
-    assert chosen.split(",") == [n for n in names if n != GPU_LIKE_TWIN]
+    assert chosen.split(",") == [n for n in variants if n not in (GPU_LIKE_TWIN, DEFAULT_TWIN)]

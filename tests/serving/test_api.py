@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import threading
 import time
@@ -37,6 +38,7 @@ from lanes.errors import BAD_INPUT, LanesError
 from lanes.models import Batching, Model, TensorSpec
 from lanes.models.repository import load_repository
 from lanes.serving import Handle, ServeConfig, start_in_thread
+from lanes.serving.default_policy import CPU_POLICY
 
 X = [TensorSpec("x", "FP32", (-1, 2))]
 Y = [TensorSpec("y", "FP32", (-1, 2))]
@@ -330,7 +332,8 @@ def test_health_and_server_metadata(api: Api) -> None:
     assert meta["name"] == "lanes"
     assert meta["version"] == _core.version()
     assert {"binary_tensor_data", "statistics"} <= set(meta["extensions"])
-    assert meta["policy"] == "sjf"
+    # the default policy, auto: sjf on one CPU executor of all the cores (GPU-like on 1 core)
+    assert meta["policy"] == ("sjf" if (os.cpu_count() or 1) > 1 else CPU_POLICY)
     assert meta["devices"] == [{"name": "cpu:0", "simulated": False}]
 
 

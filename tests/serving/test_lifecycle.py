@@ -120,7 +120,8 @@ def test_readiness_gates_on_warm_up_on_every_device_at_every_size(tmp_path: Path
     record, gate = tmp_path / "record.txt", tmp_path / "gate"
     source = GATED_PY.format(record=str(record), gate=str(gate))
     models = load_repository(repository(tmp_path, "gated", source, max_batch=4))
-    config = ServeConfig(port=0, devices="cpu:2", metrics_port=None, warmup_batches=2)
+    # sjf: one executor thread per device (auto on GPU-like cpu:2 adds two fast slots, each warmed)
+    config = ServeConfig(port=0, devices="cpu:2", policy="sjf", metrics_port=None, warmup_batches=2)
     handle = start_in_thread(config, models, wait_ready=False)
     try:
         url = handle.url

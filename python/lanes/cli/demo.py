@@ -1,15 +1,15 @@
 """``lanes demo``: the built-in experiment on the built-in model zoo, then its report.
 
-Runs the embedded experiment (``lanes/lab/demo.toml``: the demo zoo's OCR mix served by
-``lanes serve`` as ``independent``, ``fifo`` and ``sjf``, five levels, three repeats, then a
-bisection of each repeat's capacity) with ``lanes bench run``'s runner, writes ``summary.json``
-and ``report.html`` into ``--out`` (default ``lanes-demo/``) and prints the summary table and
-the headline: each variant's capacity at SLO and its goodput against the baseline's, with 95 %
-intervals (:mod:`lanes.lab.headline`). ``--quick``: one repeat, three levels. ``--sim``: the
+Runs the embedded experiment (``lanes/lab/demo.toml``: the demo zoo's OCR mix served by ``lanes
+serve`` as ``independent``, ``fifo``, ``sjf`` and its default policy, five levels, three repeats,
+then a bisection of each repeat's capacity) with ``lanes bench run``'s runner, writes
+``summary.json`` and ``report.html`` into ``--out`` (default ``lanes-demo/``) and prints the summary
+table and the headline: each variant's capacity at SLO and its goodput against the baseline's, with
+95 % intervals (:mod:`lanes.lab.headline`). ``--quick``: one repeat, three levels. ``--sim``: the
 same comparison on the simulator (:mod:`lanes.lab.simdemo`), in seconds, written into ``--out``
-(default ``lanes-demo-sim/``) as ``sim.json``, ``summary.json`` and ``report.html``;
-``--repeats N`` sets its seeds. ``--profile``: the diagnosis too (:mod:`lanes.diagnose`), at
-the middle level in the first repeat, its findings and flame graphs in the report.
+(default ``lanes-demo-sim/``) as ``sim.json``, ``summary.json`` and ``report.html``; ``--repeats N``
+sets its seeds. ``--profile``: the diagnosis too (:mod:`lanes.diagnose`), at the middle level in the
+first repeat, its findings and flame graphs in the report.
 """
 
 from __future__ import annotations
@@ -24,6 +24,10 @@ from typing import Any
 GPU_LIKE_TWIN = "independent-gpu-like"
 """The demo's variant that is ``independent`` itself on a CUDA host (``--devices gpu-like`` means
 every CUDA GPU there, as ``auto`` does): run once, not twice, where ONNX Runtime sees a GPU."""
+DEFAULT_TWIN = "default"
+"""The demo's variant that is ``lanes serve``'s default policy (``auto``), which is ``sjf``
+itself on a CUDA host (lanes.serving.default_policy): not run twice there either."""
+TWINS = (GPU_LIKE_TWIN, DEFAULT_TWIN)
 DEFAULT_OUT = Path("lanes-demo")
 DEFAULT_SIM_OUT = Path("lanes-demo-sim")
 SIM_SEEDS = 2
@@ -34,10 +38,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
     p = subparsers.add_parser(
         "demo",
-        help="compare independent, fifo and sjf serving the demo zoo on this host (the lab)",
+        help="compare independent, fifo, sjf and the default policy serving the demo zoo on this "
+        "host (the lab)",
         description="Run the built-in experiment: the demo zoo's OCR mix under independent "
-        "(the status quo, and on GPU-like devices: --devices gpu-like), fifo and sjf, five load "
-        "levels, three repeats, a capacity search (about 11 minutes on 2 cores); write "
+        "(the status quo, and on GPU-like devices: --devices gpu-like), fifo, sjf and lanes "
+        "serve's default policy (auto; on a GPU host it is sjf, and not run twice), five load "
+        "levels, three repeats, a capacity search (about 13 minutes on 2 cores); write "
         "report.html and summary.json and print the summary, the headline (capacity at SLO, "
         "goodput ratios, 95 % intervals) and which variants lead. Guide: docs/lab.md.",
     )
@@ -75,13 +81,13 @@ def demo_text() -> str:
 
 def variants_for(text: str, cuda_devices: int) -> str | None:
     """The variants to run (``--variants``' form), or None for every one: on a host where ONNX
-    Runtime sees a CUDA GPU every variant but :data:`GPU_LIKE_TWIN`."""
+    Runtime sees a CUDA GPU every variant but the :data:`TWINS`."""
     if cuda_devices == 0:
         return None
     from lanes.lab.experiment import parse_experiment
 
     names = [v.name for v in parse_experiment(text, source=None).variants]
-    return ",".join(n for n in names if n != GPU_LIKE_TWIN)
+    return ",".join(n for n in names if n not in TWINS)
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -96,7 +102,10 @@ def handle(args: argparse.Namespace) -> int:
 
     args.variants = variants_for(text, cuda_count())
     if args.variants is not None:
-        print(f"a CUDA host: {GPU_LIKE_TWIN} is independent itself here; it is not run twice")
+        print(
+            f"a CUDA host: {GPU_LIKE_TWIN} is independent itself here, and {DEFAULT_TWIN} is "
+            "sjf; neither is run twice"
+        )
     out = execute(None, text, args)
     try:
         from lanes.lab.report import build_report

@@ -26,8 +26,10 @@ devices:  auto (default: every CUDA GPU, else one CPU executor per core, 1 intra
           each; under independent one CPU executor of all cores), gpu-like (auto under
           every policy, independent included), cpu, cpu:N (N CPU executors),
           cuda:0,cuda:1, sim:N (N simulated GPUs)
-policies: independent (each model its own workers, overlapping), fifo, limit:K,
-          sjf[:alpha=A,slack=MS|off,starve=MS|off] (default),
+policies: auto (default: on GPU-like CPU devices, one executor of one intra-op thread per
+          core, fair:fast=25,hold=6,burst=100,width=2,beside=any with one batch of each model
+          per device in flight; else sjf), independent (each model its own workers,
+          overlapping), fifo, limit:K, sjf[:alpha=A,slack=MS|off,starve=MS|off],
           fair[:...,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,...] (sjf with a per-model
           share of device time: docs/policies.md),
           lanes[:...,fast=MS,hold=MS,budget=MS|off,burst=MS|off,width=K,beside=long|any]
@@ -51,7 +53,11 @@ def register(subparsers: Any) -> None:
     source.add_argument("--demo", action="store_true", help="serve the built-in demo zoo (default)")
     source.add_argument("--models", metavar="DIR", help="a model repository folder")
     parser.add_argument("--devices", metavar="SPEC", help="devices (default: auto)")
-    parser.add_argument("--policy", metavar="NAME", help="scheduling policy (default: sjf)")
+    parser.add_argument(
+        "--policy",
+        metavar="NAME",
+        help="scheduling policy (default: auto, by the devices' kind; see policies below)",
+    )
     parser.add_argument("--host", metavar="ADDR", help="bind address (default: 127.0.0.1)")
     parser.add_argument("--port", metavar="N", help="HTTP port (default: 8000; 0: any free)")
     parser.add_argument(
@@ -214,7 +220,7 @@ def run(args: argparse.Namespace) -> int:
         grpc_port = getattr(server, "grpc_port", None)
         metrics += f" · grpc :{grpc_port}" if grpc_port else " · grpc off"
         print(
-            f"lanes serve: {server.url} · {metrics} · policy {config.policy} · "
+            f"lanes serve: {server.url} · {metrics} · policy {server.policy} · "
             f"devices {devices} · models {models} · warm-up {server.warmup_seconds:.2f} s",
             file=sys.stderr,
             flush=True,

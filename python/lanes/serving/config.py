@@ -29,7 +29,7 @@ MAX_TRACE_REQUESTS = 10_000_000
 """A ``--config`` file that cannot be read, is not TOML, or has an unknown key."""
 
 POLICIES = (
-    "independent, fifo, limit:K, sjf[:alpha=A,slack=MS|off,starve=MS|off], "
+    "auto, independent, fifo, limit:K, sjf[:alpha=A,slack=MS|off,starve=MS|off], "
     "fair[:alpha=A,slack=MS|off,starve=MS|off,threshold=MS,cap=MS,usage=MS|off,fast=MS|off,"
     "hold=MS,budget=MS|off,burst=MS|off,width=K,beside=long|any], "
     "lanes[:alpha=A,slack=MS|off,starve=MS|off,fast=MS,hold=MS,budget=MS|off,burst=MS|off,"
@@ -44,7 +44,8 @@ class ServeConfig:
     - ``models``: a model repository folder; None serves the built-in demo zoo.
     - ``devices``: ``auto``, ``cpu``, ``cpu:N``, ``cuda:0,cuda:1``, ``sim:N``
       (see lanes.serving.devices).
-    - ``policy``: ``independent``, ``fifo``, ``limit:K``, ``sjf``, ``edf``.
+    - ``policy``: ``auto`` (by the devices' kind: lanes.serving.default_policy), ``independent``,
+      ``fifo``, ``limit:K``, ``sjf``, ``fair``, ``lanes``, ``edf``.
     - ``cpu_threads``: intra-op threads per CPU executor (None: as ``auto`` decides, see
       lanes.serving.devices; for ``cpu``/``cpu:N`` the cores divided among the executors).
     - ``workers``: threads of the CPU pool for pre/post-processing.
@@ -85,7 +86,7 @@ class ServeConfig:
 
     models: Path | None = None
     devices: str = "auto"
-    policy: str = "sjf"
+    policy: str = "auto"
     host: str = "127.0.0.1"
     port: int = 8000
     cpu_threads: int | None = None
@@ -289,7 +290,7 @@ def check(cfg: ServeConfig, origin: Mapping[str, str] | None = None) -> ServeCon
         raise LanesError(
             BAD_ARGUMENT, f"{at('max_header_kb')} = {cfg.max_header_kb}: must be 8..1024"
         )
-    if cfg.policy != "independent":
+    if cfg.policy not in ("independent", "auto"):
         from lanes._core import Scheduler
 
         try:

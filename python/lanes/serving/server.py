@@ -55,6 +55,7 @@ from lanes.errors import BAD_ARGUMENT, LanesError
 from lanes.models.base import MODEL_INVALID, Device, Model
 from lanes.serving import bridge
 from lanes.serving.config import ServeConfig
+from lanes.serving.default_policy import resolve_policy
 from lanes.serving.devices import cuda_counter, resolve_devices
 from lanes.serving.memory import Creep, give_memory_back
 from lanes.serving.warmup import Warmed, warm_up
@@ -158,6 +159,15 @@ class Server:
         if resolved.note is not None:
             log.info("%s", resolved.note)
         self.devices: list[Device] = list(resolved.devices)
+        chosen = resolve_policy(config.policy, self.devices, arbitrated=config.arbiter is not None)
+        self._policy_note = chosen.note  # said once the sockets listen (a refusal is one line)
+        self.policy = chosen.policy
+        """The policy the scheduler runs: ``config.policy`` with ``auto`` resolved."""
+        self.batch_threads = [
+            chosen.num_batch_threads(m.batching.num_batch_threads) for m in self.models
+        ]
+        """Each model's batches in flight at once (its ``num_batch_threads``, or more under
+        ``auto`` on GPU-like CPU devices)."""
         self.placement: list[list[int]] = []
         for model in self.models:
             eligible = [i for i, d in enumerate(self.devices) if d.kind in model.devices]
@@ -194,8 +204,13 @@ class Server:
     def _spec(self) -> dict[str, Any]:
         """The native server's config (see lanes-py's serve.rs)."""
         models = []
-        for model, devices, replicas, native in zip(
-            self.models, self.placement, self.replicas, self.native_models, strict=True
+        for model, devices, replicas, native, threads in zip(
+            self.models,
+            self.placement,
+            self.replicas,
+            self.native_models,
+            self.batch_threads,
+            strict=True,
         ):
             b = model.batching
             engine: dict[str, Any] = {
@@ -237,7 +252,7 @@ class Server:
                     "batching": (
                         b.max_batch_size,
                         b.batch_timeout_micros,
-                        b.num_batch_threads,
+                        threads,
                         b.max_enqueued_batches,
                     ),
                     "timeout_ms": model.timeout_ms,
@@ -254,7 +269,7 @@ class Server:
             "metrics_port": c.metrics_port,
             "io_threads": IO_THREADS,
             "workers": c.workers,
-            "policy": c.policy,
+            "policy": self.policy,
             "arbiter": None if c.arbiter is None else self._arbiter(c.arbiter),
             "devices": [(d.name, d.simulated) for d in self.devices],
             "models": models,
@@ -299,6 +314,8 @@ class Server:
             target=self._write_logs, args=(self.native,), name="lanes-serve-logs", daemon=True
         )
         self._logging.start()
+        if self._policy_note is not None:
+            log.info("%s", self._policy_note)
         log.info("listening on %s (%s)", self.url, self.state)
 
     def _write_logs(self, native: Any) -> None:
