@@ -153,7 +153,12 @@ def as_class(model: ZooModel, cls: type[ZooModel]) -> ZooModel:
 @pytest.fixture(scope="module")
 def python_network(zoo: list[ZooModel]) -> Iterator[Handle]:
     models = [as_class(m, PythonNetwork) for m in zoo]
-    config = ServeConfig(port=0, metrics_port=None, devices="cpu:2", warmup_batches=1)
+    # sjf, not the default `auto` (on GPU-like cpu:2 it adds two fast-slot executor threads per
+    # device, each warmed by a Python call): with `auto`, after `lanes probe` ran in this process
+    # (tests/probe/test_probe_cli.py) and with gevent loaded (tritonclient.http), the process
+    # segfaults as an executor thread's Python thread state is cleared after warm-up, in gevent's
+    # hub dealloc. Found 2026-11-28, not fixed: see issue 15's note.
+    config = ServeConfig(port=0, metrics_port=None, devices="cpu:2", policy="sjf", warmup_batches=1)
     with start_in_thread(config, models) as handle:
         yield handle
 

@@ -43,7 +43,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run the built-in experiment: the demo zoo's OCR mix under independent "
         "(the status quo, and on GPU-like devices: --devices gpu-like), fifo, sjf and lanes "
         "serve's default policy (auto; on a GPU host it is sjf, and not run twice), five load "
-        "levels, three repeats, a capacity search (about 13 minutes on 2 cores); write "
+        "levels, three repeats, a capacity search (about 14 minutes on 2 cores); write "
         "report.html and summary.json and print the summary, the headline (capacity at SLO, "
         "goodput ratios, 95 % intervals) and which variants lead. Guide: docs/lab.md.",
     )
