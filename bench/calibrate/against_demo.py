@@ -8,8 +8,8 @@ rates on ``examples/scenarios/cpu-2core.toml`` as committed (nothing is read off
 - ``independent-gpu-like`` as the scenario's ``independent`` (one runtime per model per core);
 - ``fifo`` and ``sjf`` as themselves, one batch of each model in flight;
 - ``default`` as what ``lanes serve``'s ``auto`` runs on these devices
-  (lanes.serving.default_policy): ``fair:fast=25,hold=6,burst=100,width=2,beside=any``, every
-  service's ``num_batch_threads`` the device count (2).
+  (lanes.serving.default_policy's ``CPU_POLICY``), every service's ``num_batch_threads`` the
+  device count (2).
 
 The demo's ``independent`` (the status quo: one executor of both cores, each model's runtime
 with two intra-op threads) is not modelled by the scenario and is left out. The table and the
@@ -23,20 +23,21 @@ Run:  python bench/calibrate/against_demo.py DEMO_DIR [--scenario FILE] [--seeds
 from __future__ import annotations
 
 import argparse
-import statistics
 from pathlib import Path
 
-from compare import emit, load_runs, measured, scenario_rate, summary, table
-from default_question import DEFAULT_SCENARIO, FAIR_WIDE, with_threads
+from compare import emit, load_runs, measured, summary, table
+from compare import predicted as simulate
+from default_question import DEFAULT_SCENARIO, with_threads
 
-from lanes import sim
+from lanes._core import parse_policy
+from lanes.serving.default_policy import CPU_POLICY
 from lanes.sim.scenario import Scenario
 
 AS_SIMULATED = {
     "independent-gpu-like": ("independent", 1),
     "fifo": ("fifo", 1),
     "sjf": ("sjf", 1),
-    "default": (FAIR_WIDE, 2),
+    "default": (CPU_POLICY, 2),
 }
 """A demo variant → (the simulator's policy, batches of each model in flight)."""
 
@@ -44,26 +45,14 @@ AS_SIMULATED = {
 def predicted(
     scenario: Scenario, variants: list[str], rates: list[float], seeds: int, requests: int
 ) -> dict[tuple[str, float], dict[str, float]]:
-    """Each variant as :data:`AS_SIMULATED` says, at the demo's rates: mean over seeds."""
-    per_load = scenario_rate(scenario)
-    loads = [rate / per_load for rate in rates]
+    """Each variant as :data:`AS_SIMULATED` says, at the demo's rates: compare.py's prediction
+    (mean over seeds) of its policy on the scenario with its batches in flight."""
     out = {}
     for variant in variants:
         policy, threads = AS_SIMULATED[variant]
-        res = sim.run(
-            with_threads(scenario, threads),
-            [policy],
-            loads,
-            seeds=list(range(1, seeds + 1)),
-            requests=requests,
-        )
-        for rate, load in zip(rates, loads, strict=True):
-            pts = [p for p in res.points if abs(p["load"] - load) < 1e-9]
-            out[(variant, rate)] = {
-                "p50": statistics.mean(p["latency_ms"]["p50"] for p in pts),
-                "p99": statistics.mean(p["latency_ms"]["p99"] for p in pts),
-                "goodput": statistics.mean(p["goodput_rps"] for p in pts),
-            }
+        policy = parse_policy(policy)  # the name the simulator's points carry
+        got = simulate(with_threads(scenario, threads), [policy], rates, seeds, requests)
+        out.update({(variant, rate): got[(policy, rate)] for rate in rates})
     return out
 
 
