@@ -55,3 +55,23 @@ impl Transitions {
         self.now() - before
     }
 }
+
+/// Whether an idle worker was woken, from the transitions of each call on an
+/// idle server: the reading worker's unpark and park are 2, the sibling's
+/// would be 2 more. The rule reads the lower quartile of the calls, not the
+/// mean: a wake-up in the request's path adds its transitions to every call,
+/// while a shared host (a late park, a timer, a preempted worker, the test
+/// binary's other tests) adds them to some, in CI once to half of them.
+/// Returns the message to fail with, naming the counts, or `None`.
+pub fn woken(counts: &[u64], what: &str) -> Option<String> {
+    let mut sorted = counts.to_vec();
+    sorted.sort_unstable();
+    let quartile = sorted[sorted.len() / 4];
+    let mean = counts.iter().sum::<u64>() as f64 / counts.len() as f64;
+    (quartile > 2).then(|| {
+        format!(
+            "lower quartile {quartile} (mean {mean:.2}) park/unpark transitions per {what}: \
+             an idle worker was woken on 3 calls in 4 or more; counts {counts:?}"
+        )
+    })
+}
