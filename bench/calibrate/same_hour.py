@@ -32,13 +32,19 @@ The twelfth round's model (both flags together are its scenario):
 ``--run-queues`` (the thirteenth round): the cores keep a run queue each, as Linux's do
 (``host.run_queues``), instead of processor sharing over both.
 
+``--call-stretch lossy|weighted`` (the fourteenth round): ``independent``'s runtime calls slow
+each other by the ninth round's measured table (``host.call_stretch`` = variants.py's
+``STRETCH``), as a loss (the tenth round's form) or as a share of cores that waste nothing
+(``host.call_stretch_weighted``).
+
 Prints (and with ``--markdown`` writes) the scenario's figures and compare.py's table of
 predicted against measured p50, p99 and goodput, with the count within 15 % below the knee;
 ``--against GRID`` sets the scenario against another grid's runs instead (a scenario read off
 one hour, set against the next).
 
 Run:  python bench/calibrate/same_hour.py RESULTS WAITS_JSON [--no-preempt] [--wall-time]
-      [--busy-wakes] [--deconvolved] [--run-queues] [--against GRID] [--markdown OUT.md]
+      [--busy-wakes] [--deconvolved] [--run-queues] [--call-stretch lossy|weighted]
+      [--against GRID] [--markdown OUT.md]
       (WAITS_JSON: spans.py RESULTS --json WAITS_JSON)
 """
 
@@ -69,7 +75,7 @@ from compare import (
     summary,
     table,
 )
-from variants import IO_EXTRA
+from variants import IO_EXTRA, STRETCH
 
 from lanes.sim.scenario import Scenario
 
@@ -132,7 +138,14 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="a run queue per core (host.run_queues) instead of sharing every core",
     )
+    ap.add_argument(
+        "--call-stretch",
+        choices=("lossy", "weighted"),
+        help="the calls' measured stretch (host.call_stretch), as a loss or a share",
+    )
     args = ap.parse_args(argv)
+    if args.run_queues and args.call_stretch:
+        ap.error("--run-queues and --call-stretch: the simulator takes one or the other")
     runs = load_runs(args.results)
     base = Scenario.load(args.scenario)
     timelines = json.loads((args.results / "timelines.json").read_text())
@@ -171,6 +184,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.run_queues:
         host = replace(host, run_queues=True, call_stretch=())
         models.append("a run queue per core (host.run_queues)")
+    if args.call_stretch:
+        weighted = args.call_stretch == "weighted"
+        host = replace(host, call_stretch=STRETCH, call_stretch_weighted=weighted)
+        models.append(f"the calls' stretch {list(STRETCH)}, {args.call_stretch}")
     scenario = replace(scenario, host=host)
     meas = measured(runs if args.against is None else load_runs(args.against))
     variants = sorted({k[0] for k in meas})

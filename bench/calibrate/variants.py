@@ -29,6 +29,10 @@ by compare.py's rule (within ``TARGET`` of the mean over repeats), with the p99 
   of ``independent``'s runtime calls beyond processor sharing by how many run at once
   (calibration.md, "How `independent`'s calls stretch"); it applies to ``independent`` only
   (six runtimes on two cores), so ``fifo`` and ``sjf`` simulate as committed.
+- ``call stretch, weighted``: the same table as a share instead of a loss while the runnable
+  phases outnumber the cores (``host.call_stretch_weighted``, the fourteenth round): a call
+  gets ``1/s(k)`` of another phase's share of cores that hand out all they have; with a core to
+  spare the calls stretch as in ``call stretch``, losing only a spare core's time.
 
 Run:  python bench/calibrate/variants.py RESULTS [--max-others CORES] [--speed-cv 0.07]
       [--only NAME ...] [--seeds 3] [--requests 40000] [--markdown OUT.md]
@@ -144,6 +148,9 @@ def variants(sc: Scenario, speed_cv: float, seeds: int, requests: int) -> dict[s
         "slice_ms 4": lambda p, r: at(host(slice_ms=4.0), p, r),
         "preempt rate by level": lambda p, r: at(host(call_preempt_per_ms=preempt_rate(r)), p, r),
         "call stretch": lambda p, r: at(host(call_stretch=STRETCH), p, r),
+        "call stretch, weighted": lambda p, r: at(
+            host(call_stretch=STRETCH, call_stretch_weighted=True), p, r
+        ),
         "client part as measured": lambda p, r: at(host(client_ms=CLIENT_MEASURED), p, r),
         "I/O CPU in the background": lambda p, r: at(io_background(sc, r), p, r),
         f"run speed cv {speed_cv:g}": lambda p, r: [

@@ -34,8 +34,11 @@ def test_zoo_on_cuda_matches_cpu():
 @needs_onnx_cuda
 def test_serving_the_zoo_on_every_cuda_device():
     devices = ",".join(f"cuda:{i}" for i in range(cuda_count()))
-    with start_in_thread(ServeConfig(port=0, metrics_port=None, devices=devices)) as h:
-        client = http.InferenceServerClient(h.url.removeprefix("http://"))
+    config = ServeConfig(port=0, metrics_port=None, devices=devices)
+    with (
+        start_in_thread(config) as h,
+        http.InferenceServerClient(h.url.removeprefix("http://")) as client,
+    ):
         x = http.InferInput("image", [2, 32, 32], "UINT8")
         x.set_data_from_numpy(np.zeros((2, 32, 32), np.uint8))
         assert client.infer("char_cnn", [x]).as_numpy("label").shape == (2,)
@@ -47,8 +50,10 @@ def test_serving_the_zoo_on_every_cuda_device():
 def test_serving_the_torch_zoo_on_cuda():
     """The host the torch backend is for: PyTorch drives the GPU, onnxruntime may not."""
     config = ServeConfig(port=0, metrics_port=None, devices="cuda:0", zoo_backend="torch")
-    with start_in_thread(config) as h:
-        client = http.InferenceServerClient(h.url.removeprefix("http://"))
+    with (
+        start_in_thread(config) as h,
+        http.InferenceServerClient(h.url.removeprefix("http://")) as client,
+    ):
         x = http.InferInput("image", [2, 32, 32], "UINT8")
         x.set_data_from_numpy(np.zeros((2, 32, 32), np.uint8))
         assert client.infer("char_cnn", [x]).as_numpy("label").shape == (2,)

@@ -86,8 +86,10 @@ def test_the_zoo_takes_raw_arrays_beside_encoded_images() -> None:
 
     char_cnn = [m for m in zoo_models() if m.name == "char_cnn"]
     config = ServeConfig(port=0, metrics_port=None, grpc_port="off", devices="cpu:1")
-    with start_in_thread(config, char_cnn) as h:
-        client = http.InferenceServerClient(h.url.removeprefix("http://"))
+    with (
+        start_in_thread(config, char_cnn) as h,
+        http.InferenceServerClient(h.url.removeprefix("http://")) as client,
+    ):
         x = http.InferInput("image", [2, 32, 32], "UINT8")
         x.set_data_from_numpy(np.zeros((2, 32, 32), np.uint8))
         assert client.infer("char_cnn", [x]).as_numpy("label").shape == (2,)

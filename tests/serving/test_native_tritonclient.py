@@ -130,15 +130,15 @@ def test_grpc_asyncio_client(native: tuple[str, str, Path]) -> None:
 @pytest.mark.parametrize("binary_data", [True, False])
 def test_http_client(native: tuple[str, str, Path], binary_data: bool) -> None:
     rest, _, model = native
-    client = httpclient.InferenceServerClient(rest)
     x = httpclient.InferInput("x", list(X.shape), "FP32")
     x.set_data_from_numpy(X, binary_data=binary_data)
     out = [httpclient.InferRequestedOutput("y", binary_data=binary_data)]
-    result = client.infer("affine", [x], outputs=out)
-    np.testing.assert_allclose(result.as_numpy("y"), expected(model, X)["y"], rtol=1e-6)
     bad = httpclient.InferInput("x", list(X.shape), "FP64")
     bad.set_data_from_numpy(X.astype(np.float64), binary_data=binary_data)
-    with pytest.raises(InferenceServerException) as err:
-        client.infer("affine", [bad])
+    with httpclient.InferenceServerClient(rest) as client:
+        result = client.infer("affine", [x], outputs=out)
+        with pytest.raises(InferenceServerException) as err:
+            client.infer("affine", [bad])
+    np.testing.assert_allclose(result.as_numpy("y"), expected(model, X)["y"], rtol=1e-6)
     assert err.value.status() == "400"
     assert err.value.message() == "input 'x': datatype FP64, expected FP32"

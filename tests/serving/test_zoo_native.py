@@ -64,10 +64,13 @@ def reencode(png: bytes, fmt: str) -> bytes:
 
 
 def infer(url: str, model: str, data: np.ndarray, datatype: str) -> dict[str, np.ndarray]:
-    client = httpclient.InferenceServerClient(url.removeprefix("http://"))
-    tensor = httpclient.InferInput("image", list(data.shape), datatype)
-    tensor.set_data_from_numpy(data, binary_data=True)
-    result = client.infer(model, [tensor])
+    # Closed here, not left to the garbage collector: a collection can run on a server's
+    # executor thread (in this process), and the client's finaliser would make a gevent hub
+    # there, which gevent cannot free safely with that thread's Python state.
+    with httpclient.InferenceServerClient(url.removeprefix("http://")) as client:
+        tensor = httpclient.InferInput("image", list(data.shape), datatype)
+        tensor.set_data_from_numpy(data, binary_data=True)
+        result = client.infer(model, [tensor])
     answer = result.get_response()
     return {o["name"]: result.as_numpy(o["name"]) for o in answer["outputs"]}
 
@@ -153,12 +156,7 @@ def as_class(model: ZooModel, cls: type[ZooModel]) -> ZooModel:
 @pytest.fixture(scope="module")
 def python_network(zoo: list[ZooModel]) -> Iterator[Handle]:
     models = [as_class(m, PythonNetwork) for m in zoo]
-    # sjf, not the default `auto` (on GPU-like cpu:2 it adds two fast-slot executor threads per
-    # device, each warmed by a Python call): with `auto`, after `lanes probe` ran in this process
-    # (tests/probe/test_probe_cli.py) and with gevent loaded (tritonclient.http), the process
-    # segfaults as an executor thread's Python thread state is cleared after warm-up, in gevent's
-    # hub dealloc. Found 2026-11-28, not fixed: see issue 15's note.
-    config = ServeConfig(port=0, metrics_port=None, devices="cpu:2", policy="sjf", warmup_batches=1)
+    config = ServeConfig(port=0, metrics_port=None, devices="cpu:2", warmup_batches=1)
     with start_in_thread(config, models) as handle:
         yield handle
 

@@ -200,6 +200,17 @@ def test_a_call_stretch_reaches_the_core_only_when_set(tmp_path: Path) -> None:
     assert sc.to_core()["host"]["call_stretch"] == [1.0, 1.25, 1.2]
 
 
+def test_a_weighted_call_stretch_reaches_the_core_only_when_set(tmp_path: Path) -> None:
+    stretch = "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 1.25]"
+    plain = Scenario.load(write(tmp_path, edit("cpu_cores = 8", stretch)))
+    assert plain.host.call_stretch_weighted is False
+    assert "call_stretch_weighted" not in plain.to_core()["host"]
+    text = edit("cpu_cores = 8", stretch + "\ncall_stretch_weighted = true")
+    sc = Scenario.load(write(tmp_path, text))
+    assert sc.host.call_stretch_weighted is True
+    assert sc.to_core()["host"]["call_stretch_weighted"] is True
+
+
 def test_run_queues_reach_the_core_only_when_set(tmp_path: Path) -> None:
     assert "run_queues" not in Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     text = edit("cpu_cores = 8", "cpu_cores = 8\ntime_slicing = true\nrun_queues = true")
@@ -736,6 +747,19 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 0.8]",
         ["host.call_stretch[1]", "1"],
+    ),
+    (
+        "call-stretch-weighted-without-a-table",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch_weighted = true",
+        ["host.call_stretch_weighted", "needs call_stretch"],
+    ),
+    (
+        "call-stretch-weighted-not-a-bool",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 1.2]\n"
+        "call_stretch_weighted = 1",
+        ["host.call_stretch_weighted", "true or false"],
     ),
     (
         "run-queues-without-time-slicing",

@@ -295,6 +295,14 @@ pub struct Host {
     /// moves one do. Each value >= 1. Empty (the default): no stretch.
     #[serde(default)]
     pub call_stretch: Vec<f64>,
+    /// With `call_stretch`: while the runnable phases outnumber the cores,
+    /// the stretch as a share instead of a loss — a call gets
+    /// `1/call_stretch[k-1]` of another phase's share of cores that hand
+    /// out all they have; with a core to spare the calls stretch as without
+    /// it (see [`crate::host::SlicedCores`]). False (the default): the
+    /// stretch slows the calls and nothing gains what they lose.
+    #[serde(default)]
+    pub call_stretch_weighted: bool,
 }
 
 fn constant() -> Dist {
@@ -506,6 +514,13 @@ impl Scenario {
                 format!("{:?}", h.call_stretch),
                 "must be empty or numbers >= 1, and only with host.shared_cores and \
                  host.time_slicing under processor sharing (host.slice_ms = 0)",
+            ));
+        }
+        if h.call_stretch_weighted && h.call_stretch.is_empty() {
+            return Err(self.invalid(
+                "host.call_stretch_weighted".into(),
+                "true",
+                "needs host.call_stretch (the stretch it weighs)",
             ));
         }
         if let Some(i) = &h.interpreter {

@@ -92,6 +92,16 @@ impl<T> CpuPool<T> {
 /// (`s(k)` = `s[k-1]`, the last value repeating): k calls slow each other
 /// by `s(k)` beyond processor sharing. Without one, calls are phases like
 /// any other.
+///
+/// **Weighted** (`host.call_stretch_weighted`): while the n runnable
+/// phases outnumber the C cores the stretch is a share, not a loss. With m
+/// other phases and k calls, a call gets `1/s(k)` of what another phase
+/// gets, and the cores hand out all they have, C core-seconds per second,
+/// no phase above one core: the others run at `r_o = C / (m + k / s(k))`
+/// and the calls at `r_o / s(k)`; where that would put the others above
+/// one core they run at 1 and the calls share what is left,
+/// `min(1, (C - m) / k)`. With a core to spare (n <= C) the calls stretch
+/// as without it: what they lose is a spare core's time.
 #[derive(Debug)]
 pub struct SlicedCores {
     cores: f64,
@@ -102,6 +112,8 @@ pub struct SlicedCores {
     calls: BinaryHeap<Reverse<(u64, u32)>>,
     w: f64,
     stretch: Vec<f64>,
+    /// The stretch as a share of work-conserving cores, not a loss.
+    weighted: bool,
     updated: u64,
     /// Bumped on every change; end events carry it.
     pub version: u32,
@@ -116,6 +128,12 @@ impl SlicedCores {
 
     /// `cores` idle cores whose calls stretch by `stretch` (empty: none).
     pub fn with_stretch(cores: usize, stretch: Vec<f64>) -> Self {
+        Self::stretched(cores, stretch, false)
+    }
+
+    /// `cores` idle cores whose calls stretch by `stretch`, as a share of
+    /// work-conserving cores when `weighted` (see [`SlicedCores`]).
+    pub fn stretched(cores: usize, stretch: Vec<f64>, weighted: bool) -> Self {
         Self {
             cores: cores as f64,
             heap: BinaryHeap::new(),
@@ -123,6 +141,7 @@ impl SlicedCores {
             calls: BinaryHeap::new(),
             w: 0.0,
             stretch,
+            weighted,
             updated: 0,
             version: 0,
             busy: 0.0,
@@ -133,26 +152,39 @@ impl SlicedCores {
         self.heap.len() + self.calls.len()
     }
 
-    fn rate(&self) -> f64 {
-        (self.cores / self.running() as f64).min(1.0)
-    }
-
-    /// The calls' rate: [`Self::rate`] over the stretch of as many calls
-    /// as run now.
-    fn call_rate(&self) -> f64 {
-        let k = self.calls.len().min(self.stretch.len());
-        let stretch = if k == 0 { 1.0 } else { self.stretch[k - 1] };
-        self.rate() / stretch
+    /// The rates of the other phases and of the calls, per the rule above.
+    fn rates(&self) -> (f64, f64) {
+        let n = self.running();
+        if n == 0 {
+            return (1.0, 1.0);
+        }
+        let k = self.calls.len();
+        let stretch = match k.min(self.stretch.len()) {
+            0 => 1.0,
+            i => self.stretch[i - 1],
+        };
+        if !self.weighted || n as f64 <= self.cores {
+            let rate = (self.cores / n as f64).min(1.0);
+            return (rate, rate / stretch);
+        }
+        let others = self.heap.len() as f64;
+        let rate = self.cores / (others + k as f64 / stretch);
+        if rate <= 1.0 {
+            (rate, rate / stretch)
+        } else {
+            (1.0, ((self.cores - others) / k as f64).min(1.0))
+        }
     }
 
     fn advance(&mut self, now: u64) {
         let dt = (now - self.updated) as f64;
         let n = self.running();
         if n > 0 && dt > 0.0 {
+            let (rate, call_rate) = self.rates();
             if !self.calls.is_empty() {
-                self.w += dt * self.call_rate();
+                self.w += dt * call_rate;
             }
-            self.v += dt * self.rate();
+            self.v += dt * rate;
             self.busy += dt * (n as f64).min(self.cores);
         }
         self.updated = now;
@@ -164,11 +196,12 @@ impl SlicedCores {
             heap.peek()
                 .map(|Reverse((end, _))| ((f64::from_bits(*end) - clock).max(0.0) / rate).ceil())
         };
-        let phase = left(&self.heap, self.v, self.rate());
+        let (rate, call_rate) = self.rates();
+        let phase = left(&self.heap, self.v, rate);
         let call = if self.calls.is_empty() {
             None
         } else {
-            left(&self.calls, self.w, self.call_rate())
+            left(&self.calls, self.w, call_rate)
         };
         let first = match (phase, call) {
             (Some(a), Some(b)) => a.min(b),
@@ -261,10 +294,11 @@ pub enum TimeShared {
 
 impl TimeShared {
     /// `cores` idle cores; slices of `slice` ns, or with 0 processor sharing
-    /// (whose calls stretch by `stretch`: see [`SlicedCores`]).
-    pub fn new(cores: usize, slice: u64, stretch: Vec<f64>) -> Self {
+    /// (whose calls stretch by `stretch`, as a share when `weighted`: see
+    /// [`SlicedCores`]).
+    pub fn new(cores: usize, slice: u64, stretch: Vec<f64>, weighted: bool) -> Self {
         if slice == 0 {
-            Self::Sharing(SlicedCores::with_stretch(cores, stretch))
+            Self::Sharing(SlicedCores::stretched(cores, stretch, weighted))
         } else {
             Self::Slices(RoundRobin::new(cores, slice))
         }
@@ -591,19 +625,21 @@ mod tests {
             (1, &[(1, 100, 0), (2, 10, 50)], &[(2, 70), (1, 110)]),
         ];
         for &(cores, phases, want) in cases {
-            let got = play(&mut TimeShared::new(cores, 0, Vec::new()), phases);
+            let got = play(&mut TimeShared::new(cores, 0, Vec::new(), false), phases);
             assert_eq!(got, want, "cores {cores}, phases {phases:?}");
         }
     }
 
     /// `(token, cost, start, call)` phases on `cores` cores whose calls
-    /// stretch by `stretch`: `(token, end)` in order of ending.
+    /// stretch by `stretch` (as a share when `weighted`): `(token, end)` in
+    /// order of ending.
     fn play_calls(
         cores: usize,
         stretch: &[f64],
+        weighted: bool,
         phases: &[(u32, u64, u64, bool)],
     ) -> Vec<(u32, u64)> {
-        let mut pool = SlicedCores::with_stretch(cores, stretch.to_vec());
+        let mut pool = SlicedCores::stretched(cores, stretch.to_vec(), weighted);
         let mut pending: Vec<_> = phases.iter().rev().copied().collect();
         let (mut next, mut got, mut done) = (None::<u64>, Vec::new(), Vec::new());
         while !pending.is_empty() || next.is_some() {
@@ -627,14 +663,92 @@ mod tests {
         got
     }
 
+    /// (cores, stretch table, `(token, cost, start, call)` phases, the
+    /// `(token, end)` expected in order of ending).
+    type Case<'a> = (
+        usize,
+        &'a [f64],
+        &'a [(u32, u64, u64, bool)],
+        &'a [(u32, u64)],
+    );
+
+    fn check_calls(cases: &[Case], weighted: bool) {
+        for &(cores, stretch, phases, want) in cases {
+            let got = play_calls(cores, stretch, weighted, phases);
+            assert_eq!(
+                got, want,
+                "cores {cores}, stretch {stretch:?}, weighted {weighted}, phases {phases:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_weighted_stretch_is_a_share_of_cores_that_waste_nothing() {
+        let cases: &[Case] = &[
+            // Two calls alone on two cores (n = C, not outnumbered):
+            // stretched as without the key, 1/1.5 -> 150.
+            (
+                2,
+                &[1.0, 1.5],
+                &[(1, 100, 0, true), (2, 100, 0, true)],
+                &[(1, 150), (2, 150)],
+            ),
+            // One core, two calls alone: the cores outnumbered, so a share
+            // of one core that loses nothing, 1/2 each.
+            (
+                1,
+                &[1.0, 1.5],
+                &[(1, 100, 0, true), (2, 100, 0, true)],
+                &[(1, 200), (2, 200)],
+            ),
+            // Two calls and two phases on two cores: the phases at
+            // 2 / (2 + 2/1.5) = 0.6, the calls at 0.4: both cores busy
+            // throughout, nothing lost. The phases end at 166.7 (167 whole
+            // ns); the calls, a core each now (n = C), stretch by 1.5 for
+            // their last 33.2 -> 217.
+            (
+                2,
+                &[1.0, 1.5],
+                &[
+                    (1, 100, 0, true),
+                    (2, 100, 0, true),
+                    (3, 100, 0, false),
+                    (4, 100, 0, false),
+                ],
+                &[(3, 167), (4, 167), (1, 217), (2, 217)],
+            ),
+            // One phase and two calls on two cores: 2 / (1 + 2/1.5) = 0.857
+            // for the phase, 0.571 for each call; the phase ends at 116.7
+            // (117 whole ns), then the calls stretch by 1.5 on a core each
+            // for their last 33.2 -> 167.
+            (
+                2,
+                &[1.0, 1.5],
+                &[(1, 100, 0, true), (2, 100, 0, true), (3, 100, 0, false)],
+                &[(3, 117), (1, 167), (2, 167)],
+            ),
+            // Three calls and a phase on three cores: 3 / (1 + 3/2) would
+            // put the phase above one core, so it gets one and the calls
+            // share the other two, 2/3 each; once it ends (100) the three
+            // calls have a core each, n = C, and stretch by 2: their last
+            // 33.3 at 1/2 -> 167.
+            (
+                3,
+                &[1.0, 2.0],
+                &[
+                    (1, 100, 0, true),
+                    (2, 100, 0, true),
+                    (3, 100, 0, true),
+                    (4, 100, 0, false),
+                ],
+                &[(4, 100), (1, 167), (2, 167), (3, 167)],
+            ),
+        ];
+        check_calls(cases, true);
+    }
+
     #[test]
     fn calls_stretch_by_how_many_run_at_once() {
-        type Case<'a> = (
-            usize,
-            &'a [f64],
-            &'a [(u32, u64, u64, bool)],
-            &'a [(u32, u64)],
-        );
         let cases: &[Case] = &[
             // One call alone: its cost.
             (2, &[1.0, 1.5], &[(1, 100, 0, true)], &[(1, 100)]),
@@ -677,13 +791,7 @@ mod tests {
                 &[(1, 100), (2, 100)],
             ),
         ];
-        for &(cores, stretch, phases, want) in cases {
-            let got = play_calls(cores, stretch, phases);
-            assert_eq!(
-                got, want,
-                "cores {cores}, stretch {stretch:?}, phases {phases:?}"
-            );
-        }
+        check_calls(cases, false);
     }
 
     #[test]

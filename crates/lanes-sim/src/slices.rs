@@ -226,7 +226,10 @@ mod tests {
             ),
         ];
         for &(cores, slice, phases, want) in cases {
-            let got = play(&mut TimeShared::new(cores, slice, Vec::new()), phases);
+            let got = play(
+                &mut TimeShared::new(cores, slice, Vec::new(), false),
+                phases,
+            );
             assert_eq!(got, want, "cores {cores}, slice {slice}, phases {phases:?}");
         }
     }

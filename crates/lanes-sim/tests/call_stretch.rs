@@ -2,7 +2,8 @@
 //! (`host.call_stretch`): scenarios without it simulate exactly as before it
 //! existed (golden figures); it applies only when the runtimes outnumber the
 //! cores, and then lengthens requests more the more it stretches; a bad
-//! table is refused.
+//! table is refused. Weighted (`host.call_stretch_weighted`), it loses no
+//! capacity: near the knee it lengthens requests less than the lossy form.
 
 mod common;
 
@@ -59,6 +60,47 @@ fn more_stretch_means_longer_requests() {
         means[2].latency_ms.mean,
     );
     assert!(a < b && b < c, "means {a} {b} {c}");
+}
+
+#[test]
+fn weighted_it_costs_less_than_lost_work_near_the_knee() {
+    // independent near its knee: the lossy stretch wastes core time when
+    // calls overlap, the weighted one hands it to the other phases.
+    let run = |stretch: Vec<f64>, weighted: bool| {
+        let mut sc = cpu_like();
+        sc.host.call_stretch = stretch;
+        sc.host.call_stretch_weighted = weighted;
+        simulate(&sc, &mode("independent"), 0.85, 3, 20_000).unwrap()
+    };
+    let base = simulate(&cpu_like(), &mode("independent"), 0.85, 3, 20_000).unwrap();
+    let lossy = run(vec![1.0, 1.5], false);
+    let weighted = run(vec![1.0, 1.5], true);
+    let (b, l, w) = (
+        base.latency_ms.mean,
+        lossy.latency_ms.mean,
+        weighted.latency_ms.mean,
+    );
+    assert!(w < l, "weighted {w} ms, lossy {l} ms (base {b} ms)");
+    // (Weighted may even beat no stretch: what the calls give up goes to
+    // the request's own CPU phases.)
+    // A stretch of 1 weighs nothing.
+    let flat = run(vec![1.0], true);
+    let rel = flat.latency_ms.mean / b - 1.0;
+    assert!(
+        rel.abs() < 0.005,
+        "a weighted stretch of 1 moves the mean by {rel}"
+    );
+}
+
+#[test]
+fn weighted_needs_a_table() {
+    let mut sc = cpu_like();
+    sc.host.call_stretch_weighted = true;
+    let err = simulate(&sc, &mode("independent"), 0.5, 1, 1_000).unwrap_err();
+    assert!(
+        matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.call_stretch_weighted"),
+        "{err:?}"
+    );
 }
 
 #[test]

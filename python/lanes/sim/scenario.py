@@ -46,7 +46,7 @@ _HOST_KEYS = (
     "interpreter", "time_slicing", "handoff_ms", "handoff_dist", "slice_ms", "device_hold_ms",
     "call_preempt_per_ms", "call_preempt_ms", "device_hold_busy_ms", "pre_wake_ms",
     "post_wake_ms", "client_ms", "call_stretch", "pre_wake_busy_ms", "post_wake_busy_ms",
-    "run_queues",
+    "run_queues", "call_stretch_weighted",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -188,6 +188,11 @@ class Host:
     own run queue and shares itself among the phases placed on it (an idle core if any, else a
     random one; an emptied core pulls from the fullest), as Linux does, instead of every phase
     sharing all the cores."""
+    call_stretch_weighted: bool = False
+    """With ``call_stretch``: while the n runnable phases outnumber the cores, the stretch as a
+    share, not a loss — a call gets ``1 / call_stretch[k-1]`` of another phase's share of cores
+    that hand out all they have; with a core to spare the calls stretch as without it. False:
+    the stretch slows the calls and nothing gains what they lose."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -222,6 +227,8 @@ class Host:
             core["device_hold_busy_ms"] = [list(p) for p in self.device_hold_busy_ms]
         if self.call_stretch:
             core["call_stretch"] = list(self.call_stretch)
+        if self.call_stretch_weighted:
+            core["call_stretch_weighted"] = True
         for key in (
             "pre_wake_ms", "post_wake_ms", "client_ms", "pre_wake_busy_ms", "post_wake_busy_ms"
         ):  # fmt: skip
@@ -470,6 +477,11 @@ def _host(t: Table) -> Host:
             "run_queues",
             "needs time_slicing = true under processor sharing (slice_ms = 0) and no call_stretch",
         )
+    weighted = t.raw.get("call_stretch_weighted", False)
+    if not isinstance(weighted, bool):
+        t.fail("call_stretch_weighted", "must be true or false")
+    if weighted and not stretch:
+        t.fail("call_stretch_weighted", "needs call_stretch (the stretch it weighs)")
     wakes = {k: _quantiles(t, k) for k in ("pre_wake_ms", "post_wake_ms")}
     for key, points in wakes.items():
         if points and (handoff or interpreter is not None):
@@ -484,7 +496,7 @@ def _host(t: Table) -> Host:
         handoff, handoff_dist, slice_ms, _quantiles(t, "device_hold_ms"), preempt_per_ms,
         preempt_ms, hold_busy, wakes["pre_wake_ms"], wakes["post_wake_ms"],
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
-        busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues,
+        busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues, weighted,
     )  # fmt: skip
 
 

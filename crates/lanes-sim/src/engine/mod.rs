@@ -241,6 +241,7 @@ impl<'a> Sim<'a> {
                     sc.host.cpu_cores,
                     (sc.host.slice_ms * 1e6).round() as u64,
                     stretch,
+                    sc.host.call_stretch_weighted,
                 )
             }),
             lock: lock.map(|_| CpuPool::new(1)),
