@@ -43,13 +43,19 @@ AS_SIMULATED = {
 
 
 def predicted(
-    scenario: Scenario, variants: list[str], rates: list[float], seeds: int, requests: int
+    scenario: Scenario,
+    variants: list[str],
+    rates: list[float],
+    seeds: int,
+    requests: int,
+    as_simulated: dict[str, tuple[str, int]] = AS_SIMULATED,
 ) -> dict[tuple[str, float], dict[str, float]]:
-    """Each variant as :data:`AS_SIMULATED` says, at the demo's rates: compare.py's prediction
-    (mean over seeds) of its policy on the scenario with its batches in flight."""
+    """Each variant as ``as_simulated`` says (default :data:`AS_SIMULATED`), at the given rates:
+    compare.py's prediction (mean over seeds) of its policy on the scenario with its batches in
+    flight."""
     out = {}
     for variant in variants:
-        policy, threads = AS_SIMULATED[variant]
+        policy, threads = as_simulated[variant]
         policy = parse_policy(policy)  # the name the simulator's points carry
         got = simulate(with_threads(scenario, threads), [policy], rates, seeds, requests)
         out.update({(variant, rate): got[(policy, rate)] for rate in rates})

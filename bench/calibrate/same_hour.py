@@ -32,6 +32,12 @@ The twelfth round's model (both flags together are its scenario):
 ``--run-queues`` (the thirteenth round): the cores keep a run queue each, as Linux's do
 (``host.run_queues``), instead of processor sharing over both.
 
+A grid may also hold ``default`` (``lanes serve``'s default on these devices, the fourteenth
+round): it is simulated as against_demo.py simulates the demo's (:data:`AS_SIMULATED`: the CPU
+policy with two batches of each model in flight). Nothing is read off its runs, which only
+``--against`` sets the scenario against: the grid read must hold ``fifo``, ``sjf`` and
+``independent`` alone, as the earlier rounds' (give it a folder of those variants' runs).
+
 ``--call-stretch lossy|weighted`` (the fourteenth round): ``independent``'s runtime calls slow
 each other by the ninth round's measured table (``host.call_stretch`` = variants.py's
 ``STRETCH``), as a loss (the tenth round's form) or as a share of cores that waste nothing
@@ -59,6 +65,8 @@ from typing import Any
 
 import busy_wakes  # beside this file
 import client_part as deconvolution
+from against_demo import AS_SIMULATED as DEMO_AS_SIMULATED
+from against_demo import predicted as simulate
 from compare import (
     DEFAULT_SCENARIO,
     KNEE,
@@ -69,7 +77,6 @@ from compare import (
     load_runs,
     load_threads,
     measured,
-    predicted,
     preemption,
     scenario_lines,
     summary,
@@ -80,6 +87,14 @@ from variants import IO_EXTRA, STRETCH
 from lanes.sim.scenario import Scenario
 
 Quantiles = tuple[tuple[float, float], ...]
+
+AS_SIMULATED = {
+    "independent": ("independent", 1),
+    "fifo": ("fifo", 1),
+    "sjf": ("sjf", 1),
+    "default": DEMO_AS_SIMULATED["default"],
+}
+"""A grid variant → (the simulator's policy, batches of each model in flight)."""
 
 
 def as_quantiles(points: list[list[float]]) -> Quantiles:
@@ -147,6 +162,12 @@ def main(argv: list[str] | None = None) -> int:
     if args.run_queues and args.call_stretch:
         ap.error("--run-queues and --call-stretch: the simulator takes one or the other")
     runs = load_runs(args.results)
+    read = sorted({r["variant"] for r in runs} - {"independent", "fifo", "sjf"})
+    if read:
+        ap.error(
+            f"{args.results} holds {', '.join(read)}: the scenario is read off fifo, sjf and "
+            "independent alone (set it against the others with --against)"
+        )
     base = Scenario.load(args.scenario)
     timelines = json.loads((args.results / "timelines.json").read_text())
     threads = None if args.wall_time else load_threads(args.results / "threads")
@@ -191,7 +212,11 @@ def main(argv: list[str] | None = None) -> int:
     scenario = replace(scenario, host=host)
     meas = measured(runs if args.against is None else load_runs(args.against))
     variants = sorted({k[0] for k in meas})
-    pred = predicted(scenario, variants, sorted({k[1] for k in meas}), args.seeds, args.requests)
+    unknown = sorted(set(variants) - set(AS_SIMULATED))
+    if unknown:
+        ap.error(f"variants the simulator does not model: {', '.join(unknown)}")
+    rates = sorted({k[1] for k in meas})
+    pred = simulate(scenario, variants, rates, args.seeds, args.requests, AS_SIMULATED)
     below = [k for k, m in meas.items() if m["goodput"] >= KNEE * k[1]]
     within = sum(
         abs(pred[k][x] - meas[k][x]) <= TARGET * meas[k][x]

@@ -58,3 +58,27 @@ def test_a_client_part_below_the_io_is_floored_at_zero_and_stays_ordered(sh):
     q = sh.client_part([waits(0, 0, {"a": [0.1, 0.15, 0.9]})])
     assert q[1][1] == 0.0 and q[2][1] == 0.0
     assert [ms for _, ms in q] == sorted(ms for _, ms in q)
+
+
+def test_the_default_is_simulated_as_the_demo_simulates_it(sh):
+    from lanes.serving.default_policy import CPU_POLICY
+
+    assert sh.AS_SIMULATED["default"] == (CPU_POLICY, 2)
+    assert {v: sh.AS_SIMULATED[v] for v in ("fifo", "sjf", "independent")} == {
+        "fifo": ("fifo", 1),
+        "sjf": ("sjf", 1),
+        "independent": ("independent", 1),
+    }
+
+
+def test_a_grid_read_with_the_default_in_it_is_refused(sh, tmp_path, capsys):
+    import json
+
+    for variant in ("fifo", "default"):
+        (tmp_path / "runs" / variant).mkdir(parents=True)
+        (tmp_path / "runs" / variant / "L0-r1.json").write_text(json.dumps({"variant": variant}))
+    with pytest.raises(SystemExit) as info:
+        sh.main([str(tmp_path), str(tmp_path / "waits.json")])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "holds default" in err and "--against" in err
