@@ -406,8 +406,7 @@ def preemption(folder: Path) -> tuple[float, tuple[tuple[float, float], ...]]:
     for path in sorted(folder.glob("*.json")):
         for run in json.loads(path.read_text())["runs"]:
             waits = run["perf"]["lanes-device"]["preempted_wait_ms"]
-            cpu_ms_per_s = run["schedstat"]["server"]["lanes-device"]["cpu_cores"] * 1e3
-            rates.append(waits["n"] / run["perf_s"] / cpu_ms_per_s)
+            rates.append(preempt_rate(run))
             per_level[0.0].append(0.0)
             for key, ms in waits.items():
                 if key.startswith("p"):
@@ -417,6 +416,25 @@ def preemption(folder: Path) -> tuple[float, tuple[tuple[float, float], ...]]:
         sys.exit(f"compare: {folder} holds no sched.py runs")
     points = tuple((p, round(statistics.median(v), 4)) for p, v in sorted(per_level.items()))
     return round(statistics.median(rates), 3), points
+
+
+def preempt_rate(run: dict[str, Any]) -> float:
+    """One sched.py run's preemptions of a device thread per ms of its CPU (rule 6)."""
+    waits = run["perf"]["lanes-device"]["preempted_wait_ms"]
+    cpu_ms_per_s = run["schedstat"]["server"]["lanes-device"]["cpu_cores"] * 1e3
+    return float(waits["n"] / run["perf_s"] / cpu_ms_per_s)
+
+
+def preempt_rates(folder: Path) -> tuple[tuple[float, float], ...]:
+    """Rule 6 by offered rate: ``(req/s, preemptions per ms of CPU)``, the median over
+    sched.py's runs in ``folder`` at each rate (every policy)."""
+    by_rate = collections.defaultdict(list)
+    for path in sorted(folder.glob("*.json")):
+        for run in json.loads(path.read_text())["runs"]:
+            by_rate[float(run["rate"])].append(preempt_rate(run))
+    if not by_rate:
+        sys.exit(f"compare: {folder} holds no sched.py runs")
+    return tuple((r, round(statistics.median(v), 3)) for r, v in sorted(by_rate.items()))
 
 
 def with_costs(scenario: Scenario, costs: tuple[InSitu, ...]) -> Scenario:

@@ -38,6 +38,10 @@ policy with two batches of each model in flight). Nothing is read off its runs, 
 ``--against`` sets the scenario against: the grid read must hold ``fifo``, ``sjf`` and
 ``independent`` alone, as the earlier rounds' (give it a folder of those variants' runs).
 
+``--preempt-by-level`` (the fourteenth round): the calls' preemption rate at each offered rate
+interpolated between sched.py's rates (compare.py's ``preempt_rates``, linear, the nearest
+outside) instead of one median for every load; needs ``sched/``.
+
 ``--call-stretch lossy|weighted`` (the fourteenth round): ``independent``'s runtime calls slow
 each other by the ninth round's measured table (``host.call_stretch`` = variants.py's
 ``STRETCH``), as a loss (the tenth round's form) or as a share of cores that waste nothing
@@ -50,6 +54,7 @@ one hour, set against the next).
 
 Run:  python bench/calibrate/same_hour.py RESULTS WAITS_JSON [--no-preempt] [--wall-time]
       [--busy-wakes] [--deconvolved] [--run-queues] [--call-stretch lossy|weighted]
+      [--preempt-by-level]
       [--against GRID] [--markdown OUT.md]
       (WAITS_JSON: spans.py RESULTS --json WAITS_JSON)
 """
@@ -74,9 +79,11 @@ from compare import (
     calibrated,
     emit,
     fit,
+    linear,
     load_runs,
     load_threads,
     measured,
+    preempt_rates,
     preemption,
     scenario_lines,
     summary,
@@ -158,7 +165,14 @@ def main(argv: list[str] | None = None) -> int:
         choices=("lossy", "weighted"),
         help="the calls' measured stretch (host.call_stretch), as a loss or a share",
     )
+    ap.add_argument(
+        "--preempt-by-level",
+        action="store_true",
+        help="the calls' preemption rate by offered rate, from sched/ (not one median)",
+    )
     args = ap.parse_args(argv)
+    if args.preempt_by_level and (args.no_preempt or not (args.results / "sched").is_dir()):
+        ap.error("--preempt-by-level needs sched/ in the grid read, and not --no-preempt")
     if args.run_queues and args.call_stretch:
         ap.error("--run-queues and --call-stretch: the simulator takes one or the other")
     runs = load_runs(args.results)
@@ -216,7 +230,24 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         ap.error(f"variants the simulator does not model: {', '.join(unknown)}")
     rates = sorted({k[1] for k in meas})
-    pred = simulate(scenario, variants, rates, args.seeds, args.requests, AS_SIMULATED)
+    if args.preempt_by_level:
+        by_rate = preempt_rates(args.results / "sched")
+        models.append(f"preemptions per ms by offered rate {list(by_rate)}, linear between")
+        pred = {}
+        for rate in rates:
+            at = replace(host, call_preempt_per_ms=linear(by_rate, rate))
+            pred.update(
+                simulate(
+                    replace(scenario, host=at),
+                    variants,
+                    [rate],
+                    args.seeds,
+                    args.requests,
+                    AS_SIMULATED,
+                )
+            )
+    else:
+        pred = simulate(scenario, variants, rates, args.seeds, args.requests, AS_SIMULATED)
     below = [k for k, m in meas.items() if m["goodput"] >= KNEE * k[1]]
     within = sum(
         abs(pred[k][x] - meas[k][x]) <= TARGET * meas[k][x]

@@ -82,3 +82,40 @@ def test_a_grid_read_with_the_default_in_it_is_refused(sh, tmp_path, capsys):
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert "holds default" in err and "--against" in err
+
+
+def sched_run(rate: float, waits_n: int, perf_s: float, cpu_cores: float) -> dict[str, object]:
+    """A sched.py run with what rule 6 reads."""
+    return {
+        "rate": rate,
+        "perf_s": perf_s,
+        "perf": {"lanes-device": {"preempted_wait_ms": {"n": waits_n, "p50": 0.05, "max": 1.0}}},
+        "schedstat": {"server": {"lanes-device": {"cpu_cores": cpu_cores}}},
+    }
+
+
+def test_preemptions_by_offered_rate_are_each_rates_median(sh, tmp_path):
+    import json
+
+    compare = importlib.import_module("compare")
+    # n waits in 2 s of perf, the device threads at 0.5 cores (500 ms of CPU a second):
+    # n / 2 / 500 per ms of CPU
+    runs = [sched_run(200, 1400, 2.0, 0.5), sched_run(600, 2400, 2.0, 0.5)]
+    (tmp_path / "fifo.json").write_text(json.dumps({"runs": runs}))
+    more = [sched_run(200, 1000, 2.0, 0.5), sched_run(200, 1600, 2.0, 0.5)]
+    (tmp_path / "sjf.json").write_text(json.dumps({"runs": more}))
+    # at 200 req/s the median of 1.4, 1.0 and 1.6
+    assert compare.preempt_rates(tmp_path) == ((200.0, 1.4), (600.0, 2.4))
+    # the one median over every run, as before
+    assert compare.preemption(tmp_path)[0] == 1.5
+
+
+def test_preempt_by_level_needs_sched(sh, tmp_path, capsys):
+    import json
+
+    (tmp_path / "runs" / "fifo").mkdir(parents=True)
+    (tmp_path / "runs" / "fifo" / "L0-r1.json").write_text(json.dumps({"variant": "fifo"}))
+    with pytest.raises(SystemExit) as info:
+        sh.main([str(tmp_path), str(tmp_path / "waits.json"), "--preempt-by-level"])
+    assert info.value.code == 2
+    assert "needs sched/" in capsys.readouterr().err

@@ -25,5 +25,8 @@ mkdir -p /tmp/r14/read/threads /tmp/r14/read/sched
 $S --markdown $D/grid-threads-none.md > /dev/null
 $S --call-stretch weighted --markdown $D/grid-threads-weighted.md > /dev/null
 $S --call-stretch lossy --markdown $D/grid-threads-lossy.md > /dev/null
+# 4. the preemption rate by offered rate (sched.py's at 200 and 600 req/s, linear between)
+$S --preempt-by-level --markdown $D/grid-threads-bylevel-none.md > /dev/null
+$S --preempt-by-level --call-stretch weighted --markdown $D/grid-threads-bylevel-weighted.md > /dev/null
 # the split by level (from each table's rounded means)
 python3 $D/split.py $D/grid-wall-*.md $D/grid-threads-*.md
