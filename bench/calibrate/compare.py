@@ -406,7 +406,7 @@ def preemption(folder: Path) -> tuple[float, tuple[tuple[float, float], ...]]:
     for path in sorted(folder.glob("*.json")):
         for run in json.loads(path.read_text())["runs"]:
             waits = run["perf"]["lanes-device"]["preempted_wait_ms"]
-            rates.append(preempt_rate(run))
+            rates.append(preempts_per_ms(run))
             per_level[0.0].append(0.0)
             for key, ms in waits.items():
                 if key.startswith("p"):
@@ -418,7 +418,7 @@ def preemption(folder: Path) -> tuple[float, tuple[tuple[float, float], ...]]:
     return round(statistics.median(rates), 3), points
 
 
-def preempt_rate(run: dict[str, Any]) -> float:
+def preempts_per_ms(run: dict[str, Any]) -> float:
     """One sched.py run's preemptions of a device thread per ms of its CPU (rule 6)."""
     waits = run["perf"]["lanes-device"]["preempted_wait_ms"]
     cpu_ms_per_s = run["schedstat"]["server"]["lanes-device"]["cpu_cores"] * 1e3
@@ -431,7 +431,7 @@ def preempt_rates(folder: Path) -> tuple[tuple[float, float], ...]:
     by_rate = collections.defaultdict(list)
     for path in sorted(folder.glob("*.json")):
         for run in json.loads(path.read_text())["runs"]:
-            by_rate[float(run["rate"])].append(preempt_rate(run))
+            by_rate[float(run["rate"])].append(preempts_per_ms(run))
     if not by_rate:
         sys.exit(f"compare: {folder} holds no sched.py runs")
     return tuple((r, round(statistics.median(v), 3)) for r, v in sorted(by_rate.items()))

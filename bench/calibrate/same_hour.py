@@ -95,12 +95,9 @@ from lanes.sim.scenario import Scenario
 
 Quantiles = tuple[tuple[float, float], ...]
 
-AS_SIMULATED = {
-    "independent": ("independent", 1),
-    "fifo": ("fifo", 1),
-    "sjf": ("sjf", 1),
-    "default": DEMO_AS_SIMULATED["default"],
-}
+READ_OFF = ("independent", "fifo", "sjf")
+"""The variants a scenario is read off (each a policy of its own name, one batch in flight)."""
+AS_SIMULATED = {**{v: (v, 1) for v in READ_OFF}, "default": DEMO_AS_SIMULATED["default"]}
 """A grid variant → (the simulator's policy, batches of each model in flight)."""
 
 
@@ -176,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.run_queues and args.call_stretch:
         ap.error("--run-queues and --call-stretch: the simulator takes one or the other")
     runs = load_runs(args.results)
-    read = sorted({r["variant"] for r in runs} - {"independent", "fifo", "sjf"})
+    read = sorted({r["variant"] for r in runs} - set(READ_OFF))
     if read:
         ap.error(
             f"{args.results} holds {', '.join(read)}: the scenario is read off fifo, sjf and "
