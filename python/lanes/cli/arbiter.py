@@ -179,12 +179,17 @@ def spec(args: argparse.Namespace) -> dict[str, Any]:
 
 
 @contextmanager
-def _signals(run: ArbiterRun, stopped: list[str]) -> Iterator[None]:
-    """SIGTERM stops (recorded in ``stopped``); the old handler comes back after."""
+def _signals(runs: list[ArbiterRun], stopped: list[str]) -> Iterator[None]:
+    """SIGTERM stops (recorded in ``stopped``); the old handler comes back after.
+
+    Installed before the daemon starts, so a SIGTERM sent as soon as the socket accepts is never
+    the default (death by signal): one that comes before the run is in ``runs`` is only
+    recorded, and the caller stops the run when it sees ``stopped`` after adding it."""
 
     def term(signum: int, frame: FrameType | None) -> None:
         stopped.append("terminated")
-        run.stop()
+        for run in runs:
+            run.stop()
 
     old: Any = None
     with contextlib.suppress(ValueError):  # not the main thread: no signal handling
@@ -202,8 +207,8 @@ def handle(args: argparse.Namespace) -> int:
     def err(line: str) -> None:
         print(f"lanes arbiter: {line}", file=sys.stderr, flush=True)
 
-    run = _core.arbiter_start(spec(args))
     stopped: list[str] = []
+    runs: list[ArbiterRun] = []
 
     def drain(timeout_s: float) -> None:
         line = run.notice(timeout_s)
@@ -212,13 +217,17 @@ def handle(args: argparse.Namespace) -> int:
                 err(line)
             line = run.notice(0.0)
 
-    if not args.quiet:
-        err(f"listening on {args.socket} ({args.devices}, policy {args.policy})")
-        address = run.metrics_address
-        if address is not None:
-            host, bound = address
-            err(f"metrics on http://{host if ':' not in host else f'[{host}]'}:{bound}/metrics")
-    with _signals(run, stopped):
+    with _signals(runs, stopped):
+        run = _core.arbiter_start(spec(args))
+        runs.append(run)
+        if stopped:  # a SIGTERM while it started
+            run.stop()
+        if not args.quiet:
+            err(f"listening on {args.socket} ({args.devices}, policy {args.policy})")
+            address = run.metrics_address
+            if address is not None:
+                host, bound = address
+                err(f"metrics on http://{host if ':' not in host else f'[{host}]'}:{bound}/metrics")
         try:
             while not run.wait(0.0):
                 drain(_POLL_S)
