@@ -47,6 +47,16 @@ each other by the ninth round's measured table (``host.call_stretch`` = variants
 ``STRETCH``), as a loss (the tenth round's form) or as a share of cores that waste nothing
 (``host.call_stretch_weighted``).
 
+``--on-core`` (the fifteenth round): a runtime call is on its core only threads.py's share of its
+wall time (its CPU over CPU and run delay, the median over ``threads/``'s rates:
+``host.call_on_core``), even with a core to spare, and the cores hand the rest to the other
+phases while all are busy. The calls' costs are their CPU time (rule 4), so a lone call takes its
+wall time and the cores are asked for its CPU time alone. Its run delay is counted there, so no
+preemptions are drawn. Needs ``threads/`` and not ``--wall-time``.
+
+``--host-speed`` (the fifteenth round): the host's speed over time (``host.speed_cv``,
+``host.speed_ms``) read off the grid's two lightest levels by host_speed.py.
+
 Prints (and with ``--markdown`` writes) the scenario's figures and compare.py's table of
 predicted against measured p50, p99 and goodput, with the count within 15 % below the knee;
 ``--against GRID`` sets the scenario against another grid's runs instead (a scenario read off
@@ -54,7 +64,7 @@ one hour, set against the next).
 
 Run:  python bench/calibrate/same_hour.py RESULTS WAITS_JSON [--no-preempt] [--wall-time]
       [--busy-wakes] [--deconvolved] [--run-queues] [--call-stretch lossy|weighted]
-      [--preempt-by-level]
+      [--preempt-by-level] [--on-core] [--host-speed]
       [--against GRID] [--markdown OUT.md]
       (WAITS_JSON: spans.py RESULTS --json WAITS_JSON)
 """
@@ -70,6 +80,7 @@ from typing import Any
 
 import busy_wakes  # beside this file
 import client_part as deconvolution
+import host_speed
 from against_demo import AS_SIMULATED as DEMO_AS_SIMULATED
 from against_demo import predicted as simulate
 from compare import (
@@ -167,9 +178,31 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the calls' preemption rate by offered rate, from sched/ (not one median)",
     )
+    ap.add_argument(
+        "--on-core",
+        action="store_true",
+        help="the calls on their core only threads.py's share of their wall time "
+        "(host.call_on_core), their run delay counted there and not as preemptions",
+    )
+    ap.add_argument(
+        "--host-speed",
+        action="store_true",
+        help="the host's speed over time (host.speed_cv, speed_ms) read off the grid's lightest "
+        "levels (host_speed.py)",
+    )
     args = ap.parse_args(argv)
     if args.preempt_by_level and (args.no_preempt or not (args.results / "sched").is_dir()):
         ap.error("--preempt-by-level needs sched/ in the grid read, and not --no-preempt")
+    if args.on_core and (args.wall_time or not (args.results / "threads").is_dir()):
+        ap.error("--on-core needs threads/ in the grid read, and not --wall-time")
+    if args.on_core and (args.run_queues or args.preempt_by_level):
+        ap.error(
+            "--on-core counts the calls' run delay: not with --run-queues or --preempt-by-level"
+        )
+    if args.on_core and args.call_stretch == "lossy":
+        ap.error(
+            "--on-core gives the calls a share of the cores: with --call-stretch weighted only"
+        )
     if args.run_queues and args.call_stretch:
         ap.error("--run-queues and --call-stretch: the simulator takes one or the other")
     runs = load_runs(args.results)
@@ -183,8 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     timelines = json.loads((args.results / "timelines.json").read_text())
     threads = None if args.wall_time else load_threads(args.results / "threads")
     sched = args.results / "sched"
-    if args.no_preempt:
-        preempt, whence = (0.0, ()), "none (--no-preempt)"
+    if args.no_preempt or args.on_core:
+        why = "--on-core counts the run delay" if args.on_core else "--no-preempt"
+        preempt, whence = (0.0, ()), f"none ({why})"
     elif sched.is_dir():
         preempt, whence = preemption(sched), "sched/ of this grid"
     else:
@@ -220,6 +254,18 @@ def main(argv: list[str] | None = None) -> int:
         weighted = args.call_stretch == "weighted"
         host = replace(host, call_stretch=STRETCH, call_stretch_weighted=weighted)
         models.append(f"the calls' stretch {list(STRETCH)}, {args.call_stretch}")
+    if args.on_core:
+        assert threads is not None
+        share = round(statistics.median(threads.on_core(t.rate_rps) for t in threads.levels), 4)
+        host = replace(host, call_on_core=share)
+        models.append(f"the calls on their core {share} of their wall time (threads/)")
+    if args.host_speed:
+        speed = host_speed.read(args.results)
+        host = replace(host, speed_cv=speed.speed_cv, speed_ms=speed.speed_ms)
+        models.append(
+            f"the host's speed over time (cv {speed.speed_cv}, epochs of {speed.speed_ms} ms: "
+            "host_speed.py)"
+        )
     scenario = replace(scenario, host=host)
     meas = measured(runs if args.against is None else load_runs(args.against))
     variants = sorted({k[0] for k in meas})

@@ -119,3 +119,25 @@ def test_preempt_by_level_needs_sched(sh, tmp_path, capsys):
         sh.main([str(tmp_path), str(tmp_path / "waits.json"), "--preempt-by-level"])
     assert info.value.code == 2
     assert "needs sched/" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("threads", "flags", "says"),
+    [
+        (False, ["--on-core"], "needs threads/"),
+        (True, ["--on-core", "--wall-time"], "not --wall-time"),
+        (True, ["--on-core", "--run-queues"], "counts the calls' run delay"),
+        (True, ["--on-core", "--call-stretch", "lossy"], "--call-stretch weighted only"),
+    ],
+)
+def test_on_core_refuses_what_it_cannot_read_or_combine(sh, tmp_path, capsys, threads, flags, says):
+    import json
+
+    (tmp_path / "runs" / "fifo").mkdir(parents=True)
+    (tmp_path / "runs" / "fifo" / "L0-r1.json").write_text(json.dumps({"variant": "fifo"}))
+    if threads:
+        (tmp_path / "threads").mkdir()
+    with pytest.raises(SystemExit) as info:
+        sh.main([str(tmp_path), str(tmp_path / "waits.json"), *flags])
+    assert info.value.code == 2
+    assert says in capsys.readouterr().err

@@ -211,6 +211,27 @@ def test_a_weighted_call_stretch_reaches_the_core_only_when_set(tmp_path: Path) 
     assert sc.to_core()["host"]["call_stretch_weighted"] is True
 
 
+def test_a_varying_speed_reaches_the_core_only_when_set(tmp_path: Path) -> None:
+    assert "speed_cv" not in Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    text = edit(
+        "cpu_cores = 8", "cpu_cores = 8\ntime_slicing = true\nspeed_cv = 0.07\nspeed_ms = 90"
+    )
+    sc = Scenario.load(write(tmp_path, text))
+    assert (sc.host.speed_cv, sc.host.speed_ms) == (0.07, 90.0)
+    host = sc.to_core()["host"]
+    assert (host["speed_cv"], host["speed_ms"]) == (0.07, 90.0)
+
+
+def test_a_call_on_core_share_reaches_the_core_only_when_below_one(tmp_path: Path) -> None:
+    shared = "cpu_cores = 8\nshared_cores = true\ntime_slicing = true"
+    plain = Scenario.load(write(tmp_path, edit("cpu_cores = 8", shared + "\ncall_on_core = 1")))
+    assert plain.host.call_on_core == 1.0
+    assert "call_on_core" not in plain.to_core()["host"]
+    sc = Scenario.load(write(tmp_path, edit("cpu_cores = 8", shared + "\ncall_on_core = 0.86")))
+    assert sc.host.call_on_core == 0.86
+    assert sc.to_core()["host"]["call_on_core"] == 0.86
+
+
 def test_run_queues_reach_the_core_only_when_set(tmp_path: Path) -> None:
     assert "run_queues" not in Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     text = edit("cpu_cores = 8", "cpu_cores = 8\ntime_slicing = true\nrun_queues = true")
@@ -760,6 +781,55 @@ MALFORMED = [
         "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 1.2]\n"
         "call_stretch_weighted = 1",
         ["host.call_stretch_weighted", "true or false"],
+    ),
+    (
+        "call-on-core-zero",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_on_core = 0",
+        ["host.call_on_core", "a number"],
+    ),
+    (
+        "call-on-core-above-one",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_on_core = 1.2",
+        ["host.call_on_core", "a number"],
+    ),
+    (
+        "call-on-core-without-shared-cores",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\ncall_on_core = 0.9",
+        ["host.call_on_core", "shared_cores", "processor sharing"],
+    ),
+    (
+        "call-on-core-with-a-lossy-stretch",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 1.2]\n"
+        "call_on_core = 0.9",
+        ["host.call_on_core", "call_stretch_weighted"],
+    ),
+    (
+        "speed-without-its-epochs",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_cv = 0.1",
+        ["host.speed_cv", "speed_ms both > 0"],
+    ),
+    (
+        "speed-epochs-without-a-cv",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_ms = 100",
+        ["host.speed_ms", "speed_cv and speed_ms both > 0"],
+    ),
+    (
+        "speed-negative",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_cv = -0.1\nspeed_ms = 100",
+        ["host.speed_cv"],
+    ),
+    (
+        "speed-without-time-slicing",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nspeed_cv = 0.1\nspeed_ms = 100",
+        ["host.speed_cv", "time_slicing"],
     ),
     (
         "run-queues-without-time-slicing",

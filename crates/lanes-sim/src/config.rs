@@ -303,6 +303,31 @@ pub struct Host {
     /// stretch slows the calls and nothing gains what they lose.
     #[serde(default)]
     pub call_stretch_weighted: bool,
+    /// With `shared_cores` and processor sharing (`time_slicing`, `slice_ms`
+    /// 0): the share of its wall time a runtime call is on its core even
+    /// with a core to spare — the device thread's CPU time over its CPU time
+    /// and run delay, as `bench/calibrate/threads.py` measures it. Its work
+    /// (its CPU time) then progresses at `call_on_core` of what it would
+    /// otherwise get, and while the runnable phases outnumber the cores that
+    /// is its weight: the cores hand the rest to the other phases. Composed
+    /// into the call stretch (`s(k) = call_stretch[k-1] / call_on_core`,
+    /// weighted; see [`crate::host::SlicedCores`]), for every mode, crowded
+    /// or not. In (0, 1]; 1 (the default): a call is on its core whenever
+    /// it has one.
+    #[serde(default = "whole")]
+    pub call_on_core: f64,
+    /// The host's speed varies over time ([`crate::speed::HostSpeed`]):
+    /// epochs of exponential length with mean `speed_ms`, each with a
+    /// lognormal factor of mean 1 and this coefficient of variation that
+    /// multiplies the cost of every phase asking for a core in it. 0 (the
+    /// default): a steady host, nothing drawn.
+    #[serde(default)]
+    pub speed_cv: f64,
+    /// The speed epochs' mean length, ms (> 0 exactly when `speed_cv` is;
+    /// both only with `time_slicing`, where every phase's cost is known as
+    /// it takes the cores).
+    #[serde(default)]
+    pub speed_ms: f64,
 }
 
 fn constant() -> Dist {
@@ -338,6 +363,10 @@ pub struct Interpreter {
     /// The lock's idle time each time it is handed to a waiting phase, ms.
     #[serde(default)]
     pub convoy_ms: f64,
+}
+
+fn whole() -> f64 {
+    1.0
 }
 
 fn one() -> u32 {
@@ -521,6 +550,29 @@ impl Scenario {
                 "host.call_stretch_weighted".into(),
                 "true",
                 "needs host.call_stretch (the stretch it weighs)",
+            ));
+        }
+        let on_core_ok =
+            h.call_on_core.is_finite() && h.call_on_core > 0.0 && h.call_on_core <= 1.0;
+        let on_core_fits = h.call_on_core == 1.0
+            || (sharing && !h.run_queues && (h.call_stretch.is_empty() || h.call_stretch_weighted));
+        if !(on_core_ok && on_core_fits) {
+            return Err(self.invalid(
+                "host.call_on_core".into(),
+                h.call_on_core,
+                "must be in (0, 1], and below 1 only with host.shared_cores and \
+                 host.time_slicing under processor sharing (host.slice_ms = 0, no \
+                 host.run_queues), with any host.call_stretch weighted",
+            ));
+        }
+        let speed_set = (h.speed_cv > 0.0) == (h.speed_ms > 0.0);
+        let speed_sliced = h.speed_cv == 0.0 || h.time_slicing;
+        if !(non_negative(h.speed_cv) && non_negative(h.speed_ms) && speed_set && speed_sliced) {
+            return Err(self.invalid(
+                "host.speed_cv".into(),
+                format!("{} (speed_ms {})", h.speed_cv, h.speed_ms),
+                "speed_cv and speed_ms must be numbers >= 0, both above 0 or both 0, \
+                 and only with host.time_slicing",
             ));
         }
         if let Some(i) = &h.interpreter {

@@ -15,6 +15,7 @@
 //! - [`workload`]: arrival processes and cost distributions;
 //! - [`host`]: the CPU pool and the GPU contention model;
 //! - [`slices`]: cores handed out in slices, as an operating system does;
+//! - [`speed`]: the host's speed over time;
 //! - [`engine`]: the event loop;
 //! - [`stats`]: what a run measures;
 //! - [`capacity`](mod@capacity): the highest load that meets the SLO, by bisection.
@@ -25,6 +26,7 @@ pub mod engine;
 pub mod host;
 pub mod run_queues;
 pub mod slices;
+pub mod speed;
 pub mod stats;
 pub mod workload;
 

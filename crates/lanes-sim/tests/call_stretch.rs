@@ -7,14 +7,10 @@
 
 mod common;
 
-use lanes_sim::config::{Mode, SimError};
+use lanes_sim::config::SimError;
 use lanes_sim::simulate;
 
-use common::{assert_golden, cpu_like, figures, golden_cases, GOLDEN};
-
-fn mode(name: &str) -> Mode {
-    name.parse().unwrap()
-}
+use common::{assert_golden, cpu_like, figures, golden_cases, mode, GOLDEN};
 
 #[test]
 fn without_it_nothing_changes() {

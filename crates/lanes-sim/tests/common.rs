@@ -5,6 +5,11 @@
 use lanes_sim::config::{Arrival, BatchingSpec, Cost, Dist, Host, Service};
 use lanes_sim::Scenario;
 
+/// A mode by name (the names `lanes sim --policies` takes).
+pub fn mode(name: &str) -> lanes_sim::config::Mode {
+    name.parse().unwrap()
+}
+
 pub fn cost(dist: Dist, mean_ms: f64, cv: f64) -> Cost {
     Cost { dist, mean_ms, cv }
 }
@@ -76,6 +81,9 @@ pub fn ocr_unbatched() -> Scenario {
             call_preempt_ms: Vec::new(),
             call_stretch: Vec::new(),
             call_stretch_weighted: false,
+            call_on_core: 1.0,
+            speed_cv: 0.0,
+            speed_ms: 0.0,
             device_hold_busy_ms: Vec::new(),
             pre_wake_ms: Vec::new(),
             post_wake_ms: Vec::new(),
@@ -116,6 +124,9 @@ pub fn single_server(gpu: Cost) -> Scenario {
             call_preempt_ms: Vec::new(),
             call_stretch: Vec::new(),
             call_stretch_weighted: false,
+            call_on_core: 1.0,
+            speed_cv: 0.0,
+            speed_ms: 0.0,
             device_hold_busy_ms: Vec::new(),
             pre_wake_ms: Vec::new(),
             post_wake_ms: Vec::new(),

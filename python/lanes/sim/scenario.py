@@ -46,7 +46,7 @@ _HOST_KEYS = (
     "interpreter", "time_slicing", "handoff_ms", "handoff_dist", "slice_ms", "device_hold_ms",
     "call_preempt_per_ms", "call_preempt_ms", "device_hold_busy_ms", "pre_wake_ms",
     "post_wake_ms", "client_ms", "call_stretch", "pre_wake_busy_ms", "post_wake_busy_ms",
-    "run_queues", "call_stretch_weighted",
+    "run_queues", "call_stretch_weighted", "call_on_core", "speed_cv", "speed_ms",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -193,6 +193,19 @@ class Host:
     share, not a loss — a call gets ``1 / call_stretch[k-1]`` of another phase's share of cores
     that hand out all they have; with a core to spare the calls stretch as without it. False:
     the stretch slows the calls and nothing gains what they lose."""
+    call_on_core: float = 1.0
+    """With ``shared_cores`` and ``time_slicing`` under processor sharing (no ``run_queues``, any
+    ``call_stretch`` weighted): the share of its wall time a runtime call is on its core even with
+    a core to spare (threads.py's CPU over CPU and run delay). Its work progresses at that share
+    of what it is given, and while the runnable phases outnumber the cores that share is its
+    weight, the rest going to the other phases. In (0, 1]; 1: on its core whenever it has one."""
+    speed_cv: float = 0.0
+    """With ``time_slicing``: the host's speed varies over time — epochs of exponential length
+    with mean ``speed_ms``, each with a lognormal factor of mean 1 and this coefficient of
+    variation, which multiplies the cost of every phase that asks for a core in it. 0: a
+    steady host."""
+    speed_ms: float = 0.0
+    """The speed epochs' mean length in ms: above 0 exactly when ``speed_cv`` is."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -229,6 +242,11 @@ class Host:
             core["call_stretch"] = list(self.call_stretch)
         if self.call_stretch_weighted:
             core["call_stretch_weighted"] = True
+        if self.call_on_core != 1.0:
+            core["call_on_core"] = self.call_on_core
+        if self.speed_cv:
+            core["speed_cv"] = self.speed_cv
+            core["speed_ms"] = self.speed_ms
         for key in (
             "pre_wake_ms", "post_wake_ms", "client_ms", "pre_wake_busy_ms", "post_wake_busy_ms"
         ):  # fmt: skip
@@ -482,6 +500,21 @@ def _host(t: Table) -> Host:
         t.fail("call_stretch_weighted", "must be true or false")
     if weighted and not stretch:
         t.fail("call_stretch_weighted", "needs call_stretch (the stretch it weighs)")
+    on_core = t.number("call_on_core", low=0, low_open=True, high=1, default=1.0)
+    if on_core < 1 and not (shared and slicing and not slice_ms and not run_queues):
+        t.fail(
+            "call_on_core",
+            "below 1 needs shared_cores = true and time_slicing = true under processor sharing "
+            "(slice_ms = 0, no run_queues)",
+        )
+    if on_core < 1 and stretch and not weighted:
+        t.fail("call_on_core", "below 1 needs any call_stretch weighted (call_stretch_weighted)")
+    speed_cv = t.number("speed_cv", low=0, default=0.0)
+    speed_ms = t.number("speed_ms", low=0, default=0.0)
+    if bool(speed_cv) != bool(speed_ms):
+        t.fail("speed_cv" if speed_cv else "speed_ms", "needs speed_cv and speed_ms both > 0")
+    if speed_cv and not slicing:
+        t.fail("speed_cv", "needs time_slicing = true")
     wakes = {k: _quantiles(t, k) for k in ("pre_wake_ms", "post_wake_ms")}
     for key, points in wakes.items():
         if points and (handoff or interpreter is not None):
@@ -497,6 +530,7 @@ def _host(t: Table) -> Host:
         preempt_ms, hold_busy, wakes["pre_wake_ms"], wakes["post_wake_ms"],
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
         busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues, weighted,
+        on_core, speed_cv, speed_ms,
     )  # fmt: skip
 
 

@@ -115,9 +115,15 @@ impl Sim<'_> {
     }
 
     /// `token` asks for a core: first come, first served, or with
-    /// `host.time_slicing` it runs at once on the time-sliced cores.
+    /// `host.time_slicing` it runs at once on the time-sliced cores. With
+    /// `host.speed_cv` its cost is first scaled by the host's speed factor
+    /// now ([`crate::speed::HostSpeed`]).
     #[inline]
     pub(super) fn take_core(&mut self, token: u32, cost: u64) {
+        let cost = match self.speed.as_mut() {
+            Some(speed) => speed.scale(cost, self.now),
+            None => cost,
+        };
         if let Some(cores) = self.sliced.as_mut() {
             let next = if token & BATCH_TOKEN != 0 {
                 cores.start_call(token, cost, self.now)

@@ -33,7 +33,11 @@
 //! hold that finds its core busy is drawn from that instead);
 //! with `host.time_slicing` the cores are shared among every runnable phase
 //! (and, with `shared_cores`, every running batch) instead of queued for —
-//! with `host.slice_ms` in slices, round-robin.
+//! with `host.slice_ms` in slices, round-robin (with `host.call_on_core`
+//! a runtime call progresses at that share of what it is given, the rest
+//! going to the other phases when the cores are all busy); with
+//! `host.speed_cv` every phase that asks for a core has its cost scaled by
+//! the host's speed then ([`crate::speed::HostSpeed`]).
 //!
 //! Each concept's rule is in its (private) module, all methods of one run's
 //! `Sim`:
@@ -61,6 +65,7 @@ use rand_pcg::Pcg64Mcg;
 use crate::config::{Cost, Dist, Interpreter, Mode, Scenario, SimError, BUSY_SLICE_MS};
 use crate::host::{CpuPool, Gpu, TimeShared};
 use crate::run_queues::RunQueues;
+use crate::speed::HostSpeed;
 use crate::stats::{PointResult, Recorder};
 use crate::workload::{CostSampler, Quantiles};
 use batch::{serving_state, SimBatch};
@@ -124,6 +129,9 @@ struct Sim<'a> {
     /// 0), from its own seeded stream.
     hold_busy: Option<Option<Quantiles>>,
     hold_busy_rng: Pcg64Mcg,
+    /// The host's speed over time (`host.speed_cv`; `None`: steady): every
+    /// phase asking for a core has its cost scaled by it.
+    speed: Option<HostSpeed>,
     /// Runtime calls on the time-sliced cores now.
     calls_on: usize,
     busy_slice: u64,
@@ -232,16 +240,25 @@ impl<'a> Sim<'a> {
                         seed ^ 0x0C0E_5EED_4A11,
                     ));
                 }
-                let stretch = if crowded {
+                let mut stretch = if crowded {
                     sc.host.call_stretch.clone()
                 } else {
                     Vec::new()
                 };
+                // A call off its core part of its wall time (`call_on_core`):
+                // composed into the stretch, always weighted.
+                let on_core = sc.host.call_on_core;
+                if on_core < 1.0 {
+                    if stretch.is_empty() {
+                        stretch.push(1.0);
+                    }
+                    stretch.iter_mut().for_each(|s| *s /= on_core);
+                }
                 TimeShared::new(
                     sc.host.cpu_cores,
                     (sc.host.slice_ms * 1e6).round() as u64,
                     stretch,
-                    sc.host.call_stretch_weighted,
+                    sc.host.call_stretch_weighted || on_core < 1.0,
                 )
             }),
             lock: lock.map(|_| CpuPool::new(1)),
@@ -277,6 +294,7 @@ impl<'a> Sim<'a> {
             hold_busy: (!sc.host.device_hold_busy_ms.is_empty() && crowded)
                 .then(|| Quantiles::new(&sc.host.device_hold_busy_ms)),
             hold_busy_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0B05_7C0E_4E1D),
+            speed: HostSpeed::new(sc.host.speed_cv, sc.host.speed_ms, seed),
             calls_on: 0,
             busy_slice: (BUSY_SLICE_MS * 1e6) as u64,
             busy_period: if sc.host.busy_cores > 0.0 {

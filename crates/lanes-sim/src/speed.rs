@@ -1,0 +1,162 @@
+//! The host's speed over time (`host.speed_cv`, `host.speed_ms`): a shared
+//! host is not equally fast from one moment to the next.
+//!
+//! On a shared 2-core host the lab's runtime calls are slower or faster than
+//! their cell's median *together*: a call's slowdown is correlated with the
+//! calls just before it, even at 100 req/s where they hardly overlap
+//! (docs/results/calibration.md, the fifteenth round). Drawing every cost
+//! independently misses those slow spells, and near the knee a slow spell is
+//! what builds the queues that set the tails.
+//!
+//! **Rule.** Time is cut into epochs whose lengths are exponential draws
+//! with mean `speed_ms`; each epoch has a factor drawn from a lognormal with
+//! mean 1 and coefficient of variation `speed_cv` (`σ² = ln(1 + cv²)`,
+//! `μ = −σ²/2`), independent of the other epochs. Every phase that asks for
+//! a core (a request's pre and post, a batch's Python work, a runtime call on
+//! shared cores, a background slice) has its cost multiplied by the factor of
+//! the epoch it asks in. The factor's log is then a process whose
+//! autocorrelation at lag t is `exp(−t / speed_ms)`, which is how
+//! bench/calibrate/host_speed.py reads `speed_cv` and `speed_ms` off a lab
+//! grid. The epochs come from their own seeded stream, so a seed's other
+//! draws do not change; with `speed_cv` 0 nothing is drawn.
+//!
+//! Queries must come in non-decreasing time (the event loop's clock does):
+//! past epochs are dropped as time passes, O(1) amortised per query.
+
+use rand::SeedableRng;
+use rand_distr::{Distribution, Exp, LogNormal};
+use rand_pcg::Pcg64Mcg;
+
+/// The host's speed factor over time; see the module docs for the rule.
+#[derive(Debug, Clone)]
+pub struct HostSpeed {
+    rng: Pcg64Mcg,
+    epoch: Exp<f64>,
+    factor: LogNormal<f64>,
+    /// End of the current epoch, ns.
+    end: u64,
+    now_factor: f64,
+}
+
+impl HostSpeed {
+    /// The process for a scenario's `speed_cv` and `speed_ms` (validated:
+    /// finite, >= 0, both set or neither); `None` when `cv` is 0.
+    pub fn new(cv: f64, mean_ms: f64, seed: u64) -> Option<Self> {
+        if cv <= 0.0 || mean_ms <= 0.0 {
+            return None;
+        }
+        let s2 = (1.0 + cv * cv).ln();
+        let mut rng = Pcg64Mcg::seed_from_u64(seed ^ 0x05EE_D0F7_4057);
+        let epoch = Exp::new(1.0 / (mean_ms * 1e6)).ok()?;
+        let factor = LogNormal::new(-s2 / 2.0, s2.sqrt()).ok()?;
+        let first = epoch.sample(&mut rng);
+        let now_factor = factor.sample(&mut rng);
+        Some(Self {
+            rng,
+            epoch,
+            factor,
+            end: first.ceil() as u64,
+            now_factor,
+        })
+    }
+
+    /// The factor in effect at `now` (ns; non-decreasing across calls).
+    pub fn factor(&mut self, now: u64) -> f64 {
+        while now >= self.end {
+            let len = self.epoch.sample(&mut self.rng).ceil().max(1.0) as u64;
+            self.end = self.end.saturating_add(len);
+            self.now_factor = self.factor.sample(&mut self.rng);
+        }
+        self.now_factor
+    }
+
+    /// `cost` ns scaled by the factor at `now` (at least 1 ns when `cost` is).
+    pub fn scale(&mut self, cost: u64, now: u64) -> u64 {
+        if cost == 0 {
+            return 0;
+        }
+        ((cost as f64 * self.factor(now)).round() as u64).max(1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn moments(xs: &[f64]) -> (f64, f64) {
+        let n = xs.len() as f64;
+        let mean = xs.iter().sum::<f64>() / n;
+        let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+        (mean, var.sqrt() / mean)
+    }
+
+    #[test]
+    fn no_cv_no_process() {
+        assert!(HostSpeed::new(0.0, 100.0, 1).is_none());
+        assert!(HostSpeed::new(0.1, 0.0, 1).is_none());
+    }
+
+    #[test]
+    fn epochs_have_the_factor_and_length_asked_for() {
+        let mut s = HostSpeed::new(0.2, 10.0, 7).unwrap();
+        // One sample per epoch: step far past each epoch's end.
+        let (mut factors, mut lens, mut t) = (Vec::new(), Vec::new(), 0u64);
+        for _ in 0..20_000 {
+            factors.push(s.factor(t));
+            let start = t;
+            t = s.end;
+            lens.push((t - start) as f64);
+        }
+        let (mean, cv) = moments(&factors);
+        assert!((mean - 1.0).abs() < 0.01, "factor mean {mean}");
+        assert!((cv - 0.2).abs() < 0.01, "factor cv {cv}");
+        // Epochs after the first: exponential with mean 10 ms (cv 1).
+        let (len, len_cv) = moments(&lens[1..]);
+        assert!(
+            (len / 1e6 - 10.0).abs() < 0.3,
+            "epoch mean {} ms",
+            len / 1e6
+        );
+        assert!((len_cv - 1.0).abs() < 0.05, "epoch cv {len_cv}");
+    }
+
+    #[test]
+    fn the_factor_holds_within_an_epoch_and_is_seeded() {
+        let mut a = HostSpeed::new(0.3, 5.0, 3).unwrap();
+        let mut b = HostSpeed::new(0.3, 5.0, 3).unwrap();
+        let end = a.end;
+        let f = a.factor(0);
+        assert_eq!(a.factor(end - 1), f, "same epoch, same factor");
+        assert_ne!(a.factor(end), f, "the next epoch draws again");
+        assert_eq!(b.factor(end), a.factor(end), "same seed, same process");
+        assert_eq!(a.scale(0, end), 0);
+        assert_eq!(
+            a.scale(1_000, end),
+            (1_000.0 * a.factor(end)).round() as u64
+        );
+        let mut c = HostSpeed::new(0.3, 5.0, 4).unwrap();
+        assert_ne!(c.factor(0), HostSpeed::new(0.3, 5.0, 3).unwrap().factor(0));
+    }
+
+    #[test]
+    fn correlation_decays_as_exp_of_lag_over_mean_epoch() {
+        // Sample the log-factor every 1 ms; lag-10 ms autocorrelation ~ e^-1.
+        let mut s = HostSpeed::new(0.2, 10.0, 11).unwrap();
+        let xs: Vec<f64> = (0..400_000u64)
+            .map(|i| s.factor(i * 1_000_000).ln())
+            .collect();
+        let n = xs.len() as f64;
+        let m = xs.iter().sum::<f64>() / n;
+        let var = xs.iter().map(|x| (x - m).powi(2)).sum::<f64>();
+        let acf = |lag: usize| {
+            xs.iter()
+                .zip(&xs[lag..])
+                .map(|(a, b)| (a - m) * (b - m))
+                .sum::<f64>()
+                / var
+        };
+        let (r10, r30) = (acf(10), acf(30));
+        assert!((r10 - (-1.0f64).exp()).abs() < 0.04, "lag 10 ms: {r10}");
+        assert!((r30 - (-3.0f64).exp()).abs() < 0.04, "lag 30 ms: {r30}");
+    }
+}

@@ -1,0 +1,82 @@
+//! A host whose speed varies over time (`host.speed_cv`, `host.speed_ms`):
+//! scenarios without it simulate exactly as before it existed (golden
+//! figures); with it the mean cost is kept, so a light load's throughput
+//! does not move, while slow spells lengthen the tails more the longer they
+//! last and the more the load; bad keys are refused.
+
+mod common;
+
+use lanes_sim::config::SimError;
+use lanes_sim::simulate;
+
+use common::{assert_golden, cpu_like, golden_cases, mode, GOLDEN};
+
+fn run(cv: f64, ms: f64, m: &str, load: f64) -> lanes_sim::PointResult {
+    let mut sc = cpu_like();
+    sc.host.speed_cv = cv;
+    sc.host.speed_ms = ms;
+    simulate(&sc, &mode(m), load, 5, 30_000).unwrap()
+}
+
+#[test]
+fn without_it_nothing_changes() {
+    assert_golden(&golden_cases(), GOLDEN);
+}
+
+#[test]
+fn slow_spells_lengthen_the_tail_not_the_throughput() {
+    for m in ["fifo", "independent"] {
+        let steady = run(0.0, 0.0, m, 0.7);
+        let varying = run(0.15, 100.0, m, 0.7);
+        let tput = varying.throughput_rps / steady.throughput_rps - 1.0;
+        assert!(tput.abs() < 0.02, "{m}: throughput moved {tput}");
+        assert!(
+            varying.latency_ms.p99 > 1.05 * steady.latency_ms.p99,
+            "{m}: p99 {} against steady {}",
+            varying.latency_ms.p99,
+            steady.latency_ms.p99
+        );
+    }
+}
+
+#[test]
+fn longer_spells_and_more_load_lengthen_the_tail_more() {
+    // Spells far shorter than a request's wait average out; long ones build
+    // queues.
+    let short = run(0.15, 0.05, "fifo", 0.7).latency_ms.p99;
+    let long = run(0.15, 200.0, "fifo", 0.7).latency_ms.p99;
+    assert!(
+        long > short,
+        "p99 with 200 ms spells {long}, 0.05 ms {short}"
+    );
+    let rel = |load: f64| {
+        run(0.15, 100.0, "fifo", load).latency_ms.p99 / run(0.0, 0.0, "fifo", load).latency_ms.p99
+    };
+    let (light, heavy) = (rel(0.3), rel(0.8));
+    assert!(
+        heavy > light,
+        "p99 ratio at load 0.8 {heavy}, at 0.3 {light}"
+    );
+}
+
+#[test]
+fn bad_keys_are_refused() {
+    for (cv, ms, sliced) in [
+        (0.1, 0.0, true),
+        (0.0, 10.0, true),
+        (-0.1, 10.0, true),
+        (f64::NAN, 10.0, true),
+        (0.1, f64::INFINITY, true),
+        (0.1, 10.0, false),
+    ] {
+        let mut sc = cpu_like();
+        sc.host.speed_cv = cv;
+        sc.host.speed_ms = ms;
+        sc.host.time_slicing = sliced;
+        let err = simulate(&sc, &mode("fifo"), 0.5, 1, 1_000).unwrap_err();
+        assert!(
+            matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.speed_cv"),
+            "cv {cv}, ms {ms}, sliced {sliced}: {err}"
+        );
+    }
+}

@@ -1,0 +1,104 @@
+"""``bench/calibrate/host_speed.py``: the host's speed process read off a grid's timelines.
+
+Synthetic grids with a known process (epochs of exponential length, a lognormal factor per
+epoch, calls' own noise on top) check that the fit finds it; a steady host gives no process;
+the command line refuses a folder without timelines."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import math
+import random
+import types
+from pathlib import Path
+
+import pytest
+
+CALIBRATE = Path(__file__).resolve().parents[2] / "bench" / "calibrate"
+
+
+@pytest.fixture
+def hs(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    monkeypatch.syspath_prepend(str(CALIBRATE))
+    return importlib.import_module("host_speed")
+
+
+def trace(rng: random.Random, sigma: float, tau_ms: float, seconds: float) -> list[dict]:
+    """A run's device timeline: Poisson calls (400/s) of two models whose measured time is a
+    base cost x the host's factor then x their own lognormal noise (cv about 0.2)."""
+    events, t, epoch_end, log_factor = [], 0.0, 0.0, 0.0
+    while t < seconds * 1e3:
+        t += rng.expovariate(0.4)  # ms
+        while t >= epoch_end:
+            epoch_end += rng.expovariate(1 / tau_ms) if tau_ms else math.inf
+            log_factor = rng.gauss(-(sigma**2) / 2, sigma)
+        model, base = ("a", 0.7) if rng.random() < 0.6 else ("b", 5.0)
+        ms = base * math.exp(log_factor + rng.gauss(-0.02, 0.2))
+        args = {"model": model, "batch_size": 1, "measured_ms": ms}
+        events.append({"ph": "X", "ts": t * 1e3, "dur": ms * 1e3, "args": args})
+    return events
+
+
+def grid(root: Path, sigma: float, tau_ms: float, runs: int = 8, seed: int = 1) -> Path:
+    rng = random.Random(seed)
+    for variant in ("fifo", "sjf"):
+        d = root / "runs" / variant
+        d.mkdir(parents=True)
+        for r in range(1, runs // 2 + 1):
+            for level in (0, 1, 2):
+                # level 2 is far noisier: it must not be read by default
+                s = sigma if level < 2 else 0.5
+                events = {"traceEvents": trace(rng, s, tau_ms, 5.0)}
+                (d / f"L{level}-r{r}.trace.json").write_text(json.dumps(events))
+    return root
+
+
+def test_the_fit_finds_the_process(hs, tmp_path):
+    got = hs.read(grid(tmp_path, sigma=0.1, tau_ms=50.0))
+    assert got.runs == 16  # two variants x 4 repeats x the two lightest levels
+    assert 0.07 < got.sigma < 0.13, got
+    assert 25 < got.speed_ms < 100, got
+    assert got.speed_cv == pytest.approx(math.sqrt(math.expm1(got.sigma**2)), abs=1e-3)
+
+
+def test_a_steady_host_has_no_slow_spells(hs, tmp_path):
+    got = hs.read(grid(tmp_path, sigma=0.0, tau_ms=0.0))
+    # what excess is left is noise: the fit is either none or negligible
+    assert got.sigma < 0.03, got
+
+
+def test_the_levels_read_can_be_chosen(hs, tmp_path):
+    root = grid(tmp_path, sigma=0.05, tau_ms=50.0)
+    noisy = hs.read(root, [2])
+    assert noisy.runs == 8
+    assert noisy.sigma > 0.2, noisy
+
+
+def test_the_excess_is_beyond_independent_draws(hs):
+    rng = random.Random(3)
+    calls = [(float(i), rng.gauss(0, 0.2)) for i in range(20_000)]
+    assert abs(hs.excess(calls, 50)) < 0.0005
+    shifted = [(t, y + (0.1 if (t // 500) % 2 else -0.1)) for t, y in calls]
+    assert hs.excess(shifted, 50) == pytest.approx(0.01, rel=0.2)
+    assert hs.excess([], 50) is None
+    assert hs.excess([(0.0, 0.1)] * 5, 50) is None  # one window
+
+
+def test_the_shape_of_a_window(hs):
+    assert hs.shape(0.0) == 1.0
+    assert hs.shape(1e-3) == pytest.approx(1.0, abs=1e-3)
+    assert hs.shape(100.0) == pytest.approx(2 * 99 / 100**2, rel=1e-6)
+
+
+def test_the_command_line(hs, tmp_path, capsys):
+    assert hs.main([str(tmp_path)]) == 2
+    assert "no runs/*/L*-r*.trace.json" in capsys.readouterr().err
+    root = grid(tmp_path / "g", sigma=0.1, tau_ms=50.0, runs=2)
+    out = tmp_path / "fit.json"
+    assert hs.main([str(root), "--levels", "0", "--json", str(out)]) == 0
+    fit = json.loads(out.read_text())
+    assert fit["runs"] == 2 and fit["speed_cv"] > 0
+    assert "speed_cv = " in capsys.readouterr().out
+    with pytest.raises(SystemExit):
+        hs.main([str(root), "--levels", "zero"])
