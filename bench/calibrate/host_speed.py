@@ -30,7 +30,7 @@ import math
 import statistics
 import sys
 from collections import defaultdict
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +55,9 @@ class Fit:
     runs: int
     excess: dict[int, float]
     """Window length (ms) to the excess variance of its mean log-slowdown (median over runs)."""
+    ratio: dict[int, float] = field(default_factory=dict)
+    """Window length (ms) to the variance of its mean log-slowdown over what independent draws
+    would give (median over runs): 1 on a steady host."""
 
 
 def slowdowns(trace: dict[str, Any] | list[dict[str, Any]]) -> list[tuple[float, float]]:
@@ -74,9 +77,10 @@ def slowdowns(trace: dict[str, Any] | list[dict[str, Any]]) -> list[tuple[float,
     return out
 
 
-def excess(calls: list[tuple[float, float]], window_ms: float) -> float | None:
-    """The variance of the windows' mean log-slowdown beyond independent draws' (rule above);
-    ``None`` with fewer than two windows of :data:`MIN_WINDOW` calls."""
+def windows(calls: list[tuple[float, float]], window_ms: float) -> tuple[float, float] | None:
+    """``(observed, independent)``: the variance of the windows' mean log-slowdown, and what
+    independent draws would give it (the calls' variance times the mean of ``1/n`` over the
+    windows); ``None`` with fewer than two windows of :data:`MIN_WINDOW` calls."""
     if not calls:
         return None
     start = calls[0][0]
@@ -88,8 +92,14 @@ def excess(calls: list[tuple[float, float]], window_ms: float) -> float | None:
         return None
     total = statistics.pvariance([y for _, y in calls])
     means = [statistics.fmean(v) for v in groups]
-    iid = total * statistics.fmean(1 / len(v) for v in groups)
-    return statistics.pvariance(means) - iid
+    return statistics.pvariance(means), total * statistics.fmean(1 / len(v) for v in groups)
+
+
+def excess(calls: list[tuple[float, float]], window_ms: float) -> float | None:
+    """The variance of the windows' mean log-slowdown beyond independent draws' (rule above);
+    ``None`` as :func:`windows`."""
+    got = windows(calls, window_ms)
+    return None if got is None else got[0] - got[1]
 
 
 def shape(x: float) -> float:
@@ -135,13 +145,17 @@ def read(results: Path, levels: list[int] | None = None) -> Fit:
     if not files:
         raise FileNotFoundError(f"{results}: no runs/*/L*-r*.trace.json at those levels")
     per_window: dict[int, list[float]] = defaultdict(list)
+    ratios: dict[int, list[float]] = defaultdict(list)
     for f in files:
         calls = slowdowns(json.loads(f.read_text()))
         for w in WINDOWS_MS:
-            v = excess(calls, w)
-            if v is not None:
-                per_window[w].append(v)
-    return fit({w: statistics.median(v) for w, v in per_window.items()}, len(files))
+            got = windows(calls, w)
+            if got is not None:
+                per_window[w].append(got[0] - got[1])
+                if got[1] > 0:
+                    ratios[w].append(got[0] / got[1])
+    found = fit({w: statistics.median(v) for w, v in per_window.items()}, len(files))
+    return replace(found, ratio={w: round(statistics.median(v), 2) for w, v in ratios.items()})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.results}: {got.runs} runs; speed_cv = {got.speed_cv}, speed_ms = {got.speed_ms} "
         f"(sigma of the log {got.sigma}); excess variance by window (ms): "
         + ", ".join(f"{w}: {v:.5f}" for w, v in sorted(got.excess.items()))
+        + "; over independent draws' by window: "
+        + ", ".join(f"{w}: {v}x" for w, v in sorted(got.ratio.items()))
     )
     return 0
 

@@ -60,12 +60,15 @@ def test_the_fit_finds_the_process(hs, tmp_path):
     assert 0.07 < got.sigma < 0.13, got
     assert 25 < got.speed_ms < 100, got
     assert got.speed_cv == pytest.approx(math.sqrt(math.expm1(got.sigma**2)), abs=1e-3)
+    # windows' means vary more than independent draws would make them
+    assert got.ratio[100] > 1.5, got.ratio
 
 
 def test_a_steady_host_has_no_slow_spells(hs, tmp_path):
     got = hs.read(grid(tmp_path, sigma=0.0, tau_ms=0.0))
     # what excess is left is noise: the fit is either none or negligible
     assert got.sigma < 0.03, got
+    assert all(0.7 < r < 1.4 for r in got.ratio.values()), got.ratio
 
 
 def test_the_levels_read_can_be_chosen(hs, tmp_path):
