@@ -28,3 +28,8 @@ $S --no-preempt --wall-time --call-stretch weighted --markdown $D/grid-out/grid-
 $S --on-core --markdown $D/grid-out/grid-on-core.md > /dev/null
 $S --on-core --call-stretch weighted --markdown $D/grid-out/grid-on-core-weighted.md > /dev/null
 $S --on-core --call-stretch weighted --host-speed --markdown $D/grid-out/grid-on-core-weighted-speed.md > /dev/null
+# The calls' share on their core read at the knee instead (14:11:30-14:11:41 UTC, under the lock):
+#  python threads.py /tmp/r15/grid/corpus 800 > /tmp/r15/threads800/800.md
+# /tmp/r15/read800: /tmp/r15/read with threads/ -> /tmp/r15/threads800 (800 req/s alone)
+$P same_hour.py /tmp/r15/read800 /tmp/r15/read-waits.json --busy-wakes --deconvolved --against $G \
+  --on-core --markdown $D/grid-out/grid-on-core-threads-800.md > /dev/null
