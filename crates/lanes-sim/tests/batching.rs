@@ -3,14 +3,10 @@
 
 mod common;
 
-use lanes_sim::config::{BatchingSpec, Dist, Mode};
+use lanes_sim::config::{BatchingSpec, Dist};
 use lanes_sim::simulate;
 
-use common::{cost, single_server};
-
-fn mode(name: &str) -> Mode {
-    name.parse().unwrap()
-}
+use common::{cost, mode, single_server};
 
 fn batching(max: u32, timeout_us: u64, threads: Option<u32>, curve: &[(u32, f64)]) -> BatchingSpec {
     BatchingSpec {

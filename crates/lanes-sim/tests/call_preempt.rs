@@ -6,17 +6,13 @@
 
 mod common;
 
-use lanes_sim::config::{Dist, Mode, Scenario};
+use lanes_sim::config::{Dist, Scenario};
 use lanes_sim::simulate;
 
 use common::{
-    assert_golden, assert_idle_busy, assert_mg1, cost, cpu_like, figures, golden_cases, ocr,
+    assert_golden, assert_idle_busy, assert_mg1, cost, cpu_like, figures, golden_cases, mode, ocr,
     single_server, Figures, GOLDEN,
 };
-
-fn mode(name: &str) -> Mode {
-    name.parse().unwrap()
-}
 
 /// Every golden case: (scenario, mode, load).
 fn cases() -> Vec<(&'static str, Scenario, &'static str, f64)> {

@@ -5,17 +5,13 @@
 
 mod common;
 
-use lanes_sim::config::{Dist, Mode, Scenario};
+use lanes_sim::config::{Dist, Scenario};
 use lanes_sim::simulate;
 
 use common::{
-    assert_golden, assert_idle_busy, assert_mg1, cost, figures, golden_cases, ocr, single_server,
-    GOLDEN,
+    assert_golden, assert_idle_busy, assert_mg1, cost, figures, golden_cases, mode, ocr,
+    single_server, GOLDEN,
 };
-
-fn mode(name: &str) -> Mode {
-    name.parse().unwrap()
-}
 
 /// Every golden case: (scenario, mode, load, seed).
 fn cases() -> Vec<(&'static str, Scenario, &'static str, f64)> {

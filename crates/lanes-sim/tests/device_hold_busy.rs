@@ -6,14 +6,10 @@
 
 mod common;
 
-use lanes_sim::config::{Mode, Scenario, SimError};
+use lanes_sim::config::{Scenario, SimError};
 use lanes_sim::simulate;
 
-use common::{assert_golden, cpu_like, figures, golden_cases, GOLDEN};
-
-fn mode(name: &str) -> Mode {
-    name.parse().unwrap()
-}
+use common::{assert_golden, cpu_like, figures, golden_cases, mode, GOLDEN};
 
 /// A constant busy hold of `ms`.
 fn constant(ms: f64) -> Vec<(f64, f64)> {

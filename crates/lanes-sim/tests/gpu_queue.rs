@@ -7,14 +7,10 @@
 
 mod common;
 
-use lanes_sim::config::{GpuQueue, Mode};
+use lanes_sim::config::GpuQueue;
 use lanes_sim::simulate;
 
-use common::{assert_refused, ocr, Edit};
-
-fn mode(name: &str) -> Mode {
-    name.parse().unwrap()
-}
+use common::{assert_refused, mode, ocr, Edit};
 
 #[test]
 fn engine_policies_run_alike_under_either_queue() {

@@ -5,14 +5,10 @@
 
 mod common;
 
-use lanes_sim::config::{Dist, Interpreter, Mode};
+use lanes_sim::config::{Dist, Interpreter};
 use lanes_sim::{simulate, Scenario, SimError};
 
-use common::{cost, ocr, ocr_unbatched, single_server};
-
-fn mode(name: &str) -> Mode {
-    name.parse().unwrap()
-}
+use common::{cost, mode, ocr, ocr_unbatched, single_server};
 
 fn locked(sc: Scenario, batch_ms: f64) -> Scenario {
     handoff(sc, batch_ms, 0.0, 0.0)

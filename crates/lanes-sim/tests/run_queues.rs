@@ -7,14 +7,10 @@
 
 mod common;
 
-use lanes_sim::config::{Mode, Scenario};
+use lanes_sim::config::Scenario;
 use lanes_sim::simulate;
 
-use common::{cpu_like, figures};
-
-fn mode(name: &str) -> Mode {
-    name.parse().unwrap()
-}
+use common::{cpu_like, figures, mode};
 
 #[test]
 fn off_changes_nothing_and_one_core_is_processor_sharing() {

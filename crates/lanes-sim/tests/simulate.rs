@@ -7,11 +7,7 @@ mod common;
 use lanes_sim::config::{Arrival, Dist, Mode};
 use lanes_sim::{capacity, simulate, simulate_points, Point};
 
-use common::{cost, ocr, ocr_unbatched, single_server};
-
-fn mode(name: &str) -> Mode {
-    name.parse().unwrap()
-}
+use common::{cost, mode, ocr, ocr_unbatched, single_server};
 
 #[test]
 fn same_seed_same_result_and_seeds_differ() {

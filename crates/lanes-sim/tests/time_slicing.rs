@@ -7,14 +7,10 @@
 
 mod common;
 
-use lanes_sim::config::{Dist, Interpreter, Mode};
+use lanes_sim::config::{Dist, Interpreter};
 use lanes_sim::{simulate, Scenario, SimError};
 
-use common::{cost, single_server};
-
-fn mode(name: &str) -> Mode {
-    name.parse().unwrap()
-}
+use common::{cost, mode, single_server};
 
 /// One core that is also the one device; batches of one of cost `gpu`,
 /// as many overlapping as arrive (`independent`, 200 workers).

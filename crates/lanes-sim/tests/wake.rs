@@ -7,14 +7,10 @@
 
 mod common;
 
-use lanes_sim::config::{Dist, Mode};
+use lanes_sim::config::Dist;
 use lanes_sim::simulate;
 
-use common::{assert_idle_busy, assert_refused, cost, ocr, single_server, Edit};
-
-fn mode(name: &str) -> Mode {
-    name.parse().unwrap()
-}
+use common::{assert_idle_busy, assert_refused, cost, mode, ocr, single_server, Edit};
 
 fn constant(ms: f64) -> Vec<(f64, f64)> {
     vec![(0.0, ms), (1.0, ms)]

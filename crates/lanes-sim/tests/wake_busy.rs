@@ -8,14 +8,10 @@
 
 mod common;
 
-use lanes_sim::config::{Mode, Scenario};
+use lanes_sim::config::Scenario;
 use lanes_sim::simulate;
 
-use common::{cpu_like, figures};
-
-fn mode(name: &str) -> Mode {
-    name.parse().unwrap()
-}
+use common::{cpu_like, figures, mode};
 
 fn constant(ms: f64) -> Vec<(f64, f64)> {
     vec![(0.0, ms), (1.0, ms)]
