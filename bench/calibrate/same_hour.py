@@ -54,6 +54,12 @@ phases while all are busy. The calls' costs are their CPU time (rule 4), so a lo
 wall time and the cores are asked for its CPU time alone. Its run delay is counted there, so no
 preemptions are drawn. Needs ``threads/`` and not ``--wall-time``.
 
+``--lag MS`` (the sixteenth round): a thread's lag (``host.lag_ms``): a thread that woke runs
+ahead of one that has run on, for up to MS of CPU, as Linux's EEVDF lets it; the runtime calls'
+threads are their executors, what they have run carried from call to call while they do not
+sleep. With the calls' CPU time (rule 4) and their preemptions, or ``--no-preempt --wall-time``;
+not with ``--run-queues``, ``--call-stretch`` or ``--on-core``.
+
 ``--host-speed`` (the fifteenth round): the host's speed over time (``host.speed_cv``,
 ``host.speed_ms``) read off the grid's two lightest levels by host_speed.py.
 
@@ -64,7 +70,7 @@ one hour, set against the next).
 
 Run:  python bench/calibrate/same_hour.py RESULTS WAITS_JSON [--no-preempt] [--wall-time]
       [--busy-wakes] [--deconvolved] [--run-queues] [--call-stretch lossy|weighted]
-      [--preempt-by-level] [--on-core] [--host-speed]
+      [--preempt-by-level] [--on-core] [--host-speed] [--lag MS]
       [--against GRID] [--markdown OUT.md]
       (WAITS_JSON: spans.py RESULTS --json WAITS_JSON)
 """
@@ -190,7 +196,19 @@ def main(argv: list[str] | None = None) -> int:
         help="the host's speed over time (host.speed_cv, speed_ms) read off the grid's lightest "
         "levels (host_speed.py)",
     )
+    ap.add_argument(
+        "--lag",
+        type=float,
+        metavar="MS",
+        help="a thread's lag (host.lag_ms): one that woke runs ahead of one that ran on",
+    )
     args = ap.parse_args(argv)
+    if args.lag is not None and not args.lag > 0:
+        ap.error(f"--lag must be a number of ms above 0, not {args.lag}")
+    if args.lag and (args.run_queues or args.call_stretch or args.on_core):
+        ap.error(
+            "--lag shares the cores its own way: not with --run-queues, --call-stretch or --on-core"
+        )
     if args.preempt_by_level and (args.no_preempt or not (args.results / "sched").is_dir()):
         ap.error("--preempt-by-level needs sched/ in the grid read, and not --no-preempt")
     if args.on_core and (args.wall_time or not (args.results / "threads").is_dir()):
@@ -259,6 +277,9 @@ def main(argv: list[str] | None = None) -> int:
         share = round(statistics.median(threads.on_core(t.rate_rps) for t in threads.levels), 4)
         host = replace(host, call_on_core=share)
         models.append(f"the calls on their core {share} of their wall time (threads/)")
+    if args.lag:
+        host = replace(host, lag_ms=args.lag)
+        models.append(f"a thread's lag of {args.lag} ms (host.lag_ms)")
     if args.host_speed:
         speed = host_speed.read(args.results)
         host = replace(host, speed_cv=speed.speed_cv, speed_ms=speed.speed_ms)

@@ -141,3 +141,23 @@ def test_on_core_refuses_what_it_cannot_read_or_combine(sh, tmp_path, capsys, th
         sh.main([str(tmp_path), str(tmp_path / "waits.json"), *flags])
     assert info.value.code == 2
     assert says in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--lag", "0"], "above 0"),
+        (["--lag", "-1"], "above 0"),
+        (["--lag", "1.5", "--run-queues"], "not with --run-queues"),
+        (["--lag", "1.5", "--call-stretch", "weighted"], "not with --run-queues, --call-stretch"),
+    ],
+)
+def test_lag_refuses_what_it_cannot_combine(sh, tmp_path, capsys, flags, says):
+    import json
+
+    (tmp_path / "runs" / "fifo").mkdir(parents=True)
+    (tmp_path / "runs" / "fifo" / "L0-r1.json").write_text(json.dumps({"variant": "fifo"}))
+    with pytest.raises(SystemExit) as info:
+        sh.main([str(tmp_path), str(tmp_path / "waits.json"), *flags])
+    assert info.value.code == 2
+    assert says in capsys.readouterr().err

@@ -232,6 +232,15 @@ def test_a_call_on_core_share_reaches_the_core_only_when_below_one(tmp_path: Pat
     assert sc.to_core()["host"]["call_on_core"] == 0.86
 
 
+def test_a_lag_reaches_the_core_only_when_set(tmp_path: Path) -> None:
+    shared = "cpu_cores = 8\nshared_cores = true\ntime_slicing = true"
+    plain = Scenario.load(write(tmp_path, edit("cpu_cores = 8", shared + "\nlag_ms = 0")))
+    assert "lag_ms" not in plain.to_core()["host"]
+    sc = Scenario.load(write(tmp_path, edit("cpu_cores = 8", shared + "\nlag_ms = 1.5")))
+    assert sc.host.lag_ms == 1.5
+    assert sc.to_core()["host"]["lag_ms"] == 1.5
+
+
 def test_run_queues_reach_the_core_only_when_set(tmp_path: Path) -> None:
     assert "run_queues" not in Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     text = edit("cpu_cores = 8", "cpu_cores = 8\ntime_slicing = true\nrun_queues = true")
@@ -806,6 +815,24 @@ MALFORMED = [
         "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 1.2]\n"
         "call_on_core = 0.9",
         ["host.call_on_core", "call_stretch_weighted"],
+    ),
+    (
+        "lag-negative",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\nlag_ms = -1",
+        ["host.lag_ms", "a number"],
+    ),
+    (
+        "lag-without-processor-sharing",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\nslice_ms = 4\nlag_ms = 1",
+        ["host.lag_ms", "processor sharing"],
+    ),
+    (
+        "lag-with-calls-off-their-core",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_on_core = 0.9\nlag_ms = 1",
+        ["host.lag_ms", "call_on_core"],
     ),
     (
         "speed-without-its-epochs",

@@ -328,6 +328,19 @@ pub struct Host {
     /// it takes the cores).
     #[serde(default)]
     pub speed_ms: f64,
+    /// With `shared_cores` and processor sharing (`time_slicing`, `slice_ms`
+    /// 0, no `run_queues`, `call_stretch` or `call_on_core` below 1): a
+    /// thread's lag, ms — Linux's EEVDF lets a thread that woke run ahead
+    /// of one that has run on, for about this much CPU. Each phase's first
+    /// `lag_ms` less what its thread has run since it last slept is *fresh*
+    /// and the rest *stale*; fresh work shares the cores first, stale work
+    /// what is left ([`crate::host::SlicedCores`]). A runtime call's thread
+    /// is its device's executor (under `independent` its model's on that
+    /// device): what it has run grows by each call's cost, up to `lag_ms`,
+    /// and drains by the time it sleeps between calls. Any other phase
+    /// starts fresh. 0 (the default): every phase shares alike.
+    #[serde(default)]
+    pub lag_ms: f64,
 }
 
 fn constant() -> Dist {
@@ -573,6 +586,17 @@ impl Scenario {
                 format!("{} (speed_ms {})", h.speed_cv, h.speed_ms),
                 "speed_cv and speed_ms must be numbers >= 0, both above 0 or both 0, \
                  and only with host.time_slicing",
+            ));
+        }
+        let lag_fits = h.lag_ms == 0.0
+            || (sharing && !h.run_queues && h.call_stretch.is_empty() && h.call_on_core == 1.0);
+        if !(non_negative(h.lag_ms) && lag_fits) {
+            return Err(self.invalid(
+                "host.lag_ms".into(),
+                h.lag_ms,
+                "must be a number >= 0, and above 0 only with host.shared_cores and \
+                 host.time_slicing under processor sharing (host.slice_ms = 0), without \
+                 host.run_queues, host.call_stretch or host.call_on_core below 1",
             ));
         }
         if let Some(i) = &h.interpreter {

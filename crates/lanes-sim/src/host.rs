@@ -18,7 +18,7 @@
 //! change is stale and ignored (the GPU's `version` tells).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 
 use crate::config::GpuQueue;
 use crate::run_queues::RunQueues;
@@ -102,6 +102,16 @@ impl<T> CpuPool<T> {
 /// one core they run at 1 and the calls share what is left,
 /// `min(1, (C - m) / k)`. With a core to spare (n <= C) the calls stretch
 /// as without it: what they lose is a spare core's time.
+///
+/// **Lag** (`host.lag_ms`, no stretch): a phase's first `lag` ns less what
+/// its thread has run since it last slept ([`SlicedCores::start_lagged`];
+/// 0 for any phase but a runtime call) is *fresh*, the rest *stale*. The
+/// n_f fresh phases share the cores as above, each at `min(1, C/n_f)`;
+/// the n_s stale ones share what they leave, each at
+/// `min(1, max(0, C - n_f) / n_s)`, in a virtual time `u` of their own. A
+/// phase whose fresh part ends goes on as stale. This is EEVDF's lag in
+/// processor sharing's terms: a thread that woke runs ahead of one that has
+/// run on, until it has run its lag.
 #[derive(Debug)]
 pub struct SlicedCores {
     cores: f64,
@@ -114,6 +124,13 @@ pub struct SlicedCores {
     stretch: Vec<f64>,
     /// The stretch as a share of work-conserving cores, not a loss.
     weighted: bool,
+    /// A thread's lag, ns (0: none, every phase fresh).
+    lag: u64,
+    /// The stale phases, by their end in `u`.
+    stale: BinaryHeap<Reverse<(u64, u32)>>,
+    u: f64,
+    /// The stale work of fresh phases, ns, taken up when their fresh part ends.
+    later: HashMap<u32, u64>,
     updated: u64,
     /// Bumped on every change; end events carry it.
     pub version: u32,
@@ -142,14 +159,33 @@ impl SlicedCores {
             w: 0.0,
             stretch,
             weighted,
+            lag: 0,
+            stale: BinaryHeap::new(),
+            u: 0.0,
+            later: HashMap::new(),
             updated: 0,
             version: 0,
             busy: 0.0,
         }
     }
 
+    /// `cores` idle cores whose threads have a lag of `lag` ns (see
+    /// [`SlicedCores`]; 0: none).
+    pub fn lagged(cores: usize, lag: u64) -> Self {
+        let mut c = Self::new(cores);
+        c.lag = lag;
+        c
+    }
+
+    /// The fresh phases running (every phase without a lag).
     fn running(&self) -> usize {
         self.heap.len() + self.calls.len()
+    }
+
+    /// The stale phases' rate: what the fresh ones leave, shared.
+    fn stale_rate(&self) -> f64 {
+        let left = (self.cores - self.running() as f64).max(0.0);
+        (left / self.stale.len().max(1) as f64).min(1.0)
     }
 
     /// The rates of the other phases and of the calls, per the rule above.
@@ -187,6 +223,11 @@ impl SlicedCores {
             self.v += dt * rate;
             self.busy += dt * (n as f64).min(self.cores);
         }
+        if !self.stale.is_empty() && dt > 0.0 {
+            let rate = self.stale_rate();
+            self.u += dt * rate;
+            self.busy += dt * rate * self.stale.len() as f64;
+        }
         self.updated = now;
     }
 
@@ -203,17 +244,44 @@ impl SlicedCores {
         } else {
             left(&self.calls, self.w, call_rate)
         };
-        let first = match (phase, call) {
-            (Some(a), Some(b)) => a.min(b),
-            (a, b) => a.or(b)?,
+        let stale_rate = self.stale_rate();
+        let stale = if stale_rate > 0.0 {
+            left(&self.stale, self.u, stale_rate)
+        } else {
+            None
         };
+        let first = [phase, call, stale]
+            .into_iter()
+            .flatten()
+            .reduce(f64::min)?;
         Some(now + first as u64)
     }
 
     /// `token` becomes runnable with `cost` ns of work; returns the new
     /// earliest end (for the current `version`).
     pub fn start(&mut self, token: u32, cost: u64, now: u64) -> Option<u64> {
-        self.push(false, token, cost, now)
+        self.start_lagged(token, cost, 0, now)
+    }
+
+    /// [`Self::start`] for a phase whose thread has run `ran` ns since it
+    /// last slept: with a lag, its first `lag - ran` ns are fresh and the
+    /// rest stale (see [`SlicedCores`]).
+    pub fn start_lagged(&mut self, token: u32, cost: u64, ran: u64, now: u64) -> Option<u64> {
+        if self.lag == 0 {
+            return self.push(false, token, cost, now);
+        }
+        let fresh = self.lag.saturating_sub(ran).min(cost);
+        if fresh == 0 {
+            self.advance(now);
+            self.stale
+                .push(Reverse(((self.u + cost as f64).to_bits(), token)));
+            self.version = self.version.wrapping_add(1);
+            return self.next_end(now);
+        }
+        if cost > fresh {
+            self.later.insert(token, cost - fresh);
+        }
+        self.push(false, token, fresh, now)
     }
 
     /// [`Self::start`] for a runtime call: stretched when a stretch table
@@ -251,8 +319,20 @@ impl SlicedCores {
                     break;
                 }
                 heap.pop();
-                done.push(token);
+                match self.later.remove(&token) {
+                    Some(work) => self
+                        .stale
+                        .push(Reverse(((self.u + work as f64).to_bits(), token))),
+                    None => done.push(token),
+                }
             }
+        }
+        while let Some(&Reverse((end, token))) = self.stale.peek() {
+            if f64::from_bits(end) > self.u + 0.5 {
+                break;
+            }
+            self.stale.pop();
+            done.push(token);
         }
         self.version = self.version.wrapping_add(1);
         self.next_end(now)
@@ -268,11 +348,16 @@ impl SlicedCores {
     /// running here has none left.
     pub fn remove(&mut self, token: u32, now: u64) -> (u64, Option<u64>) {
         self.advance(now);
-        let mut left = 0.0;
-        for (heap, clock) in [(&mut self.heap, self.v), (&mut self.calls, self.w)] {
+        let mut left = self.later.remove(&token).unwrap_or(0) as f64;
+        let clocks = [
+            (&mut self.heap, self.v),
+            (&mut self.calls, self.w),
+            (&mut self.stale, self.u),
+        ];
+        for (heap, clock) in clocks {
             heap.retain(|Reverse((end, t))| {
                 if *t == token {
-                    left = (f64::from_bits(*end) - clock).max(0.0);
+                    left += (f64::from_bits(*end) - clock).max(0.0);
                 }
                 *t != token
             });
@@ -325,10 +410,13 @@ impl TimeShared {
         }
     }
 
-    /// [`Self::start`] for a runtime call ([`SlicedCores::start_call`]).
+    /// [`Self::start`] for a runtime call ([`SlicedCores::start_call`]),
+    /// whose thread has run `ran` ns since it last slept (counted with a
+    /// lag: [`SlicedCores::start_lagged`]).
     #[inline]
-    pub fn start_call(&mut self, token: u32, cost: u64, now: u64) -> Option<u64> {
+    pub fn start_call(&mut self, token: u32, cost: u64, ran: u64, now: u64) -> Option<u64> {
         match self {
+            Self::Sharing(c) if c.lag > 0 => c.start_lagged(token, cost, ran, now),
             Self::Sharing(c) => c.start_call(token, cost, now),
             Self::Slices(c) => c.start(token, cost, now),
             Self::Queues(c) => c.start(token, cost, now),
@@ -507,15 +595,23 @@ impl Default for Gpu {
 /// done once.
 #[cfg(test)]
 pub(crate) fn play(cores: &mut TimeShared, phases: &[(u32, u64, u64)]) -> Vec<(u32, u64)> {
-    let mut pending: Vec<(u32, u64, u64)> = phases.to_vec();
-    pending.reverse();
+    let ran: Vec<_> = phases.iter().map(|&(t, c, at)| (t, c, at, 0)).collect();
+    play_ran(cores, &ran)
+}
+
+/// [`play`] for `(token, cost, start, ran)` phases started as runtime calls
+/// whose threads have run `ran` ns since they last slept
+/// ([`TimeShared::start_call`]; without a lag or a stretch, as [`play`]).
+#[cfg(test)]
+pub(crate) fn play_ran(cores: &mut TimeShared, phases: &[(u32, u64, u64, u64)]) -> Vec<(u32, u64)> {
+    let mut pending: Vec<_> = phases.iter().rev().copied().collect();
     let (mut next, mut got, mut done) = (None::<u64>, Vec::new(), Vec::new());
     while !pending.is_empty() || next.is_some() {
         let arrival = pending.last().map(|p| p.2);
         match (arrival, next) {
             (Some(a), n) if n.is_none_or(|n| a <= n) => {
-                let (token, cost, at) = pending.pop().unwrap();
-                next = cores.start(token, cost, at);
+                let (token, cost, at, ran) = pending.pop().unwrap();
+                next = cores.start_call(token, cost, ran, at);
             }
             (_, Some(t)) => {
                 next = cores.finish(cores.version(), t, &mut done);
@@ -815,5 +911,67 @@ mod tests {
         assert_eq!(cpu.release(), Some(('c', 9)));
         assert_eq!(cpu.release(), None);
         assert_eq!(cpu.busy(), 21);
+    }
+
+    /// `(token, cost, start, ran)` phases on `cores` cores with a lag of
+    /// `lag` ns, each thread having run `ran` since it last slept:
+    /// `(token, end)` in order of ending. Checks every phase's work is done
+    /// once.
+    fn play_lagged(cores: usize, lag: u64, phases: &[(u32, u64, u64, u64)]) -> Vec<(u32, u64)> {
+        play_ran(
+            &mut TimeShared::Sharing(SlicedCores::lagged(cores, lag)),
+            phases,
+        )
+    }
+
+    #[test]
+    fn a_thread_that_woke_runs_ahead_of_one_that_ran_on() {
+        type Case<'a> = (usize, u64, &'a [(u32, u64, u64, u64)], &'a [(u32, u64)]);
+        let cases: &[Case] = &[
+            // One core, lag 10: 1 (30 ns, fresh) runs 10 fresh, then stale;
+            // 2 (5 ns) wakes at 12 and takes the core whole (12-17); 1 has
+            // 18 left and ends at 35. Processor sharing would end 2 at 22.
+            (1, 10, &[(1, 30, 0, 0), (2, 5, 12, 0)], &[(2, 17), (1, 35)]),
+            // A call whose thread ran its lag is all stale: 2 (fresh, 4)
+            // runs first, 1 (6 ns) after it.
+            (1, 10, &[(1, 6, 0, 10), (2, 4, 0, 0)], &[(2, 4), (1, 10)]),
+            // Part run: 1 ran 7 of 10, so 3 of its 6 are fresh and share
+            // with 2 (4 fresh) at 1/2: 1's fresh part ends at 6, 2 has 1
+            // left, alone fresh, ends at 7; 1's stale 3 end at 10.
+            (1, 10, &[(1, 6, 0, 7), (2, 4, 0, 0)], &[(2, 7), (1, 10)]),
+            // Two cores: two fresh phases take both; the stale one gets
+            // nothing until one ends (10), then a core: 10 + 20 = 30.
+            (
+                2,
+                10,
+                &[(1, 10, 0, 0), (2, 20, 0, 0), (3, 20, 0, 10)],
+                &[(1, 10), (2, 20), (3, 30)],
+            ),
+            // A core to spare: the stale phase runs at once, at full speed.
+            (2, 10, &[(1, 40, 0, 10), (2, 5, 0, 0)], &[(2, 5), (1, 40)]),
+        ];
+        for &(cores, lag, phases, want) in cases {
+            let got = play_lagged(cores, lag, phases);
+            assert_eq!(got, want, "cores {cores}, lag {lag}, phases {phases:?}");
+        }
+    }
+
+    #[test]
+    fn without_a_lag_every_phase_shares_alike() {
+        // The first case above under processor sharing: 2 ends at 22.
+        let got = play(
+            &mut TimeShared::new(1, 0, Vec::new(), false),
+            &[(1, 30, 0), (2, 5, 12)],
+        );
+        assert_eq!(got, [(2, 22), (1, 35)]);
+    }
+
+    #[test]
+    fn a_removed_phase_takes_its_stale_work_along() {
+        let mut pool = SlicedCores::lagged(1, 10);
+        pool.start_lagged(1, 30, 0, 0);
+        // At 4: 4 fresh done, 6 fresh and 20 stale left.
+        let (left, next) = pool.remove(1, 4);
+        assert_eq!((left, next), (26, None));
     }
 }

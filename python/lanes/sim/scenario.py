@@ -47,6 +47,7 @@ _HOST_KEYS = (
     "call_preempt_per_ms", "call_preempt_ms", "device_hold_busy_ms", "pre_wake_ms",
     "post_wake_ms", "client_ms", "call_stretch", "pre_wake_busy_ms", "post_wake_busy_ms",
     "run_queues", "call_stretch_weighted", "call_on_core", "speed_cv", "speed_ms",
+    "lag_ms",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -206,6 +207,14 @@ class Host:
     steady host."""
     speed_ms: float = 0.0
     """The speed epochs' mean length in ms: above 0 exactly when ``speed_cv`` is."""
+    lag_ms: float = 0.0
+    """With ``shared_cores`` and ``time_slicing`` under processor sharing (no ``run_queues``,
+    ``call_stretch`` or ``call_on_core`` below 1): a thread's lag — as Linux's EEVDF does, a
+    thread that woke runs ahead of one that has run on, for about this much CPU. Each phase's
+    first ``lag_ms`` less what its thread has run since it last slept is fresh and shares the
+    cores first; the rest is stale and shares what fresh work leaves. A runtime call's thread is
+    its device's executor (under ``independent`` its model's); what it has run grows by each
+    call's cost up to ``lag_ms`` and drains while it sleeps. 0: every phase shares alike."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -247,6 +256,8 @@ class Host:
         if self.speed_cv:
             core["speed_cv"] = self.speed_cv
             core["speed_ms"] = self.speed_ms
+        if self.lag_ms:
+            core["lag_ms"] = self.lag_ms
         for key in (
             "pre_wake_ms", "post_wake_ms", "client_ms", "pre_wake_busy_ms", "post_wake_busy_ms"
         ):  # fmt: skip
@@ -515,6 +526,15 @@ def _host(t: Table) -> Host:
         t.fail("speed_cv" if speed_cv else "speed_ms", "needs speed_cv and speed_ms both > 0")
     if speed_cv and not slicing:
         t.fail("speed_cv", "needs time_slicing = true")
+    lag = t.number("lag_ms", low=0, default=0.0)
+    if lag and not (shared and slicing and not slice_ms and not run_queues):
+        t.fail(
+            "lag_ms",
+            "above 0 needs shared_cores = true and time_slicing = true under processor sharing "
+            "(slice_ms = 0, no run_queues)",
+        )
+    if lag and (stretch or on_core < 1):
+        t.fail("lag_ms", "above 0 not with call_stretch or call_on_core below 1")
     wakes = {k: _quantiles(t, k) for k in ("pre_wake_ms", "post_wake_ms")}
     for key, points in wakes.items():
         if points and (handoff or interpreter is not None):
@@ -530,7 +550,7 @@ def _host(t: Table) -> Host:
         preempt_ms, hold_busy, wakes["pre_wake_ms"], wakes["post_wake_ms"],
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
         busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues, weighted,
-        on_core, speed_cv, speed_ms,
+        on_core, speed_cv, speed_ms, lag,
     )  # fmt: skip
 
 

@@ -48,6 +48,10 @@ pub(super) struct SimBatch {
     cost: u64,
     start: u64,
     measured: bool,
+    /// Its device thread ([`super::lag::Runs`]).
+    thread: u32,
+    /// What that thread had run since it last slept as its call started.
+    pub(super) ran: u64,
 }
 
 impl Sim<'_> {
@@ -152,6 +156,10 @@ impl Sim<'_> {
         if let Some(state) = self.state.as_mut() {
             state.recycle(batch.requests);
         }
+        let thread = match self.mode {
+            Mode::Independent => batch.device * self.sc.services.len() + service,
+            _ => batch.device,
+        };
         self.batches[slot as usize] = SimBatch {
             job: batch.job,
             device: batch.device,
@@ -159,6 +167,8 @@ impl Sim<'_> {
             cost,
             start: self.now,
             measured,
+            thread: thread as u32,
+            ran: 0,
         };
         if measured {
             self.per_service[service].batch(n as usize);
@@ -231,6 +241,10 @@ impl Sim<'_> {
                 self.gpus[g].hold(self.now, &self.sc.host.eta);
                 self.calls_on += 1;
             }
+            if let Some(runs) = &self.runs {
+                let b = &self.batches[slot as usize];
+                self.batches[slot as usize].ran = runs.ran(b.thread as usize, self.now);
+            }
             self.take_core(slot | BATCH_TOKEN, cost);
         }
     }
@@ -238,7 +252,11 @@ impl Sim<'_> {
     /// The batch in `slot` finished its runtime call on the time-sliced
     /// cores: its device is free.
     pub(super) fn batch_off_cores(&mut self, slot: u32) {
-        let g = self.batches[slot as usize].device;
+        let b = &self.batches[slot as usize];
+        let g = b.device;
+        if let Some(runs) = self.runs.as_mut() {
+            runs.ended(b.thread as usize, b.ran, b.cost, self.now);
+        }
         self.gpus[g].unhold(self.now, &self.sc.host.eta);
         self.calls_on -= 1;
         let mut actions = std::mem::take(&mut self.actions);

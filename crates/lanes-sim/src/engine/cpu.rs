@@ -126,7 +126,8 @@ impl Sim<'_> {
         };
         if let Some(cores) = self.sliced.as_mut() {
             let next = if token & BATCH_TOKEN != 0 {
-                cores.start_call(token, cost, self.now)
+                let ran = self.batches[(token & !BATCH_TOKEN) as usize].ran;
+                cores.start_call(token, cost, ran, self.now)
             } else {
                 cores.start(token, cost, self.now)
             };

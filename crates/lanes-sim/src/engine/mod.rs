@@ -37,7 +37,9 @@
 //! a runtime call progresses at that share of what it is given, the rest
 //! going to the other phases when the cores are all busy); with
 //! `host.speed_cv` every phase that asks for a core has its cost scaled by
-//! the host's speed then ([`crate::speed::HostSpeed`]).
+//! the host's speed then ([`crate::speed::HostSpeed`]); with `host.lag_ms`
+//! a thread that woke runs ahead of one that has run on, for up to that
+//! much CPU ([`crate::host::SlicedCores`]).
 //!
 //! Each concept's rule is in its (private) module, all methods of one run's
 //! `Sim`:
@@ -48,11 +50,13 @@
 //!   slices;
 //! - `batch`: batching and dispatch through the serving state;
 //! - `semaphore`: the `semaphore` mode's workers and permits;
+//! - `lag`: what each device thread has run since it last slept;
 //! - `measure`: the measurement window and the run's result.
 
 mod batch;
 mod cpu;
 mod event;
+mod lag;
 mod measure;
 mod request;
 mod semaphore;
@@ -63,13 +67,14 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
 use crate::config::{Cost, Dist, Interpreter, Mode, Scenario, SimError, BUSY_SLICE_MS};
-use crate::host::{CpuPool, Gpu, TimeShared};
+use crate::host::{CpuPool, Gpu, SlicedCores, TimeShared};
 use crate::run_queues::RunQueues;
 use crate::speed::HostSpeed;
 use crate::stats::{PointResult, Recorder};
 use crate::workload::{CostSampler, Quantiles};
 use batch::{serving_state, SimBatch};
 use event::{Ev, EventQueue};
+use lag::Runs;
 use measure::{GpuTimeNs, Snapshot};
 use request::{Req, ServiceRt};
 use semaphore::Pools;
@@ -132,6 +137,8 @@ struct Sim<'a> {
     /// The host's speed over time (`host.speed_cv`; `None`: steady): every
     /// phase asking for a core has its cost scaled by it.
     speed: Option<HostSpeed>,
+    /// The device threads' runs since they last slept (`host.lag_ms`).
+    runs: Option<Runs>,
     /// Runtime calls on the time-sliced cores now.
     calls_on: usize,
     busy_slice: u64,
@@ -254,6 +261,10 @@ impl<'a> Sim<'a> {
                     }
                     stretch.iter_mut().for_each(|s| *s /= on_core);
                 }
+                if sc.host.lag_ms > 0.0 {
+                    let lag = (sc.host.lag_ms * 1e6).round() as u64;
+                    return TimeShared::Sharing(SlicedCores::lagged(sc.host.cpu_cores, lag));
+                }
                 TimeShared::new(
                     sc.host.cpu_cores,
                     (sc.host.slice_ms * 1e6).round() as u64,
@@ -295,6 +306,13 @@ impl<'a> Sim<'a> {
                 .then(|| Quantiles::new(&sc.host.device_hold_busy_ms)),
             hold_busy_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0B05_7C0E_4E1D),
             speed: HostSpeed::new(sc.host.speed_cv, sc.host.speed_ms, seed),
+            runs: (sc.host.lag_ms > 0.0).then(|| {
+                let per_device = match mode {
+                    Mode::Independent => n,
+                    _ => 1,
+                };
+                Runs::new(g * per_device, (sc.host.lag_ms * 1e6).round() as u64)
+            }),
             calls_on: 0,
             busy_slice: (BUSY_SLICE_MS * 1e6) as u64,
             busy_period: if sc.host.busy_cores > 0.0 {
