@@ -48,8 +48,8 @@ pub(super) struct SimBatch {
     cost: u64,
     start: u64,
     measured: bool,
-    /// Its device thread ([`super::lag::Runs`]).
-    thread: u32,
+    /// Its model (the service's index).
+    service: u32,
     /// What that thread had run since it last slept as its call started.
     pub(super) ran: u64,
 }
@@ -156,10 +156,6 @@ impl Sim<'_> {
         if let Some(state) = self.state.as_mut() {
             state.recycle(batch.requests);
         }
-        let thread = match self.mode {
-            Mode::Independent => batch.device * self.sc.services.len() + service,
-            _ => batch.device,
-        };
         self.batches[slot as usize] = SimBatch {
             job: batch.job,
             device: batch.device,
@@ -167,7 +163,7 @@ impl Sim<'_> {
             cost,
             start: self.now,
             measured,
-            thread: thread as u32,
+            service: service as u32,
             ran: 0,
         };
         if measured {
@@ -243,7 +239,7 @@ impl Sim<'_> {
             }
             if let Some(runs) = &self.runs {
                 let b = &self.batches[slot as usize];
-                self.batches[slot as usize].ran = runs.ran(b.thread as usize, self.now);
+                self.batches[slot as usize].ran = runs.ran(b.device, b.service as usize, self.now);
             }
             self.take_core(slot | BATCH_TOKEN, cost);
         }
@@ -255,7 +251,7 @@ impl Sim<'_> {
         let b = &self.batches[slot as usize];
         let g = b.device;
         if let Some(runs) = self.runs.as_mut() {
-            runs.ended(b.thread as usize, b.ran, b.cost, self.now);
+            runs.ended(b.device, b.service as usize, b.ran, b.cost, self.now);
         }
         self.gpus[g].unhold(self.now, &self.sc.host.eta);
         self.calls_on -= 1;

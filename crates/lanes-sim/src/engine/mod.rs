@@ -306,13 +306,8 @@ impl<'a> Sim<'a> {
                 .then(|| Quantiles::new(&sc.host.device_hold_busy_ms)),
             hold_busy_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0B05_7C0E_4E1D),
             speed: HostSpeed::new(sc.host.speed_cv, sc.host.speed_ms, seed),
-            runs: (sc.host.lag_ms > 0.0).then(|| {
-                let per_device = match mode {
-                    Mode::Independent => n,
-                    _ => 1,
-                };
-                Runs::new(g * per_device, (sc.host.lag_ms * 1e6).round() as u64)
-            }),
+            runs: (sc.host.lag_ms > 0.0)
+                .then(|| Runs::new(mode, g, n, (sc.host.lag_ms * 1e6).round() as u64)),
             calls_on: 0,
             busy_slice: (BUSY_SLICE_MS * 1e6) as u64,
             busy_period: if sc.host.busy_cores > 0.0 {
