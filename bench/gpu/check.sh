@@ -9,12 +9,14 @@
 #                                  device timeline: eager (smoke.txt) and --cuda-graphs
 #                                  (smoke-graphs.txt)
 #   bench/gpu/check.sh lab OUT     examples/experiments/gpu.toml (independent, fifo, sjf, fair on
-#                                  cuda:0) with lanes bench run; OUT/gpu-lab.tgz holds the folder
+#                                  cuda:0) with lanes bench run; OUT/gpu-lab.tgz holds the folder,
+#                                  under its own name
 #                                  (LAB_EXPERIMENT=FILE runs another experiment, LAB_ARGS adds
 #                                  options such as --repeats 1, LAB_OUT=DIR keeps the folder
 #                                  there, so that a second call with LAB_ARGS=--resume finishes
 #                                  a lab the first one's LAB_TIMEOUT cut); a lab with request spans also
-#                                  gives OUT/spans.md (bench/calibrate/spans.py), and its timelines
+#                                  gives OUT/spans.md (bench/calibrate/spans.py, bounded by
+#                                  SPANS_TIMEOUT seconds, default 60), and its timelines
 #                                  are left out of the archive but for two (they are large)
 #   bench/gpu/check.sh kernel OUT  bench/gpu/kernel_time.py: each zoo batch's wall, CPU and GPU
 #                                  time, and the three OCR models serial vs overlapped, eager
@@ -50,12 +52,12 @@ elif [ "$mode" = lab ]; then
   echo "lab rc $?" >> "$out/lab.txt"
   cp "$lab/summary.json" "$out/" 2>/dev/null
   if grep -qs trace-requests "$lab/experiment.toml"; then
-    timeout 60 "$py" bench/calibrate/spans.py "$lab" --markdown "$out/spans.md" \
+    timeout "${SPANS_TIMEOUT:-60}" "$py" bench/calibrate/spans.py "$lab" --markdown "$out/spans.md" \
       --json "$out/waits.json" > "$out/spans.txt" 2>&1
     echo "spans rc $?" >> "$out/spans.txt"
     find "$lab/runs" -name '*.trace.json' | sort | tail -n +3 | xargs -r rm -f
   fi
-  tar czf "$out/gpu-lab.tgz" -C "$(dirname "$lab")" gpu-lab
+  tar czf "$out/gpu-lab.tgz" -C "$(dirname "$lab")" "$(basename "$lab")"
 elif [ "$mode" = kernel ]; then
   timeout 180 "$py" bench/gpu/kernel_time.py --json "$out/kernel.json" > "$out/kernel.txt" 2>&1
   echo "kernel rc $?" >> "$out/kernel.txt"
