@@ -14,7 +14,13 @@ a call runs from its slice's end minus its ``measured_ms`` to the slice's end), 
 distribution of the holds of batches dispatched while at least ``--cores`` calls ran
 (``hold_busy_quantiles_ms``, ``hold_busy_batches``): every core running a call, the device
 thread waits for one — ``compare.py`` gives the ``independent`` runs' to the simulator as
-``host.device_hold_busy_ms``. Writes ``timelines.json`` into the results folder (or
+``host.device_hold_busy_ms``. Where the slices carry ``cpu_ms`` (the CPU time each runtime
+call ran on its executor thread, recorded by ``lanes serve`` since 2026-11-28), per model over
+all its calls (``calls``): how many, their mean ``measured_ms`` and ``cpu_ms``, the mean time off
+a core (``off_ms``: ``measured_ms - cpu_ms``, clamped at 0), its p99 (``off_p99_ms``), and
+``off_per_cpu`` (the calls' time off a core per ms of their CPU: on CPU executors with one
+intra-op thread, their run delay, the per-call counterpart of ``sched.py``'s per-thread
+figure). Writes ``timelines.json`` into the results folder (or
 ``--out``), small enough to keep beside the run's other files.
 
 Run:  python bench/calibrate/timelines.py RESULTS [--out FILE] [--cores 2]
@@ -104,10 +110,38 @@ def summarise(trace: dict[str, Any], cores: int = 2) -> dict[str, Any]:
         k: [len(hs), round(statistics.fmean(max(0.0, h) for h in hs), 4)]
         for k, hs in sorted(by_calls.items())
     }
+    calls = per_model_calls(batches)
+    if calls:
+        out["calls"] = calls
     busy.sort()
     out["hold_busy_batches"] = len(busy)
     if len(busy) >= 2:
         out["hold_busy_quantiles_ms"] = [[p, round(quantile(busy, p), 4)] for p in HOLD_P]
+    return out
+
+
+def per_model_calls(batches: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per model, its runtime calls' CPU and time off a core (``summarise``'s ``calls``);
+    empty unless every batch carries ``cpu_ms``."""
+    if not batches or any("cpu_ms" not in ev["args"] for ev in batches):
+        return {}
+    by_model: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for ev in batches:
+        a = ev["args"]
+        by_model[a["model"]].append((a["measured_ms"], a["cpu_ms"]))
+    out = {}
+    for model, pairs in sorted(by_model.items()):
+        wall = [w for w, _ in pairs]
+        cpu = [c for _, c in pairs]
+        off = sorted(max(0.0, w - c) for w, c in pairs)
+        out[model] = {
+            "calls": len(pairs),
+            "measured_ms": round(statistics.fmean(wall), 4),
+            "cpu_ms": round(statistics.fmean(cpu), 4),
+            "off_ms": round(statistics.fmean(off), 4),
+            "off_p99_ms": round(quantile(off, 0.99), 4),
+            "off_per_cpu": round(sum(off) / sum(cpu), 4) if sum(cpu) > 0 else None,
+        }
     return out
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -30,7 +31,15 @@ REQUIRED = {  # phase → keys every event of it must have (Trace Event Format)
     "b": {"name", "cat", "ph", "id", "pid", "ts"},
     "e": {"name", "cat", "ph", "id", "pid", "ts"},
 }
-JOB_ARGS = {"model", "batch_size", "requests", "estimated_ms", "measured_ms", "queue_wait_ms"}
+JOB_ARGS = {
+    "model",
+    "batch_size",
+    "requests",
+    "estimated_ms",
+    "measured_ms",
+    "cpu_ms",
+    "queue_wait_ms",
+}
 
 
 def check_schema(trace: dict[str, Any]) -> list[dict[str, Any]]:
@@ -145,6 +154,8 @@ def test_the_trace_route_shows_every_execution(policy: str, most: int) -> None:
     assert {e["name"] for e in slices} == {"a", "b"}
     assert all(e["args"]["batch_size"] == 1 and e["args"]["requests"] == 1 for e in slices)
     assert all(e["args"]["measured_ms"] >= 30 * 0.9 for e in slices)
+    # A simulated device waits out its cost: the call spends little of it on a CPU.
+    assert all(0 <= e["args"]["cpu_ms"] < 10 for e in slices)
     names = [e["args"]["name"] for e in events if e["name"] == "thread_name"]
     assert names == ["sim:0"]
     assert [e["args"]["name"] for e in events if e["name"] == "process_name"] == ["lanes serve"]
@@ -153,6 +164,44 @@ def test_the_trace_route_shows_every_execution(policy: str, most: int) -> None:
     assert max(n for _, n in jobs) == most
     assert jobs[-1][1] == 0
     assert trace["otherData"]["policy"] == policy
+
+
+class Spin(Model):
+    """Busy for ``ms`` of its thread's CPU time on every batch."""
+
+    def __init__(self, ms: float, **kw: Any) -> None:
+        super().__init__(**kw)
+        self.ms = ms
+
+    def predict(self, batch: Any) -> dict[str, np.ndarray]:
+        until = time.thread_time() + self.ms / 1e3
+        while time.thread_time() < until:
+            pass
+        return {"y": np.asarray(batch["x"])}
+
+
+def test_a_slice_carries_the_cpu_time_its_call_ran_on_its_thread() -> None:
+    spin = Spin(
+        20,
+        name="a",
+        inputs=[TensorSpec("x", "FP32", (-1, 1))],
+        outputs=[TensorSpec("y", "FP32", (-1, 1))],
+        batching=Batching(max_batch_size=1, max_enqueued_batches=16),
+    )
+    config = ServeConfig(port=0, metrics_port=None, devices="cpu:1", policy="fifo")
+    with start_in_thread(config, [spin]) as h:
+        for _ in range(3):
+            req = urllib.request.Request(f"{h.url}/v2/models/a/infer", data=BODY)
+            with urllib.request.urlopen(req, timeout=10) as r:
+                assert r.status == 200
+        status, trace = get(f"{h.url}/v2/trace?seconds=60")
+    assert status == 200
+    slices = [e for e in check_schema(trace) if e["ph"] == "X" and e["name"] == "a"]
+    assert len(slices) >= 3
+    for e in slices:
+        # The model ran on the executor's thread: at least its 20 ms of CPU, never more
+        # than the call's wall time.
+        assert 20 <= e["args"]["cpu_ms"] <= e["args"]["measured_ms"] + 0.01, e
 
 
 SECONDS_ACCEPTED = ["1", "0.5", "86400", "%202e1%20", ".5"]

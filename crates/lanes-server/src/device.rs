@@ -10,11 +10,20 @@
 //! An executor runs the batch through the [`Backend`], catching a panic as a
 //! model failure, adds the batch to its model's statistics
 //! ([`crate::observe`]), and hands the batch's answers to the driver with its
-//! measured run time and whether the model failed (a failure is not learnt
-//! as a cost, but shows in the timeline); the driver records the job in the
+//! measured run time, the CPU time its thread spent in the call, and whether
+//! the model failed (a failure is not learnt as a cost, but shows in the
+//! timeline); the driver records the job in the
 //! device accounts and the timeline, then answers, so a client that reads
 //! them after its answer sees its batch. [`run_batch`] is that work, shared
 //! with the driver, which runs a tiny batch itself (its inline rule).
+//!
+//! **A call's CPU time.** The thread's own CPU clock
+//! (`CLOCK_THREAD_CPUTIME_ID`) is read before and after the runtime call;
+//! the difference is the CPU the call ran on that thread. Its wall time less
+//! that is the time the call was off a core (waiting for one, or blocked) —
+//! on CPU devices with one intra-op thread, the call's run delay. A runtime
+//! that computes on threads of its own (several intra-op threads, a GPU)
+//! shows only the calling thread's part.
 //!
 //! **Calls on every executor.** [`Executors::call_each`] runs a function
 //! once on each executor thread of a device (warm-up, so that what an engine
@@ -183,6 +192,9 @@ pub(crate) struct Finished<O> {
     pub job: JobId,
     /// The measured run time (also when the model failed).
     pub run: Nanos,
+    /// The CPU time the running thread spent in the call (`None` where its
+    /// clock could not be read).
+    pub cpu: Option<Nanos>,
     pub failed: bool,
     /// The answers, for the driver to send once the job is in the device
     /// accounts and the timeline (a client that reads them after its answer
@@ -208,9 +220,11 @@ pub(crate) fn run_batch<B: Backend>(
         .map(|item| (item.input, (item.reply, item.queued)))
         .unzip();
     let expected = inputs.len();
+    let cpu0 = thread_cpu();
     let t0 = Instant::now();
     let result = catch_unwind(AssertUnwindSafe(|| backend.run(&info, inputs)));
     let run = t0.elapsed().as_nanos() as Nanos;
+    let cpu = cpu0.zip(thread_cpu()).map(|(a, b)| b.saturating_sub(a));
     let outputs = match result {
         Ok(Ok(outputs)) if outputs.len() == expected => Ok(outputs),
         Ok(Ok(outputs)) => Err(format!(
@@ -256,9 +270,18 @@ pub(crate) fn run_batch<B: Backend>(
     Finished {
         job: info.job,
         run,
+        cpu,
         failed,
         answers,
     }
+}
+
+/// This thread's CPU time so far (`CLOCK_THREAD_CPUTIME_ID`), or `None`
+/// where the clock cannot be read.
+pub(crate) fn thread_cpu() -> Option<Nanos> {
+    use nix::time::{clock_gettime, ClockId};
+    let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
+    Some(t.tv_sec() as Nanos * 1_000_000_000 + t.tv_nsec() as Nanos)
 }
 
 pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
@@ -268,5 +291,26 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "a non-string panic".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::thread_cpu;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn the_thread_clock_counts_work_and_not_sleep() {
+        let start = thread_cpu().expect("a thread CPU clock on Linux");
+        let wall = Instant::now();
+        std::thread::sleep(Duration::from_millis(30));
+        let slept = thread_cpu().unwrap() - start;
+        assert!(slept < 10_000_000, "sleeping ran {slept} ns of CPU");
+        let mut x = 0u64;
+        while thread_cpu().unwrap() - start < slept + 20_000_000 {
+            x = x.wrapping_mul(31).wrapping_add(1);
+        }
+        std::hint::black_box(x);
+        assert!(wall.elapsed() >= Duration::from_millis(50));
     }
 }

@@ -508,6 +508,7 @@ impl<B: Backend> Task<B> {
         let Finished {
             job,
             run,
+            cpu,
             failed,
             answers,
         } = done;
@@ -520,7 +521,7 @@ impl<B: Backend> Task<B> {
         if self.link.is_some() {
             self.releases.push((job, measured.unwrap_or(0)));
         }
-        self.probe.finished(now, job, run, failed, &self.state);
+        self.probe.finished(now, job, run, cpu, failed, &self.state);
         for (reply, mut answer) in answers {
             if let Ok(r) = &mut answer {
                 r.sent = now;

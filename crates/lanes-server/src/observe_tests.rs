@@ -380,7 +380,7 @@ async fn idle_while_waiting_is_the_time_a_standing_job_had_a_free_device() {
     assert_eq!(obs.queue_depth(0), 0);
     let totals = account(50);
     assert_eq!((totals.idle_wait, totals.busy), (15, 30));
-    probe.finished(60, batch.job, 40, false, &state);
+    probe.finished(60, batch.job, 40, Some(30), false, &state);
     let totals = account(100);
     assert_eq!((totals.idle_wait, totals.busy, totals.jobs), (15, 40, 1));
     assert_eq!(obs.timeline().len(), 1);

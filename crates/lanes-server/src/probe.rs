@@ -176,13 +176,15 @@ impl Probe {
         self.touched.push(batch.model);
     }
 
-    /// `job` completed at `now` after running `run` (`failed`: the model
-    /// failed); the state has taken the measurement.
+    /// `job` completed at `now` after running `run`, `cpu` of it on its
+    /// thread's CPU (`failed`: the model failed); the state has taken the
+    /// measurement.
     pub(crate) fn finished(
         &mut self,
         now: Nanos,
         job: JobId,
         run: Nanos,
+        cpu: Option<Nanos>,
         failed: bool,
         state: &ServingState,
     ) {
@@ -201,6 +203,7 @@ impl Probe {
             end: now,
             estimated: d.estimate,
             measured: run,
+            cpu,
             queue_wait: d.queue_wait,
             failed,
         });

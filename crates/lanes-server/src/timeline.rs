@@ -17,6 +17,7 @@
 //! - one complete event (`"ph": "X"`, `ts`/`dur` in µs from the timeline's
 //!   origin, the driver's clock zero) per job, named after the model, with
 //!   args `model`, `batch_size`, `requests`, `estimated_ms`, `measured_ms`,
+//!   `cpu_ms` (the CPU time the runtime call ran on its thread, where read),
 //!   `queue_wait_ms` (and `failed` when the model failed);
 //! - counter events (`"ph": "C"`, name `jobs <device>`, args `{"jobs": n}`)
 //!   at every instant a device's number of concurrent jobs changes, derived
@@ -63,6 +64,8 @@ pub struct Job {
     pub end: Nanos,
     pub estimated: Nanos,
     pub measured: Nanos,
+    /// The CPU time the call ran on its thread (`None`: not read).
+    pub cpu: Option<Nanos>,
     pub queue_wait: Nanos,
     pub failed: bool,
 }
@@ -252,6 +255,9 @@ pub fn chrome_trace(
             "measured_ms": j.measured as f64 / 1e6,
             "queue_wait_ms": j.queue_wait as f64 / 1e6,
         });
+        if let Some(cpu) = j.cpu {
+            args["cpu_ms"] = json!(cpu as f64 / 1e6);
+        }
         if j.failed {
             args["failed"] = json!(true);
         }

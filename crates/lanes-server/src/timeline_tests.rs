@@ -19,8 +19,9 @@ fn required(phase: &str) -> &'static [&'static str] {
     }
 }
 
-const JOB_ARGS: [&str; 6] = [
+const JOB_ARGS: [&str; 7] = [
     "batch_size",
+    "cpu_ms",
     "estimated_ms",
     "measured_ms",
     "model",
@@ -119,6 +120,7 @@ fn job(device: usize, start_ms: f64, end_ms: f64, model: &str) -> Job {
         end: (end_ms * 1e6) as Nanos,
         estimated: 1_000_000,
         measured: 900_000,
+        cpu: Some(700_000),
         queue_wait: 5,
         failed: false,
     }
@@ -180,7 +182,8 @@ fn a_slice_carries_its_job_in_ms_and_a_failure_is_marked() {
             "name": "ocr", "cat": "job", "ph": "X", "ts": 1000.0, "dur": 2500.0, "pid": 42,
             "tid": 1,
             "args": {"model": "ocr", "batch_size": 2, "requests": 1, "estimated_ms": 1.0,
-                     "measured_ms": 0.9, "queue_wait_ms": 5e-6, "failed": true},
+                     "measured_ms": 0.9, "cpu_ms": 0.7, "queue_wait_ms": 5e-6,
+                     "failed": true},
         })
     );
     let names: Vec<_> = events
@@ -204,6 +207,22 @@ fn a_slice_carries_its_job_in_ms_and_a_failure_is_marked() {
             ("thread_sort_index", 1, json!({"sort_index": 1})),
         ]
     );
+}
+
+#[test]
+fn a_call_whose_cpu_time_was_not_read_has_no_cpu_ms() {
+    let mut unread = job(0, 1.0, 2.0, "ocr");
+    unread.cpu = None;
+    let trace = chrome_trace(&[unread], &devices(), 0, 42, Map::new());
+    let slice = trace["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["ph"] == "X")
+        .unwrap()
+        .clone();
+    assert!(slice["args"].get("cpu_ms").is_none(), "{slice}");
+    assert_eq!(slice["args"]["measured_ms"], 0.9);
 }
 
 fn meta() -> Map<String, Value> {

@@ -1,0 +1,60 @@
+"""``bench/calibrate/timelines.py``: a run's runtime calls per model, their CPU and their time
+off a core, from slices that carry ``cpu_ms``."""
+
+from __future__ import annotations
+
+import importlib
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+CALIBRATE = Path(__file__).resolve().parents[2] / "bench" / "calibrate"
+
+
+@pytest.fixture
+def timelines(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    monkeypatch.syspath_prepend(str(CALIBRATE))
+    return importlib.import_module("timelines")
+
+
+def batch(model: str, ts: float, measured: float, cpu: float | None) -> dict[str, Any]:
+    args: dict[str, Any] = {"model": model, "batch_size": 1, "measured_ms": measured}
+    if cpu is not None:
+        args["cpu_ms"] = cpu
+    return {"ph": "X", "ts": ts, "dur": measured * 1e3 + 50, "args": args}
+
+
+def test_each_models_calls_give_their_time_off_a_core_per_ms_of_cpu(
+    timelines: types.ModuleType,
+) -> None:
+    trace = {
+        "traceEvents": [
+            batch("cnn", 0, 2.0, 2.0),
+            batch("cnn", 10_000, 3.0, 2.0),
+            batch("rnn", 20_000, 12.0, 8.0),
+            batch("rnn", 40_000, 10.0, 8.0),
+            # a clock read a hair apart: never a negative time off a core
+            batch("rnn", 60_000, 7.999, 8.0),
+        ]
+    }
+    calls = timelines.summarise(trace)["calls"]
+    assert calls["cnn"] == {
+        "calls": 2,
+        "measured_ms": 2.5,
+        "cpu_ms": 2.0,
+        "off_ms": 0.5,
+        "off_p99_ms": 0.99,
+        "off_per_cpu": 0.25,
+    }
+    rnn = calls["rnn"]
+    assert rnn["calls"] == 3 and rnn["off_ms"] == 2.0 and rnn["off_per_cpu"] == 0.25
+    assert rnn["cpu_ms"] == 8.0
+
+
+def test_without_every_calls_cpu_there_is_no_calls_block(timelines: types.ModuleType) -> None:
+    trace = {"traceEvents": [batch("cnn", 0, 2.0, 2.0), batch("cnn", 10_000, 3.0, None)]}
+    out = timelines.summarise(trace)
+    assert "calls" not in out
+    assert out["models"]["cnn"]["1"]["batches"] == 2
