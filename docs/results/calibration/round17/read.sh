@@ -10,3 +10,4 @@ python $D/calls.py $G > $D/out/calls.md
 (cd bench/calibrate \
   && python sched.py $G/corpus --policy independent --rates 600 --out /tmp/r17/sched/independent.json \
   && python sched.py $G/corpus --policy fifo --rates 600 --out /tmp/r17/sched/fifo.json)
+python $D/by_length.py $G > $D/out/by-length.md
