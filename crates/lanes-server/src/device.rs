@@ -278,7 +278,7 @@ pub(crate) fn run_batch<B: Backend>(
 
 /// This thread's CPU time so far (`CLOCK_THREAD_CPUTIME_ID`), or `None`
 /// where the clock cannot be read.
-pub(crate) fn thread_cpu() -> Option<Nanos> {
+fn thread_cpu() -> Option<Nanos> {
     use nix::time::{clock_gettime, ClockId};
     let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
     Some(t.tv_sec() as Nanos * 1_000_000_000 + t.tv_nsec() as Nanos)
