@@ -735,7 +735,11 @@ def measured(runs: list[dict[str, Any]]) -> dict[tuple[str, float], dict[str, fl
 def predicted(
     scenario: Scenario, variants: list[str], rates: list[float], seeds: int, requests: int
 ) -> dict[tuple[str, float], dict[str, float]]:
-    """The simulator at the same offered rates: mean over seeds."""
+    """The simulator at the same offered rates: mean over seeds. Besides ``p50``, ``p99`` and
+    ``goodput``: ``cpu_idle``, the share of core time left idle, ``gpu_busy``, the devices'
+    busy share, and ``wait_per_ms:NAME`` for
+    each service NAME, how long its runtime calls waited per ms of their cost
+    (``call_ms / call_cost_ms - 1``, the lab's ``off_per_cpu`` when the costs are CPU time)."""
     per_load = scenario_rate(scenario)
     loads = [rate / per_load for rate in rates]
     res = sim.run(scenario, variants, loads, seeds=list(range(1, seeds + 1)), requests=requests)
@@ -747,8 +751,21 @@ def predicted(
                 "p50": statistics.mean(p["latency_ms"]["p50"] for p in pts),
                 "p99": statistics.mean(p["latency_ms"]["p99"] for p in pts),
                 "goodput": statistics.mean(p["goodput_rps"] for p in pts),
+                "cpu_idle": statistics.mean(p["cpu_idle"] for p in pts),
+                "gpu_busy": statistics.mean(p["gpu_busy"] for p in pts),
+            } | {
+                f"wait_per_ms:{svc.name}": statistics.mean(
+                    call_wait(p["services"][svc.name]) for p in pts
+                )
+                for svc in scenario.services
             }
     return out
+
+
+def call_wait(service: dict[str, Any]) -> float:
+    """How long a simulated service's runtime calls waited per ms of their cost (0: none ran)."""
+    cost = service.get("call_cost_ms", 0.0)
+    return service["call_ms"] / cost - 1.0 if cost > 0 else 0.0
 
 
 def scenario_rate(scenario: Scenario) -> float:

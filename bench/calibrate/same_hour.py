@@ -60,6 +60,17 @@ threads are their executors, what they have run carried from call to call while 
 sleep. With the calls' CPU time (rule 4) and their preemptions, or ``--no-preempt --wall-time``;
 not with ``--run-queues``, ``--call-stretch`` or ``--on-core``.
 
+``--among-calls`` (the eighteenth round; with ``--lag``): the lag acts among the runtime calls
+only, while they outnumber the cores (``host.lag_among_calls``): every phase keeps processor
+sharing's rate, and the calls split theirs so that each call's first MS run ahead of the others'
+rest. One executor per core (``fifo``, ``sjf``) is then unchanged.
+
+``--calls`` (the eighteenth round): after the table, the runtime calls' wait per ms of their
+cost per variant, rate and model: the lab's (the ``calls`` block timelines.py writes into the
+grid's timelines.json, ``off_per_cpu``, mean over repeats) against the simulator's
+(``call_ms / call_cost_ms - 1``). With per-thread CPU costs both are time off a core per ms of
+CPU; with wall-time costs the simulator's starts from 0 at light load where the lab's does not.
+
 ``--host-speed`` (the fifteenth round): the host's speed over time (``host.speed_cv``,
 ``host.speed_ms``) read off the grid's two lightest levels by host_speed.py.
 
@@ -116,6 +127,56 @@ READ_OFF = ("independent", "fifo", "sjf")
 """The variants a scenario is read off (each a policy of its own name, one batch in flight)."""
 AS_SIMULATED = {**{v: (v, 1) for v in READ_OFF}, "default": DEMO_AS_SIMULATED["default"]}
 """A grid variant → (the simulator's policy, batches of each model in flight)."""
+
+
+def lab_call_waits(
+    folder: Path, runs: list[dict[str, Any]]
+) -> dict[tuple[str, float], dict[str, float]]:
+    """(variant, offered rps) → model → the lab's calls' time off a core per ms of CPU, the
+    mean over repeats of each run's ``off_per_cpu`` (``folder``'s timelines.json); under
+    ``cpu_idle`` the host's idle share of its cores (the run's ``server.host_cpu_idle``), and
+    under ``gpu_busy`` its devices' busy share (``server.device``'s ``busy_s`` over the
+    window, mean over devices)."""
+    timelines = json.loads((folder / "timelines.json").read_text())
+    groups: dict[tuple[str, float], dict[str, list[float]]] = {}
+    for r in runs:
+        calls = timelines.get(r["id"], {}).get("calls", {})
+        key = (r["variant"], r["offered"]["rate_rps"])
+        for model, c in calls.items():
+            groups.setdefault(key, {}).setdefault(model, []).append(c["off_per_cpu"] or 0.0)
+        server = r.get("server", {})
+        if calls and server.get("host_cpu_idle") is not None:
+            groups[key].setdefault("cpu_idle", []).append(server["host_cpu_idle"])
+        devices = server.get("device", {})
+        if calls and devices and server.get("window_s"):
+            busy = statistics.fmean(d["busy_s"] for d in devices.values()) / server["window_s"]
+            groups[key].setdefault("gpu_busy", []).append(busy)
+    return {k: {m: statistics.fmean(xs) for m, xs in v.items()} for k, v in groups.items()}
+
+
+def calls_table(
+    lab: dict[tuple[str, float], dict[str, float]],
+    pred: dict[tuple[str, float], dict[str, float]],
+) -> str:
+    """The calls' wait per ms, lab against simulated, per variant, rate and model."""
+    host = ("cpu_idle", "gpu_busy")
+    models = sorted({m for v in lab.values() for m in v} - set(host))
+    lines = [
+        "the runtime calls' wait per ms of cost, lab (off per ms CPU) / simulated "
+        "(call / cost - 1); the cores' idle share, lab (the host's) / simulated; the devices' "
+        "busy share, lab / simulated:",
+        "",
+        "| variant | req/s | " + " | ".join(models) + " | cores idle | devices busy |",
+        "|---|---:|" + "---:|" * (len(models) + 2),
+    ]
+    for key in sorted(k for k in pred if k in lab):
+        cells = []
+        for m in [*models, *host]:
+            name = m if m in host else f"wait_per_ms:{m}"
+            got, sim_ = lab[key].get(m), pred[key].get(name)
+            cells.append("" if got is None or sim_ is None else f"{got:.2f} / {sim_:.2f}")
+        lines.append(f"| {key[0]} | {key[1]:.0f} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def as_quantiles(points: list[list[float]]) -> Quantiles:
@@ -202,9 +263,26 @@ def main(argv: list[str] | None = None) -> int:
         metavar="MS",
         help="a thread's lag (host.lag_ms): one that woke runs ahead of one that ran on",
     )
+    ap.add_argument(
+        "--calls",
+        action="store_true",
+        help="after the table, the calls' wait per ms of cost per model, lab (timelines.json's "
+        "calls) against simulated",
+    )
+    ap.add_argument(
+        "--among-calls",
+        action="store_true",
+        help="with --lag: the lag splits the calls' share among the calls only, while they "
+        "outnumber the cores (host.lag_among_calls)",
+    )
     args = ap.parse_args(argv)
     if args.lag is not None and not args.lag > 0:
         ap.error(f"--lag must be a number of ms above 0, not {args.lag}")
+    if args.among_calls and not args.lag:
+        ap.error("--among-calls needs --lag MS (the lag it splits the calls' share by)")
+    timelines_at = args.against or args.results
+    if args.calls and not (timelines_at / "timelines.json").is_file():
+        ap.error(f"--calls needs {timelines_at}/timelines.json (run timelines.py on the grid)")
     if args.lag and (args.run_queues or args.call_stretch or args.on_core):
         ap.error(
             "--lag shares the cores its own way: not with --run-queues, --call-stretch or --on-core"
@@ -278,8 +356,11 @@ def main(argv: list[str] | None = None) -> int:
         host = replace(host, call_on_core=share)
         models.append(f"the calls on their core {share} of their wall time (threads/)")
     if args.lag:
-        host = replace(host, lag_ms=args.lag)
-        models.append(f"a thread's lag of {args.lag} ms (host.lag_ms)")
+        host = replace(host, lag_ms=args.lag, lag_among_calls=args.among_calls)
+        if args.among_calls:
+            models.append(f"a lag of {args.lag} ms among the calls (host.lag_among_calls)")
+        else:
+            models.append(f"a thread's lag of {args.lag} ms (host.lag_ms)")
     if args.host_speed:
         speed = host_speed.read(args.results)
         host = replace(host, speed_cv=speed.speed_cv, speed_ms=speed.speed_ms)
@@ -341,7 +422,11 @@ def main(argv: list[str] | None = None) -> int:
             if getattr(host, k)
         )
     )
-    return emit(f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}", args.markdown)
+    text = f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}"
+    if args.calls:
+        against = runs if args.against is None else load_runs(args.against)
+        text += "\n" + calls_table(lab_call_waits(timelines_at, against), pred)
+    return emit(text, args.markdown)
 
 
 if __name__ == "__main__":

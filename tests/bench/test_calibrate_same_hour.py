@@ -150,6 +150,8 @@ def test_on_core_refuses_what_it_cannot_read_or_combine(sh, tmp_path, capsys, th
         (["--lag", "-1"], "above 0"),
         (["--lag", "1.5", "--run-queues"], "not with --run-queues"),
         (["--lag", "1.5", "--call-stretch", "weighted"], "not with --run-queues, --call-stretch"),
+        (["--among-calls"], "--among-calls needs --lag"),
+        (["--calls"], "timelines.json"),
     ],
 )
 def test_lag_refuses_what_it_cannot_combine(sh, tmp_path, capsys, flags, says):
@@ -161,3 +163,43 @@ def test_lag_refuses_what_it_cannot_combine(sh, tmp_path, capsys, flags, says):
         sh.main([str(tmp_path), str(tmp_path / "waits.json"), *flags])
     assert info.value.code == 2
     assert says in capsys.readouterr().err
+
+
+def test_the_calls_table_sets_the_lab_against_the_simulator(sh, tmp_path):
+    import json
+
+    runs = [
+        {
+            "id": f"fifo/L0-r{i}",
+            "variant": "fifo",
+            "offered": {"rate_rps": 600.0},
+            "server": {
+                "host_cpu_idle": 0.1 * i,
+                "window_s": 2.0,
+                "device": {"cpu:0": {"busy_s": 1.0}, "cpu:1": {"busy_s": 0.6 * i}},
+            },
+        }
+        for i in (1, 2)
+    ]
+    timelines = {
+        "fifo/L0-r1": {"calls": {"a": {"off_per_cpu": 0.1}, "b": {"off_per_cpu": None}}},
+        "fifo/L0-r2": {"calls": {"a": {"off_per_cpu": 0.3}, "b": {"off_per_cpu": 0.2}}},
+    }
+    (tmp_path / "timelines.json").write_text(json.dumps(timelines))
+    lab = sh.lab_call_waits(tmp_path, runs)
+    # devices busy: (1.0 + 0.6) / 2 / 2 = 0.4 and (1.0 + 1.2) / 2 / 2 = 0.55
+    want = {"a": 0.2, "b": 0.1, "cpu_idle": 0.15, "gpu_busy": 0.475}
+    assert lab == {("fifo", 600.0): pytest.approx(want)}
+    pred = {
+        ("fifo", 600.0): {"p50": 1.0, "wait_per_ms:a": 0.25, "cpu_idle": 0.05, "gpu_busy": 0.5},
+        ("fifo", 800.0): {},
+    }
+    text = sh.calls_table(lab, pred)
+    assert "| fifo | 600 | 0.20 / 0.25 |  | 0.15 / 0.05 | 0.48 / 0.50 |" in text
+    assert "800" not in text
+
+
+def test_a_simulated_call_wait_is_its_wall_over_its_cost(sh):
+    compare = importlib.import_module("compare")
+    assert compare.call_wait({"call_ms": 1.5, "call_cost_ms": 1.0}) == pytest.approx(0.5)
+    assert compare.call_wait({"call_ms": 0.0, "call_cost_ms": 0.0}) == 0.0

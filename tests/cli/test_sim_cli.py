@@ -34,6 +34,9 @@ POINT_TYPES = {
     "gpu_imbalance": float,
     "cpu_idle": float,
     "gpu_time_s": dict,
+    "mean_batch_size": float,
+    "call_ms": float,
+    "call_cost_ms": float,
     "services": dict,
 }
 SERVICE_TYPES = {
@@ -49,6 +52,9 @@ SERVICE_TYPES = {
     "max_wait_ms": float,
     "slo_attainment": float,
     "dropped": int,
+    "mean_batch_size": float,
+    "call_ms": float,
+    "call_cost_ms": float,
 }
 
 

@@ -239,6 +239,19 @@ def test_a_lag_reaches_the_core_only_when_set(tmp_path: Path) -> None:
     sc = Scenario.load(write(tmp_path, edit("cpu_cores = 8", shared + "\nlag_ms = 1.5")))
     assert sc.host.lag_ms == 1.5
     assert sc.to_core()["host"]["lag_ms"] == 1.5
+    assert "lag_among_calls" not in sc.to_core()["host"]
+
+
+def test_a_lag_among_calls_needs_a_lag_and_reaches_the_core_only_when_set(tmp_path: Path) -> None:
+    shared = "cpu_cores = 8\nshared_cores = true\ntime_slicing = true"
+    text = shared + "\nlag_ms = 1.5\nlag_among_calls = true"
+    sc = Scenario.load(write(tmp_path, edit("cpu_cores = 8", text)))
+    assert sc.host.lag_among_calls is True
+    assert sc.to_core()["host"]["lag_among_calls"] is True
+    for bad, needs in (("lag_among_calls = true", "lag_ms > 0"), ("lag_among_calls = 1", "true")):
+        with pytest.raises(LanesError, match=rf"host\.lag_among_calls.*{needs}") as info:
+            Scenario.load(write(tmp_path, edit("cpu_cores = 8", shared + "\n" + bad)))
+        assert info.value.code == "scenario_invalid"
 
 
 def test_run_queues_reach_the_core_only_when_set(tmp_path: Path) -> None:

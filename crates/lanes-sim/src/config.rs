@@ -341,6 +341,17 @@ pub struct Host {
     /// starts fresh. 0 (the default): every phase shares alike.
     #[serde(default)]
     pub lag_ms: f64,
+    /// With `lag_ms`: the lag acts among the runtime calls only, and only
+    /// while they outnumber the cores. Every phase keeps processor
+    /// sharing's rate `min(1, C/n)` with n runnable; when the k calls among
+    /// them exceed the C cores they split their `k * min(1, C/n)` among
+    /// themselves, each call's first `lag_ms` (fresh) ahead of the rest
+    /// (stale), as [`crate::host::SlicedCores`] says. One executor per core
+    /// (`fifo`, `sjf`) never runs more calls than cores, so it is unchanged;
+    /// under `independent` the long calls take the wait. False (the
+    /// default): the lag acts against every phase, per thread, as above.
+    #[serde(default)]
+    pub lag_among_calls: bool,
 }
 
 fn constant() -> Dist {
@@ -597,6 +608,13 @@ impl Scenario {
                 "must be a number >= 0, and above 0 only with host.shared_cores and \
                  host.time_slicing under processor sharing (host.slice_ms = 0), without \
                  host.run_queues, host.call_stretch or host.call_on_core below 1",
+            ));
+        }
+        if h.lag_among_calls && h.lag_ms == 0.0 {
+            return Err(self.invalid(
+                "host.lag_among_calls".into(),
+                h.lag_among_calls,
+                "true needs host.lag_ms above 0 (the lag it splits the calls' share by)",
             ));
         }
         if let Some(i) = &h.interpreter {

@@ -112,6 +112,20 @@ impl<T> CpuPool<T> {
 /// phase whose fresh part ends goes on as stale. This is EEVDF's lag in
 /// processor sharing's terms: a thread that woke runs ahead of one that has
 /// run on, until it has run its lag.
+///
+/// **Lag among calls** (`host.lag_among_calls`, [`SlicedCores::lagged_among_calls`]):
+/// the lag splits the runtime calls' share of the cores among the calls
+/// only, and only while they outnumber the cores. With n phases runnable,
+/// k of them calls, every phase keeps `r = min(1, C/n)` while `k <= C`.
+/// When `k > C` the calls split their `k * r` core-seconds per second among
+/// themselves: each call's first `lag` ns are fresh, its rest stale; the
+/// k_f fresh calls run first, each at `a_f = min(1, C/k_f)` of a scaled core,
+/// the k_s stale ones share what is left, `a_s = min(1, (C - k_f * a_f) / k_s)`,
+/// both scaled by `g = r * k / C`, so the calls together get `k * r` as
+/// before. The other phases never see the lag: their wait for the calls is
+/// processor sharing's. One executor per core never runs more calls than
+/// cores, so `fifo` and `sjf` are processor sharing (to a ns of rounding); with a
+/// runtime per model the short calls run through and the long ones wait.
 #[derive(Debug)]
 pub struct SlicedCores {
     cores: f64,
@@ -131,6 +145,8 @@ pub struct SlicedCores {
     u: f64,
     /// The stale work of fresh phases, ns, taken up when their fresh part ends.
     later: HashMap<u32, u64>,
+    /// The lag acts among the calls only (see [`SlicedCores`]).
+    among_calls: bool,
     updated: u64,
     /// Bumped on every change; end events carry it.
     pub version: u32,
@@ -163,6 +179,7 @@ impl SlicedCores {
             stale: BinaryHeap::new(),
             u: 0.0,
             later: HashMap::new(),
+            among_calls: false,
             updated: 0,
             version: 0,
             busy: 0.0,
@@ -175,6 +192,42 @@ impl SlicedCores {
         let mut c = Self::new(cores);
         c.lag = lag;
         c
+    }
+
+    /// `cores` idle cores whose runtime calls split their share by a lag of
+    /// `lag` ns each while they outnumber the cores (see [`SlicedCores`]).
+    pub fn lagged_among_calls(cores: usize, lag: u64) -> Self {
+        let mut c = Self::lagged(cores, lag);
+        c.among_calls = true;
+        c
+    }
+
+    /// Among calls: the rates of the other phases, the fresh calls and the
+    /// stale calls, per the rule above.
+    fn rates_among_calls(&self) -> (f64, f64, f64) {
+        let (others, fresh, stale) = (self.heap.len(), self.calls.len(), self.stale.len());
+        let n = others + fresh + stale;
+        if n == 0 {
+            return (1.0, 1.0, 1.0);
+        }
+        let r = (self.cores / n as f64).min(1.0);
+        let k = fresh + stale;
+        if k as f64 <= self.cores {
+            return (r, r, r);
+        }
+        let scale = r * k as f64 / self.cores;
+        let a_fresh = if fresh > 0 {
+            (self.cores / fresh as f64).min(1.0)
+        } else {
+            0.0
+        };
+        let left = (self.cores - fresh as f64 * a_fresh).max(0.0);
+        let a_stale = if stale > 0 {
+            (left / stale as f64).min(1.0)
+        } else {
+            0.0
+        };
+        (r, a_fresh * scale, a_stale * scale)
     }
 
     /// The fresh phases running (every phase without a lag).
@@ -213,6 +266,21 @@ impl SlicedCores {
     }
 
     fn advance(&mut self, now: u64) {
+        if self.among_calls {
+            let dt = (now - self.updated) as f64;
+            if dt > 0.0 {
+                let (r, fresh, stale) = self.rates_among_calls();
+                self.v += dt * r;
+                self.w += dt * fresh;
+                self.u += dt * stale;
+                self.busy += dt
+                    * (self.heap.len() as f64 * r
+                        + self.calls.len() as f64 * fresh
+                        + self.stale.len() as f64 * stale);
+            }
+            self.updated = now;
+            return;
+        }
         let dt = (now - self.updated) as f64;
         let n = self.running();
         if n > 0 && dt > 0.0 {
@@ -237,6 +305,22 @@ impl SlicedCores {
             heap.peek()
                 .map(|Reverse((end, _))| ((f64::from_bits(*end) - clock).max(0.0) / rate).ceil())
         };
+        if self.among_calls {
+            let (r, fresh, stale) = self.rates_among_calls();
+            let first = [
+                left(&self.heap, self.v, r),
+                (fresh > 0.0)
+                    .then(|| left(&self.calls, self.w, fresh))
+                    .flatten(),
+                (stale > 0.0)
+                    .then(|| left(&self.stale, self.u, stale))
+                    .flatten(),
+            ]
+            .into_iter()
+            .flatten()
+            .reduce(f64::min)?;
+            return Some(now + first as u64);
+        }
         let (rate, call_rate) = self.rates();
         let phase = left(&self.heap, self.v, rate);
         let call = if self.calls.is_empty() {
@@ -260,15 +344,28 @@ impl SlicedCores {
     /// `token` becomes runnable with `cost` ns of work; returns the new
     /// earliest end (for the current `version`).
     pub fn start(&mut self, token: u32, cost: u64, now: u64) -> Option<u64> {
+        if self.among_calls {
+            // Among calls the lag is the calls' alone.
+            return self.push(false, token, cost, now);
+        }
         self.start_lagged(token, cost, 0, now)
     }
 
     /// [`Self::start`] for a phase whose thread has run `ran` ns since it
     /// last slept: with a lag, its first `lag - ran` ns are fresh and the
-    /// rest stale (see [`SlicedCores`]).
+    /// rest stale (see [`SlicedCores`]). Among calls (where only runtime
+    /// calls start here) the call's own first `lag` ns are fresh, whatever
+    /// `ran`.
     pub fn start_lagged(&mut self, token: u32, cost: u64, ran: u64, now: u64) -> Option<u64> {
         if self.lag == 0 {
             return self.push(false, token, cost, now);
+        }
+        if self.among_calls {
+            let fresh = self.lag.min(cost);
+            if cost > fresh {
+                self.later.insert(token, cost - fresh);
+            }
+            return self.push(true, token, fresh, now);
         }
         let fresh = self.lag.saturating_sub(ran).min(cost);
         if fresh == 0 {
@@ -735,7 +832,14 @@ mod tests {
         weighted: bool,
         phases: &[(u32, u64, u64, bool)],
     ) -> Vec<(u32, u64)> {
-        let mut pool = SlicedCores::stretched(cores, stretch.to_vec(), weighted);
+        let pool = SlicedCores::stretched(cores, stretch.to_vec(), weighted);
+        play_mixed(&mut TimeShared::Sharing(pool), phases)
+    }
+
+    /// Runs `(token, cost, start, call)` phases, by start, on `pool`: `call`
+    /// phases start as runtime calls (a thread that ran nothing before), the
+    /// others as any other phase; `(token, end)` in order of ending.
+    fn play_mixed(pool: &mut TimeShared, phases: &[(u32, u64, u64, bool)]) -> Vec<(u32, u64)> {
         let mut pending: Vec<_> = phases.iter().rev().copied().collect();
         let (mut next, mut got, mut done) = (None::<u64>, Vec::new(), Vec::new());
         while !pending.is_empty() || next.is_some() {
@@ -744,13 +848,13 @@ mod tests {
                 (Some(a), n) if n.is_none_or(|n| a <= n) => {
                     let (token, cost, at, call) = pending.pop().unwrap();
                     next = if call {
-                        pool.start_call(token, cost, at)
+                        pool.start_call(token, cost, 0, at)
                     } else {
                         pool.start(token, cost, at)
                     };
                 }
                 (_, Some(t)) => {
-                    next = pool.finish(pool.version, t, &mut done);
+                    next = pool.finish(pool.version(), t, &mut done);
                     got.extend(done.drain(..).map(|token| (token, t)));
                 }
                 _ => unreachable!(),
@@ -964,6 +1068,85 @@ mod tests {
             &[(1, 30, 0), (2, 5, 12)],
         );
         assert_eq!(got, [(2, 22), (1, 35)]);
+    }
+
+    /// [`play_mixed`] on cores whose calls split their share by `lag`
+    /// (`lag_among_calls`), checking that every phase's work is done once.
+    fn play_among_calls(
+        cores: usize,
+        lag: u64,
+        phases: &[(u32, u64, u64, bool)],
+    ) -> Vec<(u32, u64)> {
+        let mut pool = TimeShared::Sharing(SlicedCores::lagged_among_calls(cores, lag));
+        let got = play_mixed(&mut pool, phases);
+        let work: u64 = phases.iter().map(|p| p.1).sum();
+        assert_eq!(pool.busy(), work, "every phase's work is done once");
+        got
+    }
+
+    #[test]
+    fn among_calls_the_lag_splits_the_calls_share_only() {
+        type Case<'a> = (usize, u64, &'a [(u32, u64, u64, bool)], &'a [(u32, u64)]);
+        let cases: &[Case] = &[
+            // One core, two calls: 1 (30 ns) is stale after 10; 2 (5 ns,
+            // fresh) comes at 12 and takes the calls' whole share (12-17);
+            // 1 has 18 left, ends at 35. Processor sharing: 2 at 22.
+            (
+                1,
+                10,
+                &[(1, 30, 0, true), (2, 5, 12, true)],
+                &[(2, 17), (1, 35)],
+            ),
+            // One core, a call and another phase: never more calls than
+            // cores, so processor sharing whatever the lag (2 ends at 22).
+            (
+                1,
+                10,
+                &[(1, 30, 0, true), (2, 5, 12, false)],
+                &[(2, 22), (1, 35)],
+            ),
+            // Two cores, lag 3. Call 1 (23 ns) runs alone, stale from 3;
+            // at 5 (18 left) come calls 2 and 3 (3 ns each, fresh) and
+            // phase 4 (4 ns). n = 4, r = 1/2: phase 4 keeps 1/2; the three
+            // calls split 3/2 cores, the fresh two first at 3/4 each (end
+            // at 9), call 1 nothing. From 9 phase 4 (2 left) and call 1 run
+            // a core each: 4 ends at 11, 1 at 27.
+            (
+                2,
+                3,
+                &[
+                    (1, 23, 0, true),
+                    (2, 3, 5, true),
+                    (3, 3, 5, true),
+                    (4, 4, 5, false),
+                ],
+                &[(2, 9), (3, 9), (4, 11), (1, 27)],
+            ),
+        ];
+        for &(cores, lag, phases, want) in cases {
+            let got = play_among_calls(cores, lag, phases);
+            assert_eq!(got, want, "cores {cores}, lag {lag}, phases {phases:?}");
+        }
+    }
+
+    #[test]
+    fn among_calls_no_more_calls_than_cores_is_processor_sharing() {
+        // Two cores, never more than two calls at once, other phases
+        // between: the same ends as without a lag. Call 1 (20 ns) alone,
+        // phase 4 (8) from 2, call 3 (10) and phase 2 (6) from 4: four at
+        // 1/2 each until 4 and 2 end at 16, then a core each: 3 ends at 20,
+        // 1 (call 1's fresh 4 long run) at 26.
+        let phases = [
+            (1, 20, 0, true),
+            (4, 8, 2, false),
+            (3, 10, 4, true),
+            (2, 6, 4, false),
+        ];
+        let got = play_among_calls(2, 4, &phases);
+        assert_eq!(got, [(2, 16), (4, 16), (3, 20), (1, 26)]);
+        let plain: Vec<_> = phases.iter().map(|&(t, c, at, _)| (t, c, at)).collect();
+        let want = play(&mut TimeShared::new(2, 0, Vec::new(), false), &plain);
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -14,7 +14,11 @@
 //!   GPU access (engine queue, or worker and semaphore queues);
 //! - GPU busy = time a GPU had any job ÷ window (mean over GPUs); imbalance =
 //!   (max − min busy time) ÷ mean busy time; CPU idle = 1 − core time used ÷
-//!   (cores × window).
+//!   (cores × window);
+//! - runtime calls: a measured batch's call runs from when it asks for its
+//!   device's runtime (after any hold) to when it leaves it; *call* is its
+//!   mean wall time, *call cost* its mean solo cost, so `call / cost - 1` is
+//!   how long a call waited (shared cores or a shared GPU) per ms of cost.
 
 use std::collections::BTreeMap;
 
@@ -49,6 +53,10 @@ pub struct ServiceResult {
     pub dropped: u64,
     /// Mean requests per GPU batch of measured requests (1 without batching).
     pub mean_batch_size: f64,
+    /// Mean wall time of a measured batch's runtime call, ms (0: none).
+    pub call_ms: f64,
+    /// Mean solo cost of those calls, ms (0: none).
+    pub call_cost_ms: f64,
 }
 
 /// GPU time accounting, seconds.
@@ -80,6 +88,10 @@ pub struct PointResult {
     pub gpu_time_s: GpuTime,
     /// Mean requests per GPU batch over all services.
     pub mean_batch_size: f64,
+    /// Mean wall time of a measured runtime call over all services, ms.
+    pub call_ms: f64,
+    /// Mean solo cost of those calls, ms.
+    pub call_cost_ms: f64,
     pub services: BTreeMap<String, ServiceResult>,
 }
 
@@ -96,6 +108,10 @@ pub struct Recorder {
     max_wait: u64,
     batches: u64,
     batched: u64,
+    /// Runtime calls ended, their wall time and cost summed, ns.
+    calls: u64,
+    call_wall: u64,
+    call_cost: u64,
 }
 
 impl Recorder {
@@ -108,6 +124,9 @@ impl Recorder {
             max_wait: 0,
             batches: 0,
             batched: 0,
+            calls: 0,
+            call_wall: 0,
+            call_cost: 0,
         }
     }
 
@@ -141,6 +160,9 @@ impl Recorder {
             all.max_wait = all.max_wait.max(p.max_wait);
             all.batches += p.batches;
             all.batched += p.batched;
+            all.calls += p.calls;
+            all.call_wall += p.call_wall;
+            all.call_cost += p.call_cost;
         }
         all
     }
@@ -149,6 +171,23 @@ impl Recorder {
     pub fn batch(&mut self, n: usize) {
         self.batches += 1;
         self.batched += n as u64;
+    }
+
+    /// A measured batch's runtime call ended after `wall` ns for a solo
+    /// cost of `cost` ns.
+    pub fn call(&mut self, wall: u64, cost: u64) {
+        self.calls += 1;
+        self.call_wall += wall;
+        self.call_cost += cost;
+    }
+
+    /// The calls' mean wall time and mean cost, ms (0 when none ended).
+    pub fn call_ms(&self) -> (f64, f64) {
+        if self.calls == 0 {
+            return (0.0, 0.0);
+        }
+        let mean = |ns: u64| ns as f64 / self.calls as f64 / 1e6;
+        (mean(self.call_wall), mean(self.call_cost))
     }
 
     /// Mean requests per batch (1 when no batch was recorded).
@@ -221,6 +260,7 @@ impl Recorder {
     /// This group's figures over a window of `window_s` seconds.
     pub fn service_result(&self, window_s: f64) -> ServiceResult {
         let l = self.latency();
+        let (call_ms, call_cost_ms) = self.call_ms();
         ServiceResult {
             requests: self.completed() + self.dropped,
             throughput_rps: self.completed() as f64 / window_s,
@@ -235,6 +275,8 @@ impl Recorder {
             slo_attainment: self.attainment(),
             dropped: self.dropped,
             mean_batch_size: self.mean_batch_size(),
+            call_ms,
+            call_cost_ms,
         }
     }
 }

@@ -47,7 +47,7 @@ _HOST_KEYS = (
     "call_preempt_per_ms", "call_preempt_ms", "device_hold_busy_ms", "pre_wake_ms",
     "post_wake_ms", "client_ms", "call_stretch", "pre_wake_busy_ms", "post_wake_busy_ms",
     "run_queues", "call_stretch_weighted", "call_on_core", "speed_cv", "speed_ms",
-    "lag_ms",
+    "lag_ms", "lag_among_calls",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -215,6 +215,13 @@ class Host:
     cores first; the rest is stale and shares what fresh work leaves. A runtime call's thread is
     its device's executor (under ``independent`` its model's); what it has run grows by each
     call's cost up to ``lag_ms`` and drains while it sleeps. 0: every phase shares alike."""
+    lag_among_calls: bool = False
+    """With ``lag_ms``: the lag acts among the runtime calls only, and only while they outnumber
+    the cores. Every phase keeps processor sharing's rate; when the calls exceed the cores they
+    split their share among themselves, each call's first ``lag_ms`` ahead of the others' rest.
+    One executor per core (``fifo``, ``sjf``) is then processor sharing (to a nanosecond of
+    rounding); with a runtime per model the short calls run through and the long ones wait.
+    False: the lag acts against every phase, per thread."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -258,6 +265,8 @@ class Host:
             core["speed_ms"] = self.speed_ms
         if self.lag_ms:
             core["lag_ms"] = self.lag_ms
+        if self.lag_among_calls:
+            core["lag_among_calls"] = True
         for key in (
             "pre_wake_ms", "post_wake_ms", "client_ms", "pre_wake_busy_ms", "post_wake_busy_ms"
         ):  # fmt: skip
@@ -535,6 +544,11 @@ def _host(t: Table) -> Host:
         )
     if lag and (stretch or on_core < 1):
         t.fail("lag_ms", "above 0 not with call_stretch or call_on_core below 1")
+    among_calls = t.raw.get("lag_among_calls", False)
+    if not isinstance(among_calls, bool):
+        t.fail("lag_among_calls", "must be true or false")
+    if among_calls and not lag:
+        t.fail("lag_among_calls", "needs lag_ms > 0 (the lag it splits the calls' share by)")
     wakes = {k: _quantiles(t, k) for k in ("pre_wake_ms", "post_wake_ms")}
     for key, points in wakes.items():
         if points and (handoff or interpreter is not None):
@@ -550,7 +564,7 @@ def _host(t: Table) -> Host:
         preempt_ms, hold_busy, wakes["pre_wake_ms"], wakes["post_wake_ms"],
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
         busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues, weighted,
-        on_core, speed_cv, speed_ms, lag,
+        on_core, speed_cv, speed_ms, lag, among_calls,
     )  # fmt: skip
 
 

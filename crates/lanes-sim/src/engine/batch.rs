@@ -52,6 +52,8 @@ pub(super) struct SimBatch {
     service: u32,
     /// What that thread had run since it last slept as its call started.
     pub(super) ran: u64,
+    /// When its runtime call asked for its device's runtime (after any hold).
+    called: u64,
 }
 
 impl Sim<'_> {
@@ -165,6 +167,7 @@ impl Sim<'_> {
             measured,
             service: service as u32,
             ran: 0,
+            called: self.now,
         };
         if measured {
             self.per_service[service].batch(n as usize);
@@ -228,6 +231,7 @@ impl Sim<'_> {
     /// With time-sliced cores the runtime call is a phase of those cores
     /// (its device only counts as busy meanwhile).
     pub(super) fn batch_runtime(&mut self, slot: u32) {
+        self.batches[slot as usize].called = self.now;
         let b = &self.batches[slot as usize];
         let (g, cost) = (b.device, b.cost);
         if !self.sc.host.shared_cores {
@@ -302,6 +306,7 @@ impl Sim<'_> {
         if batch.measured {
             self.gpu_time.effective += batch.cost;
             self.gpu_time.overlap += held.saturating_sub(batch.cost);
+            self.per_service[batch.service as usize].call(self.now - batch.called, batch.cost);
         }
         if self.sc.host.shared_cores {
             self.release_core();

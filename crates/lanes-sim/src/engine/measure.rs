@@ -59,6 +59,7 @@ impl Sim<'_> {
             .map(|(s, rec)| (s.name.clone(), rec.service_result(window_s)))
             .collect();
         let all = &Recorder::merged(&self.per_service);
+        let (call_ms, call_cost_ms) = all.call_ms();
         PointResult {
             policy: self.mode.to_string(),
             load,
@@ -81,6 +82,8 @@ impl Sim<'_> {
             cpu_idle: (1.0 - cpu_used / (self.sc.host.cpu_cores as f64 * window as f64))
                 .clamp(0.0, 1.0),
             mean_batch_size: all.mean_batch_size(),
+            call_ms,
+            call_cost_ms,
             gpu_time_s: GpuTime {
                 effective: self.gpu_time.effective as f64 / 1e9,
                 overlap: self.gpu_time.overlap as f64 / 1e9,

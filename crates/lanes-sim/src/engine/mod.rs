@@ -39,7 +39,9 @@
 //! `host.speed_cv` every phase that asks for a core has its cost scaled by
 //! the host's speed then ([`crate::speed::HostSpeed`]); with `host.lag_ms`
 //! a thread that woke runs ahead of one that has run on, for up to that
-//! much CPU ([`crate::host::SlicedCores`]).
+//! much CPU, or with `host.lag_among_calls` a call's first `lag_ms` runs
+//! ahead of other calls' rest while the calls outnumber the cores
+//! ([`crate::host::SlicedCores`]).
 //!
 //! Each concept's rule is in its (private) module, all methods of one run's
 //! `Sim`:
@@ -263,7 +265,12 @@ impl<'a> Sim<'a> {
                 }
                 if sc.host.lag_ms > 0.0 {
                     let lag = (sc.host.lag_ms * 1e6).round() as u64;
-                    return TimeShared::Sharing(SlicedCores::lagged(sc.host.cpu_cores, lag));
+                    let cores = if sc.host.lag_among_calls {
+                        SlicedCores::lagged_among_calls(sc.host.cpu_cores, lag)
+                    } else {
+                        SlicedCores::lagged(sc.host.cpu_cores, lag)
+                    };
+                    return TimeShared::Sharing(cores);
                 }
                 TimeShared::new(
                     sc.host.cpu_cores,
@@ -306,7 +313,8 @@ impl<'a> Sim<'a> {
                 .then(|| Quantiles::new(&sc.host.device_hold_busy_ms)),
             hold_busy_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0B05_7C0E_4E1D),
             speed: HostSpeed::new(sc.host.speed_cv, sc.host.speed_ms, seed),
-            runs: (sc.host.lag_ms > 0.0)
+            // Among calls the lag is each call's own: no thread's runs to keep.
+            runs: (sc.host.lag_ms > 0.0 && !sc.host.lag_among_calls)
                 .then(|| Runs::new(mode, g, n, (sc.host.lag_ms * 1e6).round() as u64)),
             calls_on: 0,
             busy_slice: (BUSY_SLICE_MS * 1e6) as u64,
