@@ -22,7 +22,7 @@ def predictions(reading: Path) -> dict[tuple[str, float], dict[str, float]]:
     out = {}
     for line in reading.read_text().splitlines():
         m = re.match(r"\| (\w+) \| (\d+) \|", line)
-        if not m:
+        if not m or "[" not in line:  # the figures' table, not --calls' (eighteenth round)
             continue
         cells = [c.strip() for c in line.strip().strip("|").split("|")]
         sim = [float(cells[i].split("/")[-1].replace(",", "")) for i in (2, 4, 6)]

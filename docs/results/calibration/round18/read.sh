@@ -32,3 +32,9 @@ for lag in 0 1; do
   $S --no-preempt $L --markdown $O/$N.md > /dev/null
 done
 date -u
+# the lab against itself and the readings by round 16's two yardsticks (22:27 UTC)
+$P self_check.py $G --markdown $O/self-check.md > /dev/null
+PYTHONPATH=. $P $ROOT/docs/results/calibration/round16/noise.py $G $O/threads.md \
+  $O/threads-among-0.5.md $O/threads-among-1.md $O/threads-among-2.md $O/threads-nopreempt.md \
+  $O/threads-nopreempt-among-1.md $O/wall.md $O/wall-among-0.5.md $O/wall-among-1.md \
+  $O/wall-among-2.md > $O/noise.txt
