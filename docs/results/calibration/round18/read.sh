@@ -38,3 +38,8 @@ PYTHONPATH=. $P $ROOT/docs/results/calibration/round16/noise.py $G $O/threads.md
   $O/threads-among-0.5.md $O/threads-among-1.md $O/threads-among-2.md $O/threads-nopreempt.md \
   $O/threads-nopreempt-among-1.md $O/wall.md $O/wall-among-0.5.md $O/wall-among-1.md \
   $O/wall-among-2.md > $O/noise.txt
+# longer lags among calls (22:25 UTC), after round 17's by-length peak at 3-4 ms calls
+for lag in 3 4 6; do
+  $S --lag $lag --among-calls --markdown $O/threads-among-$lag.md > /dev/null
+  $S --no-preempt --wall-time --lag $lag --among-calls --markdown $O/wall-among-$lag.md > /dev/null
+done
