@@ -736,10 +736,10 @@ def predicted(
     scenario: Scenario, variants: list[str], rates: list[float], seeds: int, requests: int
 ) -> dict[tuple[str, float], dict[str, float]]:
     """The simulator at the same offered rates: mean over seeds. Besides ``p50``, ``p99`` and
-    ``goodput``: ``cpu_idle``, the share of core time left idle, ``gpu_busy``, the devices'
-    busy share, and ``wait_per_ms:NAME`` for
-    each service NAME, how long its runtime calls waited per ms of their cost
-    (``call_ms / call_cost_ms - 1``, the lab's ``off_per_cpu`` when the costs are CPU time)."""
+    ``goodput``: ``cpu_idle``, the share of core time left idle; ``gpu_busy``, the devices'
+    busy share; and ``wait_per_ms:NAME`` for each service NAME, how long its runtime calls
+    waited per ms of their cost (``call_ms / call_cost_ms - 1``, the lab's ``off_per_cpu``
+    when the costs are CPU time)."""
     per_load = scenario_rate(scenario)
     loads = [rate / per_load for rate in rates]
     res = sim.run(scenario, variants, loads, seeds=list(range(1, seeds + 1)), requests=requests)
@@ -764,7 +764,7 @@ def predicted(
 
 def call_wait(service: dict[str, Any]) -> float:
     """How long a simulated service's runtime calls waited per ms of their cost (0: none ran)."""
-    cost = service.get("call_cost_ms", 0.0)
+    cost = service["call_cost_ms"]
     return service["call_ms"] / cost - 1.0 if cost > 0 else 0.0
 
 

@@ -369,7 +369,8 @@ def main(argv: list[str] | None = None) -> int:
             "host_speed.py)"
         )
     scenario = replace(scenario, host=host)
-    meas = measured(runs if args.against is None else load_runs(args.against))
+    judged = runs if args.against is None else load_runs(args.against)
+    meas = measured(judged)
     variants = sorted({k[0] for k in meas})
     unknown = sorted(set(variants) - set(AS_SIMULATED))
     if unknown:
@@ -424,8 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     text = f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}"
     if args.calls:
-        against = runs if args.against is None else load_runs(args.against)
-        text += "\n" + calls_table(lab_call_waits(timelines_at, against), pred)
+        text += "\n" + calls_table(lab_call_waits(timelines_at, judged), pred)
     return emit(text, args.markdown)
 
 
