@@ -74,9 +74,13 @@ def test_generators_land_on_distinct_nodes_and_merge_exactly(cluster, corpus):
                 for k, s in enumerate(streams)
             ]  # fmt: skip
             results, block = pool.launch(specs, 30.0, closed=False)
+            dirs = [Path(ray.get(a.directory.remote())) for a in pool.actors]
     finally:
         pool.close()
     assert not ray.is_initialized()  # the pool joined the cluster, so it left it
+    # every actor kept its corpus in a directory of its own, and removed it as the pool closed
+    assert len(set(dirs)) == 2 and all(d.name.startswith("lanes-gen-") for d in dirs)
+    assert not any(d.exists() for d in dirs)
     nodes = block["nodes"]
     assert len({n["node_id"] for n in nodes}) == 2 and block["machines"] == 2
     for n in nodes:

@@ -31,6 +31,7 @@ needs it.
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -47,6 +48,8 @@ from lanes.lab.experiment import Cluster
 
 _CLOCK_SAMPLES = 5
 """Round trips per actor for the clock offset; the shortest one is kept."""
+_CLOSE_S = 10.0
+"""How long :meth:`Pool.close` waits for the actors to remove their directories."""
 _LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -96,7 +99,9 @@ class Node:
 
 
 class _Generator:
-    """The actor: one generator process on one node, holding its model's corpus there."""
+    """The actor: one generator process on one node, holding its model's corpus there in a
+    directory of its own, which :meth:`close` removes (the pool calls it before it ends the
+    actor; a killed actor's is left behind)."""
 
     def __init__(self, corpus_name: str, corpus_text: str) -> None:
         self._dir = tempfile.mkdtemp(prefix="lanes-gen-")
@@ -105,6 +110,14 @@ class _Generator:
 
     def clock(self) -> float:
         return time.time()
+
+    def directory(self) -> str:
+        """Where this actor keeps its corpus."""
+        return self._dir
+
+    def close(self) -> None:
+        """Remove this actor's directory."""
+        shutil.rmtree(self._dir, ignore_errors=True)
 
     def where(self) -> tuple[int, str]:
         """This actor's process id and Ray node id."""
@@ -294,6 +307,12 @@ class Pool:
         ray = sys.modules.get("ray")
         if ray is None:
             return
+        closing = []
+        for actor in self.actors:
+            with suppress(Exception):  # already dead: nothing to remove
+                closing.append(actor.close.remote())
+        with suppress(Exception):  # a dead actor's close fails: its files stay where it died
+            ray.wait(closing, num_returns=len(closing), timeout=_CLOSE_S)
         for actor in self.actors:
             with suppress(Exception):  # already dead: nothing to end
                 ray.kill(actor, no_restart=True)
