@@ -97,6 +97,12 @@ figure enters, so every p50, p99 and goodput is a prediction):
    the other threads' CPU, least squares over the rates as ``a + p * rate`` (*measured*; with one
    rate ``a`` = 0), replace rule 2's ``a`` and ``p``, with ``q`` = 0. The fit of rule 2 is still
    made, and printed, as a check of the split against the runs' process CPU.
+   With the calls' own CPU in the timelines (``cpu_ms``, since round 17) rule 0's cells can be
+   read off it directly (:func:`in_situ` with ``call_cpu``; ``same_hour.py --call-cpu``): a
+   cell is the run's median ``cpu_ms`` of that model and size, no share applied. The share
+   read at 600 req/s (0.85) charged the calls 8-25 % less than their own CPU at 200 req/s
+   (``char_cnn``'s batch of one 0.49 ms simulated, its wait included, against the lab's 0.61
+   of CPU).
 5. ``host.slice_ms`` — *measured*, with ``--slices`` only: the slice two threads that both run
    on one core alternate at (``slices.json`` in the results folder, by
    ``bench/calibrate/slices.py``: its ``runs`` p50). Without ``--slices`` the scenario's own
@@ -112,6 +118,13 @@ figure enters, so every p50, p99 and goodput is a prediction):
    runs. The simulated call's cost is its CPU (rule 4), so per ms of cost. Processor sharing
    makes a call wait only when more phases are runnable than there are cores — rarely at light
    load, where the lab's device threads already wait 0.11 ms per ms of CPU.
+   Read off the calls themselves instead (:func:`call_preemption`, ``same_hour.py
+   --preempt-from-calls``; the nineteenth round): the engine policies' runtime calls at the
+   grid's lowest level off their core beyond timelines.py's bound, per ms of their CPU, and
+   their time off a core as the waits. On round 18's grid that is 0.135 preemptions per ms
+   waiting 0.40 ms on average (0.054 ms per ms of CPU, the calls' own 0.05) where sched.py's
+   thread-wide figures give 0.99 of 0.13 ms (0.13 ms per ms: the device thread's wake-ups and
+   hand-offs between calls are in them, and those are the device hold's already).
 
 Every level and every policy is then simulated with that one scenario (``--fcfs``: with the
 cores first come, first served instead of time-sliced, to see what the slicing changes).
@@ -295,10 +308,12 @@ def in_situ(
     on_core: Callable[[str], float] = lambda run: 1.0,
     *,
     hold_on_cost: bool = False,
+    call_cpu: bool = False,
 ) -> tuple[InSitu, ...]:
     """Rule 0 of the module docs: each service's measured points, factor and the median hold
     (on every point with ``hold_on_cost``); each cell's runtime call x ``on_core(run)`` (rule
-    4)."""
+    4), or with ``call_cpu`` the cell's own median CPU per call (timelines.py's ``cpu_ms``:
+    rule 4 read off the calls themselves)."""
     by_name = {s.name: s for s in scenario.services}
     cells: dict[tuple[str, int], list[float]] = {}
     ratios: dict[str, list[float]] = {name: [] for name in by_name}
@@ -313,7 +328,12 @@ def in_situ(
                 continue
             for n, cell in per_size.items():
                 if cell["batches"] >= MIN_BATCHES:
-                    ms = cell["measured_ms"] * on_core(run)
+                    if call_cpu and "cpu_ms" not in cell:
+                        sys.exit(
+                            f"compare: {run}'s {model} batches carry no cpu_ms (re-run "
+                            "timelines.py on a grid whose slices carry it)"
+                        )
+                    ms = cell["cpu_ms"] if call_cpu else cell["measured_ms"] * on_core(run)
                     cells.setdefault((model, int(n)), []).append(ms)
                     ratios[model].append(ms / batch_cost(by_name[model], int(n)))
     if not holds or not all(ratios.values()):
@@ -418,6 +438,67 @@ def preemption(folder: Path) -> tuple[float, tuple[tuple[float, float], ...]]:
     return round(statistics.median(rates), 3), points
 
 
+def call_preemption(
+    timelines: dict[str, Any], runs: list[dict[str, Any]], rate: float | None = None
+) -> tuple[float, tuple[tuple[float, float], ...]]:
+    """Rule 6 read off the calls themselves (``same_hour.py --preempt-from-calls``): the engine
+    policies' runs at the grid's lowest level (where the shared cores make a call wait least),
+    or at offered ``rate``, their runtime calls preempted (timelines.py's ``preempted``: off
+    their core beyond its bound) per ms of their CPU, pooled over the runs, and those calls'
+    time off a core as the waits (each quantile level the median over the runs)."""
+    at = min(r["offered"]["rate_rps"] for r in runs) if rate is None else rate
+    keys = {
+        r["id"] for r in runs if r["variant"] in ENGINE_POLICIES and r["offered"]["rate_rps"] == at
+    }
+    blocks = [
+        timelines[k]["preempted"] for k in sorted(keys) if "preempted" in timelines.get(k, {})
+    ]
+    with_waits = [b["quantiles_ms"] for b in blocks if "quantiles_ms" in b]
+    if not with_waits:
+        sys.exit(
+            "compare: no engine-policy run at the lowest level has its calls' preemptions "
+            "(timelines.py's preempted: re-run timelines.py on a grid whose slices carry cpu_ms)"
+        )
+    rate = sum(b["preempted"] for b in blocks) / sum(b["cpu_ms"] for b in blocks)
+    return round(rate, 4), median_quantiles(with_waits)
+
+
+WINDOW_SLACK = 1.1
+""":func:`server_cpu` leaves out runs whose server window ran this much longer than their
+measurement: until 2026-11-29 the runner's second scrape came once the generators had ended,
+up to a second late on this host, and the process's CPU per second of those runs is diluted."""
+
+
+def server_cpu(runs: list[dict[str, Any]], timelines: dict[str, Any]) -> tuple[float, float]:
+    """Rule 2 with the calls' own CPU (``same_hour.py --server-cpu``): per run, the server
+    process's cores beyond its runtime calls' (``process_cpu_s / window_s`` less timelines.py's
+    ``preempted`` ``cpu_ms / span_s``), least squares over the runs as ``a + p * rate``;
+    ``(a, p)`` with ``a`` in cores and ``p`` in ms per request; runs whose window ran long
+    (:data:`WINDOW_SLACK`) left out. On this host the server's CPU per request beyond the
+    calls falls with the load (round 18's grid, its runs of a 5 s window: 0.49 ms at 200
+    req/s, 0.30 at 900 under ``fifo``)."""
+    xs, ys = [], []
+    for r in runs:
+        block = timelines.get(r["id"], {}).get("preempted")
+        s = r["server"]
+        if not block or not block.get("span_s") or not s.get("window_s"):
+            continue
+        if s["window_s"] > WINDOW_SLACK * r["measure_s"]:
+            continue  # a window that ran past the load (the runner before 2026-11-29)
+        calls = block["cpu_ms"] / block["span_s"] / 1e3
+        xs.append(r["load"]["achieved_rps"])
+        ys.append(s["process_cpu_s"] / s["window_s"] - calls)
+    if len(xs) < 3:
+        sys.exit(
+            "compare: fewer than 3 runs carry their calls' CPU (re-run timelines.py on a grid "
+            "whose slices carry cpu_ms)"
+        )
+    mx, my = statistics.fmean(xs), statistics.fmean(ys)
+    p = math.fsum((x - mx) * (y - my) for x, y in zip(xs, ys, strict=True))
+    p /= math.fsum((x - mx) ** 2 for x in xs)
+    return round(my - p * mx, 4), round(p * 1e3, 4)
+
+
 def preempts_per_ms(run: dict[str, Any]) -> float:
     """One sched.py run's preemptions of a device thread per ms of its CPU (rule 6)."""
     waits = run["perf"]["lanes-device"]["preempted_wait_ms"]
@@ -465,11 +546,13 @@ def fit(
     hold_median: bool = False,
     preempt: tuple[float, tuple[tuple[float, float], ...]] = (0.0, ()),
     busy_hold: bool = True,
+    call_cpu: bool = False,
 ) -> Fit:
     """The run's figures the model takes, by the rules in the module docs; ``scenario`` has
     measure.py's device costs (rule 0 scales them when ``timelines`` are given; rule 3 reads
     ``lone`` when given; rule 4 splits them by ``threads`` when given; rule 6's ``preempt``
-    enters the scenario, and rule 3's fit with it)."""
+    enters the scenario, and rule 3's fit with it; ``call_cpu``: rule 0's cells are the calls'
+    own CPU, see :func:`in_situ`)."""
     costs: tuple[InSitu, ...] = ()
     hold: tuple[tuple[float, float], ...] = ()
     hold_busy: tuple[tuple[float, float], ...] = ()
@@ -477,7 +560,11 @@ def fit(
         share = (lambda run: 1.0) if threads is None else threads.on_core
         rates = {r["id"]: r["offered"]["rate_rps"] for r in runs}
         costs = in_situ(
-            timelines, scenario, lambda run: share(rates[run]), hold_on_cost=hold_median
+            timelines,
+            scenario,
+            lambda run: share(rates[run]),
+            hold_on_cost=hold_median,
+            call_cpu=call_cpu,
         )
         scenario = with_costs(scenario, costs)
         if not hold_median:

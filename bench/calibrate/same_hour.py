@@ -65,6 +65,40 @@ only, while they outnumber the cores (``host.lag_among_calls``): every phase kee
 sharing's rate, and the calls split theirs so that each call's first MS run ahead of the others'
 rest. One executor per core (``fifo``, ``sjf``) is then unchanged.
 
+``--preempt-from-calls`` (the nineteenth round): the calls' preemptions read off their own
+timeline instead of ``sched/``: at the grid's lowest level, the engine policies' runtime calls off
+their core beyond timelines.py's ``OFF_MIN_MS`` per ms of their CPU, and those calls' time off a
+core as the waits (``compare.call_preemption``). Not with ``--no-preempt``, ``--on-core`` or
+``--preempt-by-level``.
+
+``--calls-by-level`` (the nineteenth round; with ``--preempt-from-calls``): each level is
+simulated with the preemptions of its own level's calls instead of the lowest level's — a
+diagnostic, not a prediction: it reads the host's state off the level it predicts, and tells
+whether, given the calls' own time off a core at each level, the rest of the model meets the lab.
+
+``--costs-by-level`` (the nineteenth round; with ``--call-cpu``): each level is simulated with
+its own level's calls' CPU as the device costs (the engine policies' runs at that rate alone) —
+a diagnostic like ``--calls-by-level``: this host's calls get cheaper as the load rises
+(``char_cnn``'s batch of one 0.64 ms of CPU at 200 req/s, 0.42 at 900; ``line_rnn_zh``'s 4.83,
+4.34), which one cost curve read over every level cannot follow.
+
+``--server-cpu`` (the nineteenth round): the server's CPU beyond its runtime calls read off
+the runs themselves — per run the process's cores less the calls' own (timelines.py's
+``preempted`` ``cpu_ms / span_s``), least squares over the runs as ``a + p x rate``
+(``compare.server_cpu``) — instead of the scenario's ``pre`` and ``post`` and threads.py's one
+rate: every service's ``pre`` and ``post`` scaled alike so that the mix's comes to ``p``, and
+``a`` added to ``host.busy_cores``. The client part keeps its ``IO_EXTRA``.
+
+``--call-cpu`` (the nineteenth round): the device costs are the calls' own CPU, each cell the
+run's median ``cpu_ms`` of that model and batch size (timelines.py), instead of its median wall
+time x threads.py's on-core share (rule 4); threads/ still gives the I/O threads' CPU. Not with
+``--wall-time`` or ``--on-core``.
+
+``--absorbed`` (the nineteenth round): the calls' preemption waits stand for all of their
+waiting for a core, not on top of the shared cores' (``host.call_preempt_absorbed``): drawn as
+before, held after the call for what they exceed its wait on the cores. Not with
+``--no-preempt`` or ``--on-core``.
+
 ``--calls`` (the eighteenth round): after the table, the runtime calls' wait per ms of their
 cost per variant, rate and model: the lab's (the ``calls`` block timelines.py writes into the
 grid's timelines.json, ``off_per_cpu``, mean over repeats) against the simulator's
@@ -90,6 +124,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 from dataclasses import replace
 from pathlib import Path
@@ -104,9 +139,12 @@ from compare import (
     DEFAULT_SCENARIO,
     KNEE,
     TARGET,
+    WINDOW_SLACK,
     calibrated,
+    call_preemption,
     emit,
     fit,
+    in_situ,
     linear,
     load_runs,
     load_threads,
@@ -114,8 +152,10 @@ from compare import (
     preempt_rates,
     preemption,
     scenario_lines,
+    server_cpu,
     summary,
     table,
+    with_costs,
 )
 from variants import IO_EXTRA, STRETCH
 
@@ -136,7 +176,9 @@ def lab_call_waits(
     mean over repeats of each run's ``off_per_cpu`` (``folder``'s timelines.json); under
     ``cpu_idle`` the host's idle share of its cores (the run's ``server.host_cpu_idle``), and
     under ``gpu_busy`` its devices' busy share (``server.device``'s ``busy_s`` over the
-    window, mean over devices)."""
+    window, mean over devices); those two over the runs whose server window is the
+    measurement's (``compare.WINDOW_SLACK``: before 2026-11-29 the runner's window ran up to a
+    second long in about half of the runs, diluting both)."""
     timelines = json.loads((folder / "timelines.json").read_text())
     groups: dict[tuple[str, float], dict[str, list[float]]] = {}
     for r in runs:
@@ -145,6 +187,8 @@ def lab_call_waits(
         for model, c in calls.items():
             groups.setdefault(key, {}).setdefault(model, []).append(c["off_per_cpu"] or 0.0)
         server = r.get("server", {})
+        if server.get("window_s", 0.0) > WINDOW_SLACK * r.get("measure_s", math.inf):
+            continue  # the host's and devices' shares of a window that ran past the load
         if calls and server.get("host_cpu_idle") is not None:
             groups[key].setdefault("cpu_idle", []).append(server["host_cpu_idle"])
         devices = server.get("device", {})
@@ -203,6 +247,25 @@ def client_part(entries: list[dict[str, Any]]) -> Quantiles:
     gaps = [g for e in entries for g in e["client_part"].values()]
     p50, p90, p99 = (max(0.0, statistics.median(g[i] for g in gaps) - IO_EXTRA) for i in range(3))
     return ((0.0, 0.0), (0.5, p50), (0.9, max(p50, p90)), (0.99, max(p90, p99)), (1.0, 1.5 * p99))
+
+
+def with_server_cpu(scenario: Scenario, cores: float, per_request_ms: float) -> Scenario:
+    """``scenario`` with its requests' CPU outside the runtime calls (each service's ``pre`` and
+    ``post``) scaled alike so that the mix's comes to ``per_request_ms``, and ``cores`` more
+    on ``host.busy_cores`` (the server's CPU whatever the load)."""
+    total = sum(s.share for s in scenario.services)
+    mix = sum(s.share / total * (s.pre.mean_ms + s.post.mean_ms) for s in scenario.services)
+    k = per_request_ms / mix if mix > 0 else 1.0
+    services = tuple(
+        replace(
+            s,
+            pre=replace(s.pre, mean_ms=round(s.pre.mean_ms * k, 4)),
+            post=replace(s.post, mean_ms=round(s.post.mean_ms * k, 4)),
+        )
+        for s in scenario.services
+    )
+    host = replace(scenario.host, busy_cores=round(scenario.host.busy_cores + cores, 4))
+    return replace(scenario, host=host, services=services)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,7 +338,56 @@ def main(argv: list[str] | None = None) -> int:
         help="with --lag: the lag splits the calls' share among the calls only, while they "
         "outnumber the cores (host.lag_among_calls)",
     )
+    ap.add_argument(
+        "--preempt-from-calls",
+        action="store_true",
+        help="the calls' preemptions read off their own timeline at the lowest level "
+        "(timelines.py's preempted) instead of sched/",
+    )
+    ap.add_argument(
+        "--calls-by-level",
+        action="store_true",
+        help="with --preempt-from-calls: each level simulated with its own level's calls' "
+        "preemptions (a diagnostic: the host's state read off the level it predicts)",
+    )
+    ap.add_argument(
+        "--costs-by-level",
+        action="store_true",
+        help="with --call-cpu: each level simulated with its own level's calls' CPU as the "
+        "device costs (a diagnostic, as --calls-by-level)",
+    )
+    ap.add_argument(
+        "--server-cpu",
+        action="store_true",
+        help="the server's CPU beyond the calls fitted over the runs as a + p x rate (process "
+        "CPU less the calls' own): pre and post scaled to p, a on the busy cores",
+    )
+    ap.add_argument(
+        "--call-cpu",
+        action="store_true",
+        help="the device costs are the calls' own CPU (timelines.py's cpu_ms per model and "
+        "size) instead of their wall time x threads.py's on-core share",
+    )
+    ap.add_argument(
+        "--absorbed",
+        action="store_true",
+        help="the calls' preemption waits net of the shared cores' wait: held after the call "
+        "for what they exceed it (host.call_preempt_absorbed)",
+    )
     args = ap.parse_args(argv)
+    if args.preempt_from_calls and (args.no_preempt or args.on_core or args.preempt_by_level):
+        ap.error(
+            "--preempt-from-calls reads the preemptions: not with --no-preempt, --on-core or "
+            "--preempt-by-level"
+        )
+    if args.calls_by_level and not args.preempt_from_calls:
+        ap.error("--calls-by-level needs --preempt-from-calls")
+    if args.costs_by_level and not args.call_cpu:
+        ap.error("--costs-by-level needs --call-cpu")
+    if args.call_cpu and (args.wall_time or args.on_core):
+        ap.error("--call-cpu is a per-thread CPU cost: not with --wall-time or --on-core")
+    if args.absorbed and (args.no_preempt or args.on_core):
+        ap.error("--absorbed nets out the preemptions' waits: not with --no-preempt or --on-core")
     if args.lag is not None and not args.lag > 0:
         ap.error(f"--lag must be a number of ms above 0, not {args.lag}")
     if args.among_calls and not args.lag:
@@ -315,12 +427,17 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_preempt or args.on_core:
         why = "--on-core counts the run delay" if args.on_core else "--no-preempt"
         preempt, whence = (0.0, ()), f"none ({why})"
+    elif args.preempt_from_calls:
+        preempt = call_preemption(timelines, runs)
+        whence = "the calls' own timeline at the lowest level (timelines.py's preempted)"
+        if args.calls_by_level:
+            whence = "the calls' own timeline at each level (timelines.py's preempted)"
     elif sched.is_dir():
         preempt, whence = preemption(sched), "sched/ of this grid"
     else:
         preempt = (base.host.call_preempt_per_ms, base.host.call_preempt_ms)
         whence = f"{args.scenario.name}'s (no sched/ here)"
-    f = fit(runs, base, timelines, None, threads, preempt=preempt)
+    f = fit(runs, base, timelines, None, threads, preempt=preempt, call_cpu=args.call_cpu)
     entries = lowest(json.loads(args.waits.read_text()))
     scenario = calibrated(base, f)
     host = replace(
@@ -361,6 +478,9 @@ def main(argv: list[str] | None = None) -> int:
             models.append(f"a lag of {args.lag} ms among the calls (host.lag_among_calls)")
         else:
             models.append(f"a thread's lag of {args.lag} ms (host.lag_ms)")
+    if args.absorbed:
+        host = replace(host, call_preempt_absorbed=True)
+        models.append("the preemptions' waits net of the cores' (host.call_preempt_absorbed)")
     if args.host_speed:
         speed = host_speed.read(args.results)
         host = replace(host, speed_cv=speed.speed_cv, speed_ms=speed.speed_ms)
@@ -369,6 +489,13 @@ def main(argv: list[str] | None = None) -> int:
             "host_speed.py)"
         )
     scenario = replace(scenario, host=host)
+    if args.server_cpu:
+        a, per_request = server_cpu(runs, timelines)
+        scenario = with_server_cpu(scenario, a, per_request)
+        models.append(
+            f"the server's CPU beyond the calls {a} cores + {per_request} ms a request, fitted "
+            "over the runs (compare.server_cpu)"
+        )
     judged = runs if args.against is None else load_runs(args.against)
     meas = measured(judged)
     variants = sorted({k[0] for k in meas})
@@ -392,6 +519,31 @@ def main(argv: list[str] | None = None) -> int:
                     AS_SIMULATED,
                 )
             )
+    elif args.calls_by_level or args.costs_by_level:
+        if args.calls_by_level:
+            models.append("each level's own calls' preemptions (a diagnostic)")
+        if args.costs_by_level:
+            models.append("each level's own calls' CPU as the device costs (a diagnostic)")
+        pred = {}
+        for rate in rates:
+            at, level = host, scenario
+            if args.calls_by_level:
+                per_ms, waits = call_preemption(timelines, runs, rate)
+                at = replace(host, call_preempt_per_ms=per_ms, call_preempt_ms=waits)
+            if args.costs_by_level:
+                ids = {r["id"] for r in runs if r["offered"]["rate_rps"] == rate}
+                own = {k: t for k, t in timelines.items() if k in ids}
+                level = with_costs(scenario, in_situ(own, base, call_cpu=True))
+            pred.update(
+                simulate(
+                    replace(level, host=at),
+                    variants,
+                    [rate],
+                    args.seeds,
+                    args.requests,
+                    AS_SIMULATED,
+                )
+            )
     else:
         pred = simulate(scenario, variants, rates, args.seeds, args.requests, AS_SIMULATED)
     below = [k for k, m in meas.items() if m["goodput"] >= KNEE * k[1]]
@@ -401,10 +553,13 @@ def main(argv: list[str] | None = None) -> int:
         for x in ("p50", "p99", "goodput")
     )
     against = "" if args.against is None else f", set against {args.against}"
+    cost_reading = "wall time" if threads is None else "per-thread CPU"
+    if args.call_cpu:
+        cost_reading = "the calls' own CPU (cpu_ms)"
     head = (
         f"{args.results}: {len(runs)} runs{against}; the scenario read off them "
         f"({args.scenario.name}'s other keys): device costs in situ, "
-        f"{'per-thread CPU' if threads else 'wall time'}; "
+        f"{cost_reading}; "
         f"preemptions {whence}; wake-ups and client part (less {IO_EXTRA} ms of I/O CPU on "
         f"pre) from the spans at the lowest level; {args.seeds} seeds x {args.requests} requests"
         + "".join(f"; {m}" for m in models)

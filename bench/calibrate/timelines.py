@@ -20,7 +20,9 @@ all its calls (``calls``): how many, their mean ``measured_ms`` and ``cpu_ms``, 
 a core (``off_ms``: ``measured_ms - cpu_ms``, clamped at 0), its p99 (``off_p99_ms``), and
 ``off_per_cpu`` (the calls' time off a core per ms of their CPU: on CPU executors with one
 intra-op thread, their run delay, the per-call counterpart of ``sched.py``'s per-thread
-figure). Writes ``timelines.json`` into the results folder (or
+figure), and over all the run's calls those preempted (``preempted``: off their core longer
+than :data:`OFF_MIN_MS`, with the quantiles of that time — ``compare.call_preemption`` reads
+them as a preemption rate and its waits). Writes ``timelines.json`` into the results folder (or
 ``--out``), small enough to keep beside the run's other files.
 
 Run:  python bench/calibrate/timelines.py RESULTS [--out FILE] [--cores 2]
@@ -49,6 +51,10 @@ def quantile(xs: list[float], p: float) -> float:
     return xs[i] + (xs[i + 1] - xs[i]) * (k - i)
 
 
+OFF_MIN_MS = 0.05
+"""A runtime call off its core longer than this (its ``measured_ms - cpu_ms``) counts as
+preempted (``preempted``); shorter is the clocks' reading and a wake-up's jitter."""
+
 CALLS_SEEN = 40
 """Calls started before a dispatch that are looked at for still running (there are at most a
 few runtimes per device; a generous bound)."""
@@ -75,11 +81,13 @@ def calls_running(batches: list[dict[str, Any]]) -> list[int]:
 
 
 def summarise(trace: dict[str, Any], cores: int = 2) -> dict[str, Any]:
-    """One run's timeline: ``{model: {n: {batches, measured_ms, mean_ms, hold_ms}}}``, the
+    """One run's timeline: ``{model: {n: {batches, measured_ms, mean_ms, hold_ms}}}`` (and the
+    median ``cpu_ms`` where every batch of the cell carries it), the
     run's median ``hold_ms`` over all batches and its quantiles (``hold_quantiles_ms``), the
     hold by the calls running at dispatch (``hold_by_calls``) and the quantiles of the holds of
     batches dispatched while at least ``cores`` calls ran (``hold_busy_quantiles_ms``)."""
     measured: dict[tuple[str, int], list[float]] = defaultdict(list)
+    cpu: dict[tuple[str, int], list[float]] = defaultdict(list)
     held: dict[tuple[str, int], list[float]] = defaultdict(list)
     batches = [
         ev for ev in trace["traceEvents"] if ev.get("ph") == "X" and not ev["args"].get("failed")
@@ -90,18 +98,22 @@ def summarise(trace: dict[str, Any], cores: int = 2) -> dict[str, Any]:
         a = ev["args"]
         key = (a["model"], int(a["batch_size"]))
         measured[key].append(a["measured_ms"])
+        if "cpu_ms" in a:
+            cpu[key].append(a["cpu_ms"])
         held[key].append(ev["dur"] / 1e3 - a["measured_ms"])
         by_calls[str(running) if running < 3 else "3+"].append(held[key][-1])
         if running >= cores:
             busy.append(max(0.0, held[key][-1]))
     out: dict[str, Any] = {"models": {}}
     for (model, n), xs in sorted(measured.items()):
-        out["models"].setdefault(model, {})[str(n)] = {
+        cell = out["models"].setdefault(model, {})[str(n)] = {
             "batches": len(xs),
             "measured_ms": round(statistics.median(xs), 4),
             "mean_ms": round(statistics.fmean(xs), 4),
             "hold_ms": round(statistics.median(held[(model, n)]), 4),
         }
+        if len(cpu[(model, n)]) == len(xs):
+            cell["cpu_ms"] = round(statistics.median(cpu[(model, n)]), 4)
     every = sorted(max(0.0, h) for hs in held.values() for h in hs)
     out["hold_ms"] = round(statistics.median(every), 4) if every else None
     if every:
@@ -113,6 +125,7 @@ def summarise(trace: dict[str, Any], cores: int = 2) -> dict[str, Any]:
     calls = per_model_calls(batches)
     if calls:
         out["calls"] = calls
+        out["preempted"] = preempted_calls(batches)
     busy.sort()
     out["hold_busy_batches"] = len(busy)
     if len(busy) >= 2:
@@ -142,6 +155,35 @@ def per_model_calls(batches: list[dict[str, Any]]) -> dict[str, Any]:
             "off_p99_ms": round(quantile(off, 0.99), 4),
             "off_per_cpu": round(sum(off) / sum(cpu), 4) if sum(cpu) > 0 else None,
         }
+    return out
+
+
+def preempted_calls(batches: list[dict[str, Any]]) -> dict[str, Any]:
+    """Over all the run's runtime calls (every batch carries ``cpu_ms``), those off their core
+    longer than :data:`OFF_MIN_MS`: ``{calls, cpu_ms, span_s, preempted, quantiles_ms}`` —
+    how many calls, their CPU in all, the seconds from the first dispatch to the last
+    completion (so ``cpu_ms / span_s / 1e3`` is the cores the calls kept busy), how many were
+    preempted and the quantiles of those calls' time off
+    a core (``[p, ms]`` at ``HOLD_P``; absent with fewer than two). ``preempted / cpu_ms`` is a
+    rate of preemptions per ms of CPU and ``quantiles_ms`` their waits, as ``sched.py``'s per
+    thread (each preempted call counted once, so the rate times the waits' mean is the calls'
+    time off a core per ms of CPU beyond the calls under the bound)."""
+    off, cpu = [], 0.0
+    for ev in batches:
+        a = ev["args"]
+        cpu += a["cpu_ms"]
+        if a["measured_ms"] - a["cpu_ms"] > OFF_MIN_MS:
+            off.append(a["measured_ms"] - a["cpu_ms"])
+    off.sort()
+    span = max(ev["ts"] + ev["dur"] for ev in batches) - min(ev["ts"] for ev in batches)
+    out: dict[str, Any] = {
+        "calls": len(batches),
+        "cpu_ms": round(cpu, 3),
+        "span_s": round(span / 1e6, 4),
+        "preempted": len(off),
+    }
+    if len(off) >= 2:
+        out["quantiles_ms"] = [[p, round(quantile(off, p), 4)] for p in HOLD_P]
     return out
 
 

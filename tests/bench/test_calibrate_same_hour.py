@@ -152,6 +152,9 @@ def test_on_core_refuses_what_it_cannot_read_or_combine(sh, tmp_path, capsys, th
         (["--lag", "1.5", "--call-stretch", "weighted"], "not with --run-queues, --call-stretch"),
         (["--among-calls"], "--among-calls needs --lag"),
         (["--calls"], "timelines.json"),
+        (["--preempt-from-calls", "--no-preempt"], "not with --no-preempt"),
+        (["--call-cpu", "--wall-time"], "not with --wall-time"),
+        (["--absorbed", "--no-preempt"], "not with --no-preempt"),
     ],
 )
 def test_lag_refuses_what_it_cannot_combine(sh, tmp_path, capsys, flags, says):
@@ -203,3 +206,61 @@ def test_a_simulated_call_wait_is_its_wall_over_its_cost(sh):
     compare = importlib.import_module("compare")
     assert compare.call_wait({"call_ms": 1.5, "call_cost_ms": 1.0}) == pytest.approx(0.5)
     assert compare.call_wait({"call_ms": 0.0, "call_cost_ms": 0.0}) == 0.0
+
+
+def lab_run(variant: str, rate: float, repeat: int) -> dict[str, object]:
+    return {
+        "id": f"{variant}/L{int(rate) // 200 - 1}-r{repeat}",
+        "variant": variant,
+        "offered": {"rate_rps": rate},
+    }
+
+
+def test_preemptions_read_off_the_calls_are_the_lowest_levels_engine_runs(sh):
+    compare = importlib.import_module("compare")
+    waits = [[0.0, 0.06], [0.5, 0.2], [1.0, 3.0]]
+    timelines = {
+        # the lowest level's fifo and sjf runs: 3 + 1 preempted calls in 40 ms of CPU
+        "fifo/L0-r1": {"preempted": {"calls": 9, "cpu_ms": 30.0, "preempted": 3,
+                                     "quantiles_ms": waits}},
+        "sjf/L0-r1": {"preempted": {"calls": 4, "cpu_ms": 10.0, "preempted": 1}},
+        "sjf/L0-r2": {"preempted": {"calls": 8, "cpu_ms": 20.0, "preempted": 2,
+                                    "quantiles_ms": [[0.0, 0.1], [0.5, 0.4], [1.0, 1.0]]}},
+        # neither independent nor a higher level counts
+        "independent/L0-r1": {"preempted": {"calls": 9, "cpu_ms": 1.0, "preempted": 9,
+                                            "quantiles_ms": [[0.0, 9], [0.5, 9], [1.0, 9]]}},
+        "fifo/L1-r1": {"preempted": {"calls": 9, "cpu_ms": 1.0, "preempted": 9,
+                                     "quantiles_ms": [[0.0, 9], [0.5, 9], [1.0, 9]]}},
+    }  # fmt: skip
+    runs = [lab_run("fifo", 200, 1), lab_run("sjf", 200, 1), lab_run("sjf", 200, 2)]
+    runs += [lab_run("independent", 200, 1), lab_run("fifo", 400, 1)]
+    rate, points = compare.call_preemption(timelines, runs)
+    assert rate == round(6 / 60, 4)
+    # each level the median of the two runs with waits
+    assert points == ((0.0, 0.08), (0.5, 0.3), (1.0, 2.0))
+    with pytest.raises(SystemExit, match=r"re-run timelines\.py"):
+        compare.call_preemption({"fifo/L0-r1": {"models": {}}}, runs[:1])
+
+
+def test_the_calls_own_cpu_is_each_cells_cost(sh):
+    from lanes.sim.scenario import Scenario
+
+    compare = importlib.import_module("compare")
+    base = Scenario.load(compare.DEFAULT_SCENARIO)
+    name = base.services[0].name
+    cell = {"batches": 20, "measured_ms": 2.0, "cpu_ms": 1.5}
+    timelines = {
+        f"{v}/L0-r{k}": {
+            "hold_ms": 0.1,
+            "models": {s.name: {"1": dict(cell)} for s in base.services},
+        }
+        for v in ("fifo", "sjf")
+        for k in (1, 2)
+    }
+    by_cpu = {c.name: dict(c.points) for c in compare.in_situ(timelines, base, call_cpu=True)}
+    by_share = {c.name: dict(c.points) for c in compare.in_situ(timelines, base, lambda r: 0.8)}
+    assert by_cpu[name][1] == (1.5, True)
+    assert by_share[name][1] == (1.6, True)
+    del timelines["sjf/L0-r2"]["models"][name]["1"]["cpu_ms"]
+    with pytest.raises(SystemExit, match="carry no cpu_ms"):
+        compare.in_situ(timelines, base, call_cpu=True)

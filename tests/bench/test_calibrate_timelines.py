@@ -58,3 +58,29 @@ def test_without_every_calls_cpu_there_is_no_calls_block(timelines: types.Module
     out = timelines.summarise(trace)
     assert "calls" not in out
     assert out["models"]["cnn"]["1"]["batches"] == 2
+
+
+def test_the_calls_preempted_and_each_cells_cpu(timelines: types.ModuleType) -> None:
+    trace = {
+        "traceEvents": [
+            batch("cnn", 0, 2.0, 2.0),
+            # within the bound: a clock read, not a preemption
+            batch("cnn", 10_000, 2.04, 2.0),
+            batch("cnn", 20_000, 3.0, 2.0),
+            batch("rnn", 30_000, 12.0, 8.0),
+            batch("rnn", 50_000, 8.5, 8.0),
+        ]
+    }
+    out = timelines.summarise(trace)
+    pre = out["preempted"]
+    assert pre["calls"] == 5 and pre["cpu_ms"] == 22.0 and pre["preempted"] == 3
+    q = dict((p, ms) for p, ms in pre["quantiles_ms"])
+    assert q[0.0] == 0.5 and q[0.5] == 1.0 and q[1.0] == 4.0
+    assert out["models"]["cnn"]["1"]["cpu_ms"] == 2.0
+    assert out["models"]["rnn"]["1"]["cpu_ms"] == 8.0
+
+
+def test_a_cell_without_every_calls_cpu_has_none(timelines: types.ModuleType) -> None:
+    trace = {"traceEvents": [batch("cnn", 0, 2.0, 2.0), batch("cnn", 10_000, 3.0, None)]}
+    out = timelines.summarise(trace)
+    assert "cpu_ms" not in out["models"]["cnn"]["1"] and "preempted" not in out

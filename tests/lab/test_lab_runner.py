@@ -243,6 +243,13 @@ def test_experiment_runs_interleaved_is_interrupted_and_resumes(tmp_path):
         assert set(server["device"]) <= {"sim:0", "sim:1"}
         assert 0.0 <= server["host_cpu_idle"] <= 1.0
         assert server["process_cpu_s"] is not None and server["process_cpu_s"] > 0
+        # the server's counters and its timeline cover the client's window, not the time
+        # until the generators have ended
+        assert abs(server["window_s"] - d["measure_s"]) < 0.25, server["window_s"]
+        if d["timeline"] is not None:
+            other = json.loads((out / d["timeline"]).read_text())["otherData"]
+            start = d["started_unix"]
+            assert other["window_unix"] == [start, start + d["measure_s"]]
         assert d["machine"] == aggregate.machine()  # the host that ran it
     assert runner.summarize(out) == out / "summary.json"
     summary = json.loads((out / "summary.json").read_text())

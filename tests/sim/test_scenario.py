@@ -254,6 +254,25 @@ def test_a_lag_among_calls_needs_a_lag_and_reaches_the_core_only_when_set(tmp_pa
         assert info.value.code == "scenario_invalid"
 
 
+def test_absorbed_preemptions_need_preemptions_on_shared_cores(tmp_path: Path) -> None:
+    shared = "cpu_cores = 8\nshared_cores = true\ntime_slicing = true"
+    preempt = "\ncall_preempt_per_ms = 0.5\ncall_preempt_ms = [[0, 0.1], [1, 2]]"
+    plain = Scenario.load(write(tmp_path, edit("cpu_cores = 8", shared + preempt)))
+    assert "call_preempt_absorbed" not in plain.to_core()["host"]
+    text = shared + preempt + "\ncall_preempt_absorbed = true"
+    sc = Scenario.load(write(tmp_path, edit("cpu_cores = 8", text)))
+    assert sc.host.call_preempt_absorbed is True
+    assert sc.to_core()["host"]["call_preempt_absorbed"] is True
+    for bad, needs in (
+        (shared + "\ncall_preempt_absorbed = true", "call_preempt_per_ms > 0"),
+        ("cpu_cores = 8" + preempt + "\ncall_preempt_absorbed = true", "shared_cores"),
+        (shared + preempt + "\ncall_preempt_absorbed = 1", "true or false"),
+    ):
+        with pytest.raises(LanesError, match=rf"host\.call_preempt_absorbed.*{needs}") as info:
+            Scenario.load(write(tmp_path, edit("cpu_cores = 8", bad)))
+        assert info.value.code == "scenario_invalid"
+
+
 def test_run_queues_reach_the_core_only_when_set(tmp_path: Path) -> None:
     assert "run_queues" not in Scenario.load(write(tmp_path, BASE)).to_core()["host"]
     text = edit("cpu_cores = 8", "cpu_cores = 8\ntime_slicing = true\nrun_queues = true")

@@ -274,6 +274,16 @@ pub struct Host {
     /// `call_preempt_per_ms` > 0.
     #[serde(default)]
     pub call_preempt_ms: Vec<(f64, f64)>,
+    /// With `call_preempt_per_ms`, `shared_cores` and `time_slicing`: the
+    /// preemptions' waits stand for *all* of a call's waiting for its core,
+    /// of which the cores' sharing already gives it some. A call's waits are
+    /// drawn as before but not held ahead of it; when it ends, its device
+    /// stays held for what they exceed its own time beyond its cost (the
+    /// wait the shared cores gave it), so in all it waits the larger of the
+    /// two instead of their sum. False (the default): the waits are held
+    /// before the call, on top of the cores' sharing.
+    #[serde(default)]
+    pub call_preempt_absorbed: bool,
     /// With `shared_cores` and `time_slicing`, when the runtimes outnumber
     /// the cores (`independent`'s one per service per device, or the jobs a
     /// device runs at once under an engine policy, beyond `cpu_cores`): a
@@ -608,6 +618,16 @@ impl Scenario {
                 "must be a number >= 0, and above 0 only with host.shared_cores and \
                  host.time_slicing under processor sharing (host.slice_ms = 0), without \
                  host.run_queues, host.call_stretch or host.call_on_core below 1",
+            ));
+        }
+        if h.call_preempt_absorbed
+            && !(h.call_preempt_per_ms > 0.0 && h.shared_cores && h.time_slicing)
+        {
+            return Err(self.invalid(
+                "host.call_preempt_absorbed".into(),
+                h.call_preempt_absorbed,
+                "true needs host.call_preempt_per_ms above 0, host.shared_cores and \
+                 host.time_slicing (the cores' sharing whose wait it nets out)",
             ));
         }
         if h.lag_among_calls && h.lag_ms == 0.0 {

@@ -438,14 +438,13 @@ def measure(
         seed = w.seed + 7919 * (key.repeat + 101 * attempt)
         load = _load(exp, rate, conc, trace_times, seed)
         specs, models = _specs(exp, srv, corpus, load, machines, start)
-        sampler = _Sampler(srv, start + w.warmup_s)
+        sampler = _Sampler(srv, start + w.warmup_s, start + w.warmup_s + w.measure_s)
         deadline = 10.0 + w.warmup_s + w.measure_s + 2 * w.timeout_s
         if pool is None:
             results = generators.launch([spec for _, spec in specs], deadline)
         else:
             results, cluster_block = pool.launch(specs, deadline, closed=conc is not None)
-        before = sampler.before()
-        after = _sample(srv)
+        before, after = sampler.before(), sampler.after()
         total = merge(results)
         achieved = total.data.get("status_codes", {}).get("200", 0) / w.measure_s
         ok = stable(total, w.measure_s, st.windows, st.tolerance, st.latency_tolerance)
@@ -484,7 +483,8 @@ def measure(
         if diagnosis.get("profile"):
             diagnosis["profile"] = f"runs/{key.variant}/{diagnosis['profile']}"
     trace_rel = None
-    trace = scrape.timeline(srv.url, w.measure_s)
+    window_start = start + w.warmup_s
+    trace = scrape.timeline(srv.url, w.measure_s, (window_start, window_start + w.measure_s))
     if trace is not None:
         trace_rel = f"runs/{key.variant}/{key.stem}.trace.json"
         write_text_atomic(out / trace_rel, json.dumps(trace))
@@ -631,24 +631,40 @@ def _profile_session(
 
 
 class _Sampler:
-    """Takes the 'before' sample at the measurement's start while the generators run."""
+    """Takes the 'before' sample at the measurement's start and the 'after' one at its end
+    while the generators run, so the server's counters cover the client's window. (Taken when
+    the generators have ended instead, the window ran up to a second long in half of a grid's
+    runs on a 2-core host, and every per-second figure — devices busy, the process's CPU, the
+    host's idle share — was diluted by it.)"""
 
-    def __init__(self, srv: Server, at_unix: float) -> None:
+    def __init__(self, srv: Server, start_unix: float, end_unix: float) -> None:
         import threading
 
-        self._value: dict[str, Any] = {}
-        self._thread = threading.Thread(target=self._run, args=(srv, at_unix), daemon=True)
+        self._srv = srv
+        self._values: list[dict[str, Any]] = [{}, {}]
+        self._thread = threading.Thread(
+            target=self._run, args=(srv, start_unix, end_unix), daemon=True
+        )
         self._thread.start()
 
-    def _run(self, srv: Server, at_unix: float) -> None:
-        delay = at_unix - time.time()
-        if delay > 0:
-            time.sleep(delay)  # the window's start, not a test synchronisation
-        self._value = _sample(srv)
+    def _run(self, srv: Server, start_unix: float, end_unix: float) -> None:
+        for i, at in enumerate((start_unix, end_unix)):
+            delay = at - time.time()
+            if delay > 0:
+                time.sleep(delay)  # the window's start or end, not a test synchronisation
+            self._values[i] = _sample(srv)
 
     def before(self) -> dict[str, Any]:
+        """The sample at the window's start."""
+        return self._join()[0]
+
+    def after(self) -> dict[str, Any]:
+        """The sample at the window's end (taken now if the thread could not)."""
+        return self._join()[1] or _sample(self._srv)
+
+    def _join(self) -> list[dict[str, Any]]:
         self._thread.join(timeout=30.0)
-        return self._value
+        return self._values
 
 
 Progress = Callable[[str, int, int], None]

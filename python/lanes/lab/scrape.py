@@ -9,7 +9,10 @@
   server process's user + system time); two samples give per-core busy fractions, the host's
   idle fraction and the process's CPU seconds over the window. The load generators run on the
   same host, so host figures include them.
-- :func:`timeline` fetches the device timeline (``/v2/trace?seconds=N``, Chrome trace JSON).
+- :func:`timeline` fetches the device timeline (``/v2/trace?seconds=N``, Chrome trace JSON)
+  and, given the measurement window on the Unix clock, keeps what fell inside it
+  (:func:`within`): the server's window is "the last N seconds" at the fetch, which comes after
+  the generators end, so without the cut a late end shifts it past the measurement.
 
 :func:`server_block` turns before/after samples into the run file's ``server`` object
 (docs/lab.md). Every fetch is bounded by a timeout; a missing endpoint gives None, not an error.
@@ -18,7 +21,9 @@
 from __future__ import annotations
 
 import json
+import math
 import os
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Mapping
@@ -143,16 +148,66 @@ def _process_cpu(pid: int | None) -> float | None:
     return (float(fields[11]) + float(fields[12])) / _CLK_TCK  # utime, stime
 
 
-def timeline(base_url: str, seconds: float) -> dict[str, Any] | None:
-    """The device timeline of the last ``seconds`` (Chrome trace JSON), or None."""
-    body = fetch(f"{base_url}/v2/trace?seconds={max(1, round(seconds))}", timeout=15.0)
+def timeline(
+    base_url: str, seconds: float, window: tuple[float, float] | None = None
+) -> dict[str, Any] | None:
+    """The device timeline of the last ``seconds`` (Chrome trace JSON), or None; with
+    ``window`` (start, end on the Unix clock) the timeline from ``start`` to now, cut to the
+    window by :func:`within`."""
+    if window is not None:
+        seconds = max(seconds, math.ceil(time.time() - window[0]) + 1)
+    body = fetch(f"{base_url}/v2/trace?seconds={max(1, math.ceil(seconds))}", timeout=15.0)
     if body is None:
         return None
     try:
         data = json.loads(body)
     except ValueError:
         return None
-    return data if isinstance(data, dict) and "traceEvents" in data else None
+    if not (isinstance(data, dict) and "traceEvents" in data):
+        return None
+    return data if window is None else within(data, *window)
+
+
+def within(trace: dict[str, Any], start_unix: float, end_unix: float) -> dict[str, Any]:
+    """``trace`` cut to the window from ``start_unix`` to ``end_unix``. **Rule:** on the trace's
+    clock (``otherData.origin_unix_s`` plus ``ts`` in µs) a job slice (``X``) is kept when it
+    ended inside the window, a request (its ``b``/``e`` events, by id) when its last event did,
+    a counter sample (``C``) when it was taken inside; metadata (``M``) stays. ``otherData``
+    then says the window (``window_s``, ``window_unix``) and counts what was kept (``jobs``,
+    ``requests``). A trace without ``origin_unix_s`` is returned as it is."""
+    other = trace.get("otherData") or {}
+    origin = other.get("origin_unix_s")
+    if not isinstance(origin, (int, float)):
+        return trace
+    lo, hi = (start_unix - origin) * 1e6, (end_unix - origin) * 1e6
+    last: dict[Any, float] = {}
+    for ev in trace["traceEvents"]:
+        if ev.get("ph") in ("b", "e"):
+            key = (ev.get("cat"), ev.get("id"))
+            last[key] = max(last.get(key, ev["ts"]), ev["ts"])
+
+    def keep(ev: dict[str, Any]) -> bool:
+        ph = ev.get("ph")
+        if ph == "X":
+            at = float(ev["ts"]) + float(ev.get("dur", 0.0))
+        elif ph in ("b", "e"):
+            at = last[(ev.get("cat"), ev.get("id"))]
+        elif ph == "C":
+            at = float(ev["ts"])
+        else:
+            return True
+        return lo <= at <= hi
+
+    events = [ev for ev in trace["traceEvents"] if keep(ev)]
+    requests = {(ev.get("cat"), ev.get("id")) for ev in events if ev.get("ph") == "b"}
+    other = {
+        **other,
+        "window_s": round(end_unix - start_unix, 6),
+        "window_unix": [start_unix, end_unix],
+        "jobs": sum(1 for ev in events if ev.get("ph") == "X"),
+        "requests": len(requests),
+    }
+    return {**trace, "traceEvents": events, "otherData": other}
 
 
 def server_block(
@@ -166,8 +221,8 @@ def server_block(
     """
     out: dict[str, Any] = {"rejected": None, "expired": None, "device": {}}
     t0, t1 = before.get("t"), after.get("t")
-    # The counters' own window: from the 'before' scrape to the 'after' one, which comes once
-    # the last replies are in, so it is a little longer than the measurement window.
+    # The counters' own window: from the 'before' scrape to the 'after' one, the runner's
+    # samples at the measurement window's start and end (a fetch's time apart from it).
     has_times = isinstance(t0, (int, float)) and isinstance(t1, (int, float)) and t1 > t0
     out["window_s"] = float(t1 - t0) if has_times else window_s  # type: ignore[operator]
     m0, m1 = before.get("metrics"), after.get("metrics")

@@ -47,7 +47,7 @@ _HOST_KEYS = (
     "call_preempt_per_ms", "call_preempt_ms", "device_hold_busy_ms", "pre_wake_ms",
     "post_wake_ms", "client_ms", "call_stretch", "pre_wake_busy_ms", "post_wake_busy_ms",
     "run_queues", "call_stretch_weighted", "call_on_core", "speed_cv", "speed_ms",
-    "lag_ms", "lag_among_calls",
+    "lag_ms", "lag_among_calls", "call_preempt_absorbed",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -222,6 +222,12 @@ class Host:
     One executor per core (``fifo``, ``sjf``) is then processor sharing (to a nanosecond of
     rounding); with a runtime per model the short calls run through and the long ones wait.
     False: the lag acts against every phase, per thread."""
+    call_preempt_absorbed: bool = False
+    """With ``call_preempt_per_ms``, ``shared_cores`` and ``time_slicing``: the preemptions' waits
+    stand for all of a call's waiting for its core, some of which the shared cores already give
+    it. They are drawn as before but held after the call, for what they exceed its time beyond its
+    cost, so the call waits the larger of the two instead of their sum. False: held before the
+    call, on top of the cores' sharing."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -267,6 +273,8 @@ class Host:
             core["lag_ms"] = self.lag_ms
         if self.lag_among_calls:
             core["lag_among_calls"] = True
+        if self.call_preempt_absorbed:
+            core["call_preempt_absorbed"] = True
         for key in (
             "pre_wake_ms", "post_wake_ms", "client_ms", "pre_wake_busy_ms", "post_wake_busy_ms"
         ):  # fmt: skip
@@ -549,6 +557,15 @@ def _host(t: Table) -> Host:
         t.fail("lag_among_calls", "must be true or false")
     if among_calls and not lag:
         t.fail("lag_among_calls", "needs lag_ms > 0 (the lag it splits the calls' share by)")
+    absorbed = t.raw.get("call_preempt_absorbed", False)
+    if not isinstance(absorbed, bool):
+        t.fail("call_preempt_absorbed", "must be true or false")
+    if absorbed and not (preempt_per_ms and shared and slicing):
+        t.fail(
+            "call_preempt_absorbed",
+            "needs call_preempt_per_ms > 0, shared_cores = true and time_slicing = true (the "
+            "cores' sharing whose wait it nets out)",
+        )
     wakes = {k: _quantiles(t, k) for k in ("pre_wake_ms", "post_wake_ms")}
     for key, points in wakes.items():
         if points and (handoff or interpreter is not None):
@@ -564,7 +581,7 @@ def _host(t: Table) -> Host:
         preempt_ms, hold_busy, wakes["pre_wake_ms"], wakes["post_wake_ms"],
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
         busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues, weighted,
-        on_core, speed_cv, speed_ms, lag, among_calls,
+        on_core, speed_cv, speed_ms, lag, among_calls, absorbed,
     )  # fmt: skip
 
 

@@ -19,7 +19,10 @@
 //! cores meanwhile), and with `host.call_preempt_per_ms` for the waits of
 //! its call's preemptions (a Poisson count per ms of its cost, each a draw
 //! of `host.call_preempt_ms`: the device thread waiting for its core, which
-//! processor sharing does not make at light load); with
+//! processor sharing does not make at light load; with
+//! `host.call_preempt_absorbed` they are held after the call instead, for
+//! what they exceed the call's wait on the shared cores, so the call waits
+//! the larger of the two, not their sum); with
 //! `host.device_hold_busy_ms`, when the runtimes outnumber the cores, a
 //! batch dispatched while n calls run on the cores finds its device thread's
 //! core busy with probability `min(1, n / cores)` and its hold is a draw of
@@ -54,6 +57,9 @@ pub(super) struct SimBatch {
     pub(super) ran: u64,
     /// When its runtime call asked for its device's runtime (after any hold).
     called: u64,
+    /// Its preemptions' waits, held after its call for what they exceed
+    /// the call's wait on the cores (`host.call_preempt_absorbed`; else 0).
+    preempt: u64,
 }
 
 impl Sim<'_> {
@@ -168,6 +174,7 @@ impl Sim<'_> {
             service: service as u32,
             ran: 0,
             called: self.now,
+            preempt: 0,
         };
         if measured {
             self.per_service[service].batch(n as usize);
@@ -206,8 +213,14 @@ impl Sim<'_> {
         if let Some((per_ns, q)) = &self.preempt {
             let mean = per_ns * self.batches[slot as usize].cost as f64;
             let n = Poisson::new(mean).map_or(0.0, |p| p.sample(&mut self.preempt_rng));
+            let mut waits = 0;
             for _ in 0..n as u64 {
-                draw += q.sample(&mut self.preempt_rng);
+                waits += q.sample(&mut self.preempt_rng);
+            }
+            if self.preempt_absorbed {
+                self.batches[slot as usize].preempt = waits;
+            } else {
+                draw += waits;
             }
         }
         if draw == 0 {
@@ -250,15 +263,29 @@ impl Sim<'_> {
     }
 
     /// The batch in `slot` finished its runtime call on the time-sliced
-    /// cores: its device is free.
+    /// cores: its device is free, or with `host.call_preempt_absorbed`
+    /// stays held for what its preemptions' waits exceed the call's own
+    /// time beyond its cost (the wait the shared cores gave it).
     pub(super) fn batch_off_cores(&mut self, slot: u32) {
         let b = &self.batches[slot as usize];
-        let g = b.device;
         if let Some(runs) = self.runs.as_mut() {
             runs.ended(b.device, b.service as usize, b.ran, b.cost, self.now);
         }
-        self.gpus[g].unhold(self.now, &self.sc.host.eta);
         self.calls_on -= 1;
+        let on_cores = self.now - b.called;
+        let beyond = b.preempt.saturating_sub(on_cores.saturating_sub(b.cost));
+        if beyond > 0 {
+            self.at(self.now + beyond, Ev::Preempted(slot));
+            return;
+        }
+        self.preempted_done(slot);
+    }
+
+    /// The batch in `slot`'s runtime call and its waits are over: its
+    /// device is free and the batch is done.
+    pub(super) fn preempted_done(&mut self, slot: u32) {
+        let g = self.batches[slot as usize].device;
+        self.gpus[g].unhold(self.now, &self.sc.host.eta);
         let mut actions = std::mem::take(&mut self.actions);
         self.batch_done(slot, &mut actions);
         self.apply(actions);

@@ -30,6 +30,10 @@ pub(super) enum Ev {
     /// A batch's device hold is over: its runtime call starts
     /// (`host.device_hold_ms`).
     Held(u32),
+    /// A batch's runtime call is off the cores and its preemptions' waits
+    /// beyond the cores' are over: its device is free
+    /// (`host.call_preempt_absorbed`).
+    Preempted(u32),
 }
 
 impl Ev {
@@ -46,6 +50,7 @@ impl Ev {
             Self::Woken(t) => 6 << 56 | u64::from(t),
             Self::Cores(v) => 7 << 56 | u64::from(v),
             Self::Held(slot) => 8 << 56 | u64::from(slot),
+            Self::Preempted(slot) => 9 << 56 | u64::from(slot),
         }
     }
 
@@ -60,7 +65,8 @@ impl Ev {
             5 => Self::Lock(word as u32),
             6 => Self::Woken(word as u32),
             7 => Self::Cores(word as u32),
-            _ => Self::Held(word as u32),
+            8 => Self::Held(word as u32),
+            _ => Self::Preempted(word as u32),
         }
     }
 }

@@ -131,6 +131,9 @@ struct Sim<'a> {
     /// stream.
     preempt: Option<(f64, Quantiles)>,
     preempt_rng: Pcg64Mcg,
+    /// The preemptions' waits net of the cores' (`host.call_preempt_absorbed`):
+    /// held after the call, for what they exceed its wait on the cores.
+    preempt_absorbed: bool,
     /// A hold onto busy cores (`host.device_hold_busy_ms`, when the
     /// runtimes outnumber the cores; `None`: never): its draws (`None`:
     /// 0), from its own seeded stream.
@@ -309,6 +312,7 @@ impl<'a> Sim<'a> {
                 .filter(|_| sc.host.call_preempt_per_ms > 0.0)
                 .map(|q| (sc.host.call_preempt_per_ms / 1e6, q)),
             preempt_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0C0E_3A17_5EED),
+            preempt_absorbed: sc.host.call_preempt_absorbed,
             hold_busy: (!sc.host.device_hold_busy_ms.is_empty() && crowded)
                 .then(|| Quantiles::new(&sc.host.device_hold_busy_ms)),
             hold_busy_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0B05_7C0E_4E1D),
@@ -370,6 +374,7 @@ impl<'a> Sim<'a> {
                 Ev::Woken(token) => self.woken(token),
                 Ev::Cores(version) => self.on_cores_done(version),
                 Ev::Held(slot) => self.hold_done(slot),
+                Ev::Preempted(slot) => self.preempted_done(slot),
             }
         }
     }
