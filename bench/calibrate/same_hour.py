@@ -508,7 +508,7 @@ def main(argv: list[str] | None = None) -> int:
         models.append(f"preemptions per ms by offered rate {list(by_rate)}, linear between")
         pred = {}
         for rate in rates:
-            at = replace(host, call_preempt_per_ms=linear(by_rate, rate))
+            at = replace(scenario.host, call_preempt_per_ms=linear(by_rate, rate))
             pred.update(
                 simulate(
                     replace(scenario, host=at),
@@ -526,10 +526,10 @@ def main(argv: list[str] | None = None) -> int:
             models.append("each level's own calls' CPU as the device costs (a diagnostic)")
         pred = {}
         for rate in rates:
-            at, level = host, scenario
+            at, level = scenario.host, scenario
             if args.calls_by_level:
                 per_ms, waits = call_preemption(timelines, runs, rate)
-                at = replace(host, call_preempt_per_ms=per_ms, call_preempt_ms=waits)
+                at = replace(at, call_preempt_per_ms=per_ms, call_preempt_ms=waits)
             if args.costs_by_level:
                 ids = {r["id"] for r in runs if r["offered"]["rate_rps"] == rate}
                 own = {k: t for k, t in timelines.items() if k in ids}
