@@ -506,44 +506,26 @@ def main(argv: list[str] | None = None) -> int:
     if args.preempt_by_level:
         by_rate = preempt_rates(args.results / "sched")
         models.append(f"preemptions per ms by offered rate {list(by_rate)}, linear between")
+    if args.calls_by_level:
+        models.append("each level's own calls' preemptions (a diagnostic)")
+    if args.costs_by_level:
+        models.append("each level's own calls' CPU as the device costs (a diagnostic)")
+    if args.preempt_by_level or args.calls_by_level or args.costs_by_level:
         pred = {}
         for rate in rates:
-            at = replace(scenario.host, call_preempt_per_ms=linear(by_rate, rate))
-            pred.update(
-                simulate(
-                    replace(scenario, host=at),
-                    variants,
-                    [rate],
-                    args.seeds,
-                    args.requests,
-                    AS_SIMULATED,
-                )
-            )
-    elif args.calls_by_level or args.costs_by_level:
-        if args.calls_by_level:
-            models.append("each level's own calls' preemptions (a diagnostic)")
-        if args.costs_by_level:
-            models.append("each level's own calls' CPU as the device costs (a diagnostic)")
-        pred = {}
-        for rate in rates:
-            at, level = scenario.host, scenario
+            level = scenario
+            if args.preempt_by_level:
+                at = replace(level.host, call_preempt_per_ms=linear(by_rate, rate))
+                level = replace(level, host=at)
             if args.calls_by_level:
                 per_ms, waits = call_preemption(timelines, runs, rate)
-                at = replace(at, call_preempt_per_ms=per_ms, call_preempt_ms=waits)
+                at = replace(level.host, call_preempt_per_ms=per_ms, call_preempt_ms=waits)
+                level = replace(level, host=at)
             if args.costs_by_level:
                 ids = {r["id"] for r in runs if r["offered"]["rate_rps"] == rate}
                 own = {k: t for k, t in timelines.items() if k in ids}
-                level = with_costs(scenario, in_situ(own, base, call_cpu=True))
-            pred.update(
-                simulate(
-                    replace(level, host=at),
-                    variants,
-                    [rate],
-                    args.seeds,
-                    args.requests,
-                    AS_SIMULATED,
-                )
-            )
+                level = with_costs(level, in_situ(own, base, call_cpu=True))
+            pred.update(simulate(level, variants, [rate], args.seeds, args.requests, AS_SIMULATED))
     else:
         pred = simulate(scenario, variants, rates, args.seeds, args.requests, AS_SIMULATED)
     below = [k for k, m in meas.items() if m["goodput"] >= KNEE * k[1]]

@@ -642,17 +642,15 @@ class _Sampler:
 
         self._srv = srv
         self._values: list[dict[str, Any]] = [{}, {}]
-        self._thread = threading.Thread(
-            target=self._run, args=(srv, start_unix, end_unix), daemon=True
-        )
+        self._thread = threading.Thread(target=self._run, args=(start_unix, end_unix), daemon=True)
         self._thread.start()
 
-    def _run(self, srv: Server, start_unix: float, end_unix: float) -> None:
+    def _run(self, start_unix: float, end_unix: float) -> None:
         for i, at in enumerate((start_unix, end_unix)):
             delay = at - time.time()
             if delay > 0:
                 time.sleep(delay)  # the window's start or end, not a test synchronisation
-            self._values[i] = _sample(srv)
+            self._values[i] = _sample(self._srv)
 
     def before(self) -> dict[str, Any]:
         """The sample at the window's start."""
