@@ -12,12 +12,19 @@ rates on ``examples/scenarios/cpu-2core.toml`` as committed (nothing is read off
   device count (2).
 
 The demo's ``independent`` (the status quo: one executor of both cores, each model's runtime
-with two intra-op threads) is not modelled by the scenario and is left out. The table and the
+with two intra-op threads) is not modelled by the scenario and is left out.
+
+``--grid`` (the twentieth round): the folder is a calibration grid instead (same_hour.py's
+variants, :data:`GRID_AS_SIMULATED`: ``independent``, ``fifo`` and ``sjf`` each the policy of
+its name, ``default`` as above), so that a scenario file (the committed one, or one that
+same_hour.py ``--write`` read off an earlier hour) is set as it is against a grid it was not
+read off. The table and the
 summary are compare.py's: the mean over the demo's repeats with their range, the mean over
 seeds, and per variant how many figures below the knee fall within issue 15's 15 %.
 
 Run:  python bench/calibrate/against_demo.py DEMO_DIR [--scenario FILE] [--seeds 3]
       [--requests 40000] [--markdown OUT.md]
+      python bench/calibrate/against_demo.py GRID --grid [--scenario FILE] ...
 """
 
 from __future__ import annotations
@@ -40,6 +47,11 @@ AS_SIMULATED = {
     "default": (CPU_POLICY, 2),
 }
 """A demo variant → (the simulator's policy, batches of each model in flight)."""
+GRID_AS_SIMULATED = {
+    **{v: (v, 1) for v in ("independent", "fifo", "sjf")},
+    "default": AS_SIMULATED["default"],
+}
+"""A calibration grid's variant → (the simulator's policy, batches of each model in flight)."""
 
 
 def predicted(
@@ -64,21 +76,29 @@ def predicted(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("demo", type=Path, help="a lanes demo --out folder")
+    ap.add_argument("demo", type=Path, help="a lanes demo --out folder (a grid with --grid)")
     ap.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=40_000)
     ap.add_argument("--markdown", type=Path, default=None)
+    ap.add_argument(
+        "--grid",
+        action="store_true",
+        help="the folder is a calibration grid (independent, fifo, sjf, default)",
+    )
     args = ap.parse_args(argv)
-    runs = [r for r in load_runs(args.demo) if r["variant"] in AS_SIMULATED]
+    as_simulated = GRID_AS_SIMULATED if args.grid else AS_SIMULATED
+    runs = [r for r in load_runs(args.demo) if r["variant"] in as_simulated]
+    if not runs:
+        ap.error(f"{args.demo} holds no runs of {', '.join(as_simulated)}")
     meas = measured(runs)
     variants = sorted({k[0] for k in meas})
     rates = sorted({k[1] for k in meas})
     scenario = Scenario.load(args.scenario)
-    pred = predicted(scenario, variants, rates, args.seeds, args.requests)
+    pred = predicted(scenario, variants, rates, args.seeds, args.requests, as_simulated)
     head = (
-        f"{args.scenario.name} as committed against {args.demo}: "
-        + ", ".join(f"{v} as {AS_SIMULATED[v][0]} x{AS_SIMULATED[v][1]}" for v in variants)
+        f"{args.scenario.name} as it is against {args.demo}: "
+        + ", ".join(f"{v} as {as_simulated[v][0]} x{as_simulated[v][1]}" for v in variants)
         + f"; {args.seeds} seeds x {args.requests} requests"
     )
     return emit(f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}", args.markdown)

@@ -108,6 +108,12 @@ CPU; with wall-time costs the simulator's starts from 0 at light load where the 
 ``--host-speed`` (the fifteenth round): the host's speed over time (``host.speed_cv``,
 ``host.speed_ms``) read off the grid's two lightest levels by host_speed.py.
 
+``--write FILE`` (the twentieth round): also writes the scenario read as a ``lanes sim`` TOML
+file (scenario_file.py), headed by the command, the grid read and the count, so that it can be
+set against other grids as it is (against_demo.py ``--grid``) or committed. Not with the
+per-level diagnostics (``--preempt-by-level``, ``--calls-by-level``, ``--costs-by-level``),
+which simulate a different scenario at each level.
+
 Prints (and with ``--markdown`` writes) the scenario's figures and compare.py's table of
 predicted against measured p50, p99 and goodput, with the count within 15 % below the knee;
 ``--against GRID`` sets the scenario against another grid's runs instead (a scenario read off
@@ -116,7 +122,8 @@ one hour, set against the next).
 Run:  python bench/calibrate/same_hour.py RESULTS WAITS_JSON [--no-preempt] [--wall-time]
       [--busy-wakes] [--deconvolved] [--run-queues] [--call-stretch lossy|weighted]
       [--preempt-by-level] [--on-core] [--host-speed] [--lag MS]
-      [--against GRID] [--markdown OUT.md]
+      [--call-cpu] [--server-cpu] [--absorbed] [--preempt-from-calls]
+      [--against GRID] [--markdown OUT.md] [--write SCENARIO.toml]
       (WAITS_JSON: spans.py RESULTS --json WAITS_JSON)
 """
 
@@ -125,15 +132,20 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import statistics
+import subprocess
+import sys
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import busy_wakes  # beside this file
 import client_part as deconvolution
 import host_speed
-from against_demo import AS_SIMULATED as DEMO_AS_SIMULATED
+import scenario_file
+from against_demo import GRID_AS_SIMULATED
 from against_demo import predicted as simulate
 from compare import (
     DEFAULT_SCENARIO,
@@ -165,7 +177,7 @@ Quantiles = tuple[tuple[float, float], ...]
 
 READ_OFF = ("independent", "fifo", "sjf")
 """The variants a scenario is read off (each a policy of its own name, one batch in flight)."""
-AS_SIMULATED = {**{v: (v, 1) for v in READ_OFF}, "default": DEMO_AS_SIMULATED["default"]}
+AS_SIMULATED = GRID_AS_SIMULATED
 """A grid variant → (the simulator's policy, batches of each model in flight)."""
 
 
@@ -266,6 +278,22 @@ def with_server_cpu(scenario: Scenario, cores: float, per_request_ms: float) -> 
     )
     host = replace(scenario.host, busy_cores=round(scenario.host.busy_cores + cores, 4))
     return replace(scenario, host=host, services=services)
+
+
+def commit() -> str:
+    """The checkout's commit (``git rev-parse --short HEAD``), or ``an unknown commit``."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=Path(__file__).parent,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "an unknown commit"
+    return f"commit {out.stdout.strip()}"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -374,7 +402,22 @@ def main(argv: list[str] | None = None) -> int:
         help="the calls' preemption waits net of the shared cores' wait: held after the call "
         "for what they exceed it (host.call_preempt_absorbed)",
     )
+    ap.add_argument(
+        "--write",
+        type=Path,
+        metavar="FILE",
+        help="also write the scenario read as a lanes sim TOML file (not with the per-level "
+        "diagnostics)",
+    )
     args = ap.parse_args(argv)
+    by_level = args.preempt_by_level or args.calls_by_level or args.costs_by_level
+    if args.write and by_level:
+        ap.error(
+            "--write writes one scenario: not with --preempt-by-level, --calls-by-level or "
+            "--costs-by-level (a scenario per level)"
+        )
+    if args.write and not args.write.parent.is_dir():
+        ap.error(f"--write {args.write}: no such folder {args.write.parent}")
     if args.preempt_from_calls and (args.no_preempt or args.on_core or args.preempt_by_level):
         ap.error(
             "--preempt-from-calls reads the preemptions: not with --no-preempt, --on-core or "
@@ -510,7 +553,7 @@ def main(argv: list[str] | None = None) -> int:
         models.append("each level's own calls' preemptions (a diagnostic)")
     if args.costs_by_level:
         models.append("each level's own calls' CPU as the device costs (a diagnostic)")
-    if args.preempt_by_level or args.calls_by_level or args.costs_by_level:
+    if by_level:
         pred = {}
         for rate in rates:
             level = scenario
@@ -560,6 +603,19 @@ def main(argv: list[str] | None = None) -> int:
             if getattr(host, k)
         )
     )
+    if args.write:
+        command = shlex.join(["same_hour.py", *(sys.argv[1:] if argv is None else argv)])
+        when = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        scenario_file.write(
+            args.write,
+            replace(scenario, description=f"{scenario.description} (read off {args.results})"),
+            f"Written by bench/calibrate/{command} on {when}, lanes at {commit()}.\n"
+            f"Read off {args.results} ({len(runs)} runs){against}: "
+            f"{within} of {3 * len(below)} within {TARGET:.0%} below the knee.\n"
+            + "\n".join(["Models:", *(f"- {m}" for m in models)] if models else [])
+            + "\nHow each figure is read: bench/calibrate/same_hour.py's docstring and "
+            "docs/results/calibration.md.",
+        )
     text = f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}"
     if args.calls:
         text += "\n" + calls_table(lab_call_waits(timelines_at, judged), pred)

@@ -264,3 +264,26 @@ def test_the_calls_own_cpu_is_each_cells_cost(sh):
     del timelines["sjf/L0-r2"]["models"][name]["1"]["cpu_ms"]
     with pytest.raises(SystemExit, match="carry no cpu_ms"):
         compare.in_situ(timelines, base, call_cpu=True)
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--preempt-by-level"], "--write writes one scenario"),
+        (["--call-cpu", "--costs-by-level"], "--write writes one scenario"),
+    ],
+)
+def test_write_refuses_a_scenario_per_level(sh, tmp_path, capsys, flags, says):
+    out = tmp_path / "s.toml"
+    with pytest.raises(SystemExit) as info:
+        sh.main([str(tmp_path), str(tmp_path / "w.json"), "--write", str(out), *flags])
+    assert info.value.code == 2
+    assert says in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_write_refuses_a_missing_folder(sh, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        sh.main([str(tmp_path), str(tmp_path / "w.json"), "--write", str(tmp_path / "no/s.toml")])
+    assert info.value.code == 2
+    assert "no such folder" in capsys.readouterr().err

@@ -1,0 +1,100 @@
+"""``bench/calibrate/scenario_file.py``: a scenario written back as ``lanes sim`` TOML reads back
+as the same scenario, and a failed write leaves nothing behind; ``against_demo.py --grid`` sets
+such a file as it is against a calibration grid."""
+
+from __future__ import annotations
+
+import importlib
+import types
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from lanes.sim.scenario import Scenario, Trace, builtin_scenarios
+
+ROOT = Path(__file__).resolve().parents[2]
+CALIBRATE = ROOT / "bench" / "calibrate"
+SCENARIOS = [
+    *builtin_scenarios(),
+    *sorted(str(p) for p in (ROOT / "examples" / "scenarios").glob("*.toml")),
+]
+
+
+@pytest.fixture
+def sf(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    monkeypatch.syspath_prepend(str(CALIBRATE))
+    return importlib.import_module("scenario_file")
+
+
+def comparable(s: Scenario) -> Scenario:
+    """``s`` without where it was loaded from: its source and its traces' spelling of a path."""
+    services = tuple(
+        replace(x, arrival=replace(x.arrival, path=x.arrival.path.resolve()))
+        if isinstance(x.arrival, Trace)
+        else x
+        for x in s.services
+    )
+    return replace(s, source="", services=services)
+
+
+@pytest.mark.parametrize("name", SCENARIOS, ids=lambda n: Path(n).stem)
+def test_a_scenario_written_reads_back_the_same(sf, tmp_path, name):
+    original = Scenario.load(name)
+    path = tmp_path / "deeper" / "written.toml"
+    path.parent.mkdir()
+    sf.write(path, original, "read off a grid\nsecond line")
+    text = path.read_text()
+    assert text.startswith("# read off a grid\n# second line\n")
+    assert comparable(Scenario.load(path)) == comparable(original)
+
+
+def test_a_changed_figure_is_written(sf, tmp_path):
+    base = Scenario.load(ROOT / "examples/scenarios/cpu-2core.toml")
+    changed = replace(base, host=replace(base.host, call_preempt_absorbed=True, busy_cores=0.2))
+    sf.write(tmp_path / "s.toml", changed)
+    back = Scenario.load(tmp_path / "s.toml")
+    assert back.host.call_preempt_absorbed and back.host.busy_cores == 0.2
+    assert back != replace(base, source=back.source)
+
+
+def test_a_failed_write_leaves_nothing_behind(sf, tmp_path):
+    scenario = Scenario.load("ocr")
+    (tmp_path / "taken").mkdir()  # a folder where the file should go: the rename fails
+    with pytest.raises(OSError):
+        sf.write(tmp_path / "taken", scenario)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["taken"]
+    assert not any((tmp_path / "taken").iterdir())
+
+
+def test_a_scenario_file_is_set_as_it_is_against_a_grid(monkeypatch, tmp_path, capsys):
+    # round 19's committed grid (fifo, sjf, independent and the default) against cpu-2core.toml
+    monkeypatch.syspath_prepend(str(CALIBRATE))
+    against = importlib.import_module("against_demo")
+    grid = ROOT / "docs/results/calibration/round19/grid"
+    out = tmp_path / "t.md"
+    scenario = str(ROOT / "examples/scenarios/cpu-2core.toml")
+    argv = [str(grid), "--grid", "--scenario", scenario, "--seeds", "1", "--requests", "3000"]
+    assert against.main([*argv, "--markdown", str(out)]) == 0
+    text = out.read_text()
+    for variant in ("independent", "fifo", "sjf", "default"):
+        assert f"| {variant} |" in text, variant
+    assert "independent as independent x1" in text
+    # a folder with none of the grid's variants' runs (a demo's) is refused, by name
+    (tmp_path / "runs" / "independent-gpu-like").mkdir(parents=True)
+    run = tmp_path / "runs" / "independent-gpu-like" / "L0-r1.json"
+    run.write_text('{"variant": "independent-gpu-like"}')
+    with pytest.raises(SystemExit) as info:
+        against.main([str(tmp_path), "--grid"])
+    assert info.value.code == 2
+    assert "holds no runs" in capsys.readouterr().err
+
+
+def test_floats_are_written_to_ten_digits(sf, tmp_path):
+    base = Scenario.load("ocr")
+    first = base.services[0]
+    odd = replace(first, gpu=replace(first.gpu, mean_ms=0.5186999999999999))
+    scenario = replace(base, services=(odd, *base.services[1:]))
+    sf.write(tmp_path / "s.toml", scenario)
+    assert "mean_ms = 0.5187," in (tmp_path / "s.toml").read_text()
+    assert Scenario.load(tmp_path / "s.toml").services[0].gpu.mean_ms == 0.5187
