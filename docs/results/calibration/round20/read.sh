@@ -23,11 +23,15 @@ S="$P same_hour.py $R /tmp/r20/read-waits.json --busy-wakes --deconvolved --agai
 $S --markdown $O/threads.md --write $D/scenarios/r20-threads.toml > /dev/null
 $S --call-cpu --server-cpu --absorbed --markdown $O/cpu-server-absorbed.md \
   --write $D/scenarios/r20-cpu-server-absorbed.toml > /dev/null
+$S --call-cpu --server-cpu --absorbed --host-speed --markdown $O/cpu-server-absorbed-speed.md \
+  --write $D/scenarios/r20-cpu-server-absorbed-speed.toml > /dev/null
 # the earlier hours' grids, read the same two ways and written
 for r in 18 19; do
   S="$P same_hour.py /tmp/r$r/read /tmp/r$r/read-waits.json --busy-wakes --deconvolved --scenario $OLD"
   $S --write $D/scenarios/r$r-threads.toml > /dev/null
   $S --call-cpu --server-cpu --absorbed --write $D/scenarios/r$r-cpu-server-absorbed.toml > /dev/null
+  $S --call-cpu --server-cpu --absorbed --host-speed \
+    --write $D/scenarios/r$r-cpu-server-absorbed-speed.toml > /dev/null
 done
 date -u
 # every scenario file as it is against every grid it was not read off, and the committed one
@@ -37,7 +41,7 @@ for g in 18 19 20; do
   $A $GG --scenario $OLD --markdown $O/committed-on-r$g.md > /dev/null
   for r in 18 19 20; do
     [ $r = $g ] && continue
-    for how in threads cpu-server-absorbed; do
+    for how in threads cpu-server-absorbed cpu-server-absorbed-speed; do
       $A $GG --scenario $D/scenarios/r$r-$how.toml --markdown $O/r$r-$how-on-r$g.md > /dev/null
     done
   done
@@ -47,12 +51,15 @@ $P self_check.py $G --markdown $O/self-check.md > /dev/null
 PYTHONPATH=. $P $ROOT/docs/results/calibration/round16/noise.py $G $O/threads.md \
   $O/cpu-server-absorbed.md $O/committed-on-r20.md $O/r18-threads-on-r20.md \
   $O/r18-cpu-server-absorbed-on-r20.md $O/r19-threads-on-r20.md \
-  $O/r19-cpu-server-absorbed-on-r20.md > $O/noise.txt
+  $O/r19-cpu-server-absorbed-on-r20.md $O/cpu-server-absorbed-speed.md \
+  $O/r18-cpu-server-absorbed-speed-on-r20.md $O/r19-cpu-server-absorbed-speed-on-r20.md \
+  > $O/noise.txt
 for g in 18 19; do
   PYTHONPATH=. $P $ROOT/docs/results/calibration/round16/noise.py /tmp/r$g/grid \
     $O/committed-on-r$g.md $O/r*-on-r$g.md > $O/noise-r$g.txt
 done
 cd $ROOT
 $P $D/warm.py $G > $O/warm.md
+for g in 19 20; do $P $D/tails.py /tmp/r$g/grid --rates 200,600,800 > $O/tails-r$g.md; done
 $P docs/results/calibration/round19/windows.py $G > $O/windows.md
 date -u
