@@ -1,9 +1,11 @@
-"""The committed scenario against a ``lanes demo`` run: predicted vs measured p50, p99 and goodput
-per variant and level, the default policy (``auto``) included.
+"""A scenario file as it is (the committed one unless ``--scenario``) against a ``lanes demo`` run
+or a calibration grid: predicted vs measured p50, p99 and goodput per variant and level, the
+default policy (``auto``) included.
 
 Reads a ``lanes demo --out DIR`` folder (its grid runs, ``runs/VARIANT/L*-r*.json``; the capacity
 search's probes left out) and simulates each variant the scenario models at the demo's offered
-rates on ``examples/scenarios/cpu-2core.toml`` as committed (nothing is read off the demo):
+rates on the scenario (``examples/scenarios/cpu-2core.toml`` unless ``--scenario``; nothing is
+read off the demo):
 
 - ``independent-gpu-like`` as the scenario's ``independent`` (one runtime per model per core);
 - ``fifo`` and ``sjf`` as themselves, one batch of each model in flight;
@@ -18,9 +20,10 @@ with two intra-op threads) is not modelled by the scenario and is left out.
 variants, :data:`GRID_AS_SIMULATED`: ``independent``, ``fifo`` and ``sjf`` each the policy of
 its name, ``default`` as above), so that a scenario file (the committed one, or one that
 same_hour.py ``--write`` read off an earlier hour) is set as it is against a grid it was not
-read off. The table and the
-summary are compare.py's: the mean over the demo's repeats with their range, the mean over
-seeds, and per variant how many figures below the knee fall within issue 15's 15 %.
+read off.
+
+The table and the summary are compare.py's: the mean over the demo's repeats with their range,
+the mean over seeds, and per variant how many figures below the knee fall within issue 15's 15 %.
 
 Run:  python bench/calibrate/against_demo.py DEMO_DIR [--scenario FILE] [--seeds 3]
       [--requests 40000] [--markdown OUT.md]
