@@ -19,7 +19,15 @@ the windows): the *excess* ``V(w)``, median over the runs. For a process as abov
 ``speed_ms = τ``. Windows whose excess is not above 0 cannot be fitted in log space: with fewer
 than 3 left the grid shows no slow spells and both figures are 0.
 
-Run:  python bench/calibrate/host_speed.py RESULTS [--levels 0,1] [--json FILE]
+``--cpu`` (the twentieth round): a call's slowdown is its ``cpu_ms`` over its cell's median
+instead of its ``measured_ms``: the CPU the call took, not its wall time, so that a wait for a core
+(which grows with the load) does not count as the host's speed, and levels near the knee can be
+read. ``--warm`` (the twentieth round): a cell is also keyed by what its device ran last — the
+same model or another — and the gap from that call's end to this call's start (bucketed at
+:data:`WARM_GAPS_MS`), so that a warm call's saving (up to 45 % for ``char_cnn``, round20/warm.py)
+does not count as the host's speed either.
+
+Run:  python bench/calibrate/host_speed.py RESULTS [--levels 0,1] [--cpu] [--warm] [--json FILE]
 """
 
 from __future__ import annotations
@@ -38,6 +46,9 @@ WINDOWS_MS = (10, 20, 50, 100, 200, 500, 1000)
 """The window lengths the excess variance is read at."""
 MIN_CELL = 20
 """Batches a cell (model, batch size) needs in a run for its median to count."""
+WARM_GAPS_MS = (0.05, 0.2, 1.0, 5.0, 20.0)
+"""With ``--warm``: the gap buckets' edges, ms (a bucket is (previous edge, edge], one past the
+last), as round20/warm.py's."""
 MIN_WINDOW = 3
 """Calls a window needs to count."""
 TAU_MIN_MS, TAU_MAX_MS, TAU_STEPS = 1.0, 10_000.0, 161
@@ -60,20 +71,47 @@ class Fit:
     would give (median over runs): 1 on a steady host."""
 
 
-def slowdowns(trace: dict[str, Any] | list[dict[str, Any]]) -> list[tuple[float, float]]:
-    """A run's calls in time order: (start in ms, log of measured_ms over its cell's median),
-    cells with at least :data:`MIN_CELL` batches."""
+def gap_bucket(gap_ms: float) -> int:
+    """The index of ``gap_ms``'s bucket in :data:`WARM_GAPS_MS`."""
+    return next((i for i, edge in enumerate(WARM_GAPS_MS) if gap_ms <= edge), len(WARM_GAPS_MS))
+
+
+def slowdowns(
+    trace: dict[str, Any] | list[dict[str, Any]], *, cpu: bool = False, warm: bool = False
+) -> list[tuple[float, float]]:
+    """A run's calls in time order: (start in ms, log of measured_ms — ``cpu_ms`` with ``cpu`` —
+    over its cell's median), cells with at least :data:`MIN_CELL` batches. A cell is a model and
+    batch size, and with ``warm`` also whether its device's previous call was of the same model
+    and the bucket of the gap since that call ended (a device's first call has no cell)."""
     events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    calls = [e for e in events if e.get("ph") == "X" and "measured_ms" in e.get("args", {})]
-    cells: dict[tuple[str, int], list[float]] = defaultdict(list)
+    field_ = "cpu_ms" if cpu else "measured_ms"
+    calls = sorted(
+        (e for e in events if e.get("ph") == "X" and field_ in e.get("args", {})),
+        key=lambda e: e["ts"] + e["dur"],
+    )
+    last: dict[Any, tuple[float, str]] = {}
+    keyed: list[tuple[dict[str, Any], tuple[Any, ...]]] = []
     for e in calls:
-        cells[(e["args"]["model"], e["args"]["batch_size"])].append(e["args"]["measured_ms"])
+        a = e["args"]
+        end = (e["ts"] + e["dur"]) / 1e3
+        key: tuple[Any, ...] = (a["model"], a["batch_size"])
+        if warm:
+            before = last.get(e.get("tid"))
+            last[e.get("tid")] = (end, a["model"])
+            if before is None:
+                continue
+            start = end - a.get("measured_ms", 0.0)
+            key += (before[1] == a["model"], gap_bucket(start - before[0]))
+        keyed.append((e, key))
+    cells: dict[tuple[Any, ...], list[float]] = defaultdict(list)
+    for e, key in keyed:
+        cells[key].append(e["args"][field_])
     median = {k: statistics.median(v) for k, v in cells.items() if len(v) >= MIN_CELL}
     out = []
-    for e in sorted(calls, key=lambda e: e["ts"]):
-        key = (e["args"]["model"], e["args"]["batch_size"])
-        if key in median and e["args"]["measured_ms"] > 0 and median[key] > 0:
-            out.append((e["ts"] / 1e3, math.log(e["args"]["measured_ms"] / median[key])))
+    for e, key in sorted(keyed, key=lambda x: x[0]["ts"]):
+        value = e["args"][field_]
+        if key in median and value > 0 and median[key] > 0:
+            out.append((e["ts"] / 1e3, math.log(value / median[key])))
     return out
 
 
@@ -139,15 +177,18 @@ def traces(results: Path, levels: list[int] | None) -> list[Path]:
     return [f for f in files if level[f] in levels]
 
 
-def read(results: Path, levels: list[int] | None = None) -> Fit:
-    """The fit for a grid folder (``lanes bench run --out``, its timelines kept)."""
+def read(
+    results: Path, levels: list[int] | None = None, *, cpu: bool = False, warm: bool = False
+) -> Fit:
+    """The fit for a grid folder (``lanes bench run --out``, its timelines kept); ``cpu`` and
+    ``warm`` as :func:`slowdowns`."""
     files = traces(results, levels)
     if not files:
         raise FileNotFoundError(f"{results}: no runs/*/L*-r*.trace.json at those levels")
     per_window: dict[int, list[float]] = defaultdict(list)
     ratios: dict[int, list[float]] = defaultdict(list)
     for f in files:
-        calls = slowdowns(json.loads(f.read_text()))
+        calls = slowdowns(json.loads(f.read_text()), cpu=cpu, warm=warm)
         for w in WINDOWS_MS:
             got = windows(calls, w)
             if got is not None:
@@ -163,13 +204,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("results", type=Path, help="a lanes bench run --out folder with timelines")
     ap.add_argument("--levels", help="level indices to read, e.g. 0,1 (default: the two lightest)")
     ap.add_argument("--json", type=Path, help="write the fit here as well")
+    ap.add_argument(
+        "--cpu", action="store_true", help="the calls' cpu_ms, not their measured_ms (wall time)"
+    )
+    ap.add_argument(
+        "--warm",
+        action="store_true",
+        help="cells keyed also by the device's previous call (same model or not) and the gap",
+    )
     args = ap.parse_args(argv)
     try:
         levels = None if args.levels is None else [int(x) for x in args.levels.split(",")]
     except ValueError:
         ap.error(f"--levels {args.levels!r}: must be level indices such as 0,1")
     try:
-        got = read(args.results, levels)
+        got = read(args.results, levels, cpu=args.cpu, warm=args.warm)
     except FileNotFoundError as e:
         print(f"host_speed: {e}", file=sys.stderr)
         return 2

@@ -108,6 +108,11 @@ CPU; with wall-time costs the simulator's starts from 0 at light load where the 
 ``--host-speed`` (the fifteenth round): the host's speed over time (``host.speed_cv``,
 ``host.speed_ms``) read off the grid's two lightest levels by host_speed.py.
 
+``--host-speed-cpu LEVELS`` (the twentieth round): the host's speed read instead off the calls'
+CPU with warmth taken out (host_speed.py ``--cpu --warm``) at those level indices (e.g. ``2,3``,
+the levels whose tails the knee's count judges): a wait for a core, which grows with the load,
+and a warm call's saving are then not read as the host's speed.
+
 ``--write FILE`` (the twentieth round): also writes the scenario read as a ``lanes sim`` TOML
 file (scenario_file.py), headed by the command, the grid read and the count, so that it can be
 set against other grids as it is (against_demo.py ``--grid``) or committed. Not with the
@@ -122,7 +127,7 @@ one hour, set against the next).
 Run:  python bench/calibrate/same_hour.py RESULTS WAITS_JSON [--no-preempt] [--wall-time]
       [--busy-wakes] [--deconvolved] [--run-queues] [--call-stretch lossy|weighted]
       [--preempt-by-level] [--on-core] [--host-speed] [--lag MS]
-      [--call-cpu] [--server-cpu] [--absorbed] [--preempt-from-calls]
+      [--call-cpu] [--server-cpu] [--absorbed] [--preempt-from-calls] [--host-speed-cpu LEVELS]
       [--against GRID] [--markdown OUT.md] [--write SCENARIO.toml]
       (WAITS_JSON: spans.py RESULTS --json WAITS_JSON)
 """
@@ -403,6 +408,12 @@ def main(argv: list[str] | None = None) -> int:
         "for what they exceed it (host.call_preempt_absorbed)",
     )
     ap.add_argument(
+        "--host-speed-cpu",
+        metavar="LEVELS",
+        help="the host's speed read off the calls' CPU with warmth taken out at these level "
+        "indices, e.g. 2,3 (host_speed.py --cpu --warm --levels LEVELS)",
+    )
+    ap.add_argument(
         "--write",
         type=Path,
         metavar="FILE",
@@ -416,6 +427,14 @@ def main(argv: list[str] | None = None) -> int:
             "--write writes one scenario: not with --preempt-by-level, --calls-by-level or "
             "--costs-by-level (a scenario per level)"
         )
+    speed_levels = None
+    if args.host_speed_cpu is not None:
+        if args.host_speed:
+            ap.error("--host-speed and --host-speed-cpu: the host's speed is read one way")
+        try:
+            speed_levels = [int(x) for x in args.host_speed_cpu.split(",")]
+        except ValueError:
+            ap.error(f"--host-speed-cpu {args.host_speed_cpu!r}: level indices such as 2,3")
     if args.write and not args.write.parent.is_dir():
         ap.error(f"--write {args.write}: no such folder {args.write.parent}")
     if args.preempt_from_calls and (args.no_preempt or args.on_core or args.preempt_by_level):
@@ -530,6 +549,13 @@ def main(argv: list[str] | None = None) -> int:
         models.append(
             f"the host's speed over time (cv {speed.speed_cv}, epochs of {speed.speed_ms} ms: "
             "host_speed.py)"
+        )
+    if speed_levels is not None:
+        speed = host_speed.read(args.results, speed_levels, cpu=True, warm=True)
+        host = replace(host, speed_cv=speed.speed_cv, speed_ms=speed.speed_ms)
+        models.append(
+            f"the host's speed over time (cv {speed.speed_cv}, epochs of {speed.speed_ms} ms: "
+            f"host_speed.py --cpu --warm at levels {args.host_speed_cpu})"
         )
     scenario = replace(scenario, host=host)
     if args.server_cpu:

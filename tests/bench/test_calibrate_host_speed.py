@@ -10,6 +10,7 @@ import importlib
 import json
 import math
 import random
+import statistics
 import types
 from pathlib import Path
 
@@ -105,3 +106,34 @@ def test_the_command_line(hs, tmp_path, capsys):
     assert "speed_cv = " in capsys.readouterr().out
     with pytest.raises(SystemExit):
         hs.main([str(root), "--levels", "zero"])
+
+
+def warm_trace(rng: random.Random) -> list[dict]:
+    """One device's calls of model ``a`` on a steady host: a call that starts within 0.2 ms of
+    the device's previous call's end takes 0.5 ms of CPU, a cold one 0.8 (warm caches,
+    round20/warm.py); each waits a random while for a core on top (measured_ms)."""
+    events, t = [], 0.0
+    for _ in range(2000):
+        t += 0.1 if rng.random() < 0.5 else 5.0  # gap since the last call's end, ms
+        cpu = 0.5 if t - (events[-1]["end"] if events else -1e9) <= 0.2 else 0.8
+        wall = cpu + rng.expovariate(1 / 0.3)
+        args = {"model": "a", "batch_size": 1, "cpu_ms": cpu, "measured_ms": wall}
+        events.append({"ph": "X", "tid": 0, "ts": t * 1e3, "dur": wall * 1e3, "args": args})
+        t += wall
+        events[-1]["end"] = t
+    return events
+
+
+def test_cpu_and_warm_take_the_wait_and_the_warmth_out_of_the_slowdown(hs):
+    events = warm_trace(random.Random(3))
+    spread = {
+        (cpu, warm): statistics.pvariance(y for _, y in hs.slowdowns(events, cpu=cpu, warm=warm))
+        for cpu in (False, True)
+        for warm in (False, True)
+    }
+    # the wall time carries the wait for a core; the CPU time the warm/cold split; with both
+    # taken out the steady host shows no slowdown at all
+    assert spread[(False, False)] > spread[(True, False)] > 0.05
+    assert spread[(True, True)] < 1e-9
+    # a device's first call has no previous one: it is left out with --warm
+    assert len(hs.slowdowns(events, cpu=True, warm=True)) == len(events) - 1

@@ -287,3 +287,17 @@ def test_write_refuses_a_missing_folder(sh, tmp_path, capsys):
         sh.main([str(tmp_path), str(tmp_path / "w.json"), "--write", str(tmp_path / "no/s.toml")])
     assert info.value.code == 2
     assert "no such folder" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flags", "says"),
+    [
+        (["--host-speed-cpu", "2,x"], "level indices such as 2,3"),
+        (["--host-speed-cpu", "2,3", "--host-speed"], "the host's speed is read one way"),
+    ],
+)
+def test_host_speed_cpu_refuses_what_it_cannot_read(sh, tmp_path, capsys, flags, says):
+    with pytest.raises(SystemExit) as info:
+        sh.main([str(tmp_path), str(tmp_path / "w.json"), *flags])
+    assert info.value.code == 2
+    assert says in capsys.readouterr().err

@@ -25,6 +25,9 @@ $S --call-cpu --server-cpu --absorbed --markdown $O/cpu-server-absorbed.md \
   --write $D/scenarios/r20-cpu-server-absorbed.toml > /dev/null
 $S --call-cpu --server-cpu --absorbed --host-speed --markdown $O/cpu-server-absorbed-speed.md \
   --write $D/scenarios/r20-cpu-server-absorbed-speed.toml > /dev/null
+$S --call-cpu --server-cpu --absorbed --host-speed-cpu 2,3 \
+  --markdown $O/cpu-server-absorbed-kneespeed.md \
+  --write $D/scenarios/r20-cpu-server-absorbed-kneespeed.toml > /dev/null
 # the earlier hours' grids, read the same two ways and written
 for r in 18 19; do
   S="$P same_hour.py /tmp/r$r/read /tmp/r$r/read-waits.json --busy-wakes --deconvolved --scenario $OLD"
@@ -32,6 +35,8 @@ for r in 18 19; do
   $S --call-cpu --server-cpu --absorbed --write $D/scenarios/r$r-cpu-server-absorbed.toml > /dev/null
   $S --call-cpu --server-cpu --absorbed --host-speed \
     --write $D/scenarios/r$r-cpu-server-absorbed-speed.toml > /dev/null
+  $S --call-cpu --server-cpu --absorbed --host-speed-cpu 2,3 \
+    --write $D/scenarios/r$r-cpu-server-absorbed-kneespeed.toml > /dev/null
 done
 date -u
 # every scenario file as it is against every grid it was not read off, and the committed one
@@ -41,7 +46,7 @@ for g in 18 19 20; do
   $A $GG --scenario $OLD --markdown $O/committed-on-r$g.md > /dev/null
   for r in 18 19 20; do
     [ $r = $g ] && continue
-    for how in threads cpu-server-absorbed cpu-server-absorbed-speed; do
+    for how in threads cpu-server-absorbed cpu-server-absorbed-speed cpu-server-absorbed-kneespeed; do
       $A $GG --scenario $D/scenarios/r$r-$how.toml --markdown $O/r$r-$how-on-r$g.md > /dev/null
     done
   done
@@ -53,7 +58,8 @@ PYTHONPATH=. $P $ROOT/docs/results/calibration/round16/noise.py $G $O/threads.md
   $O/r18-cpu-server-absorbed-on-r20.md $O/r19-threads-on-r20.md \
   $O/r19-cpu-server-absorbed-on-r20.md $O/cpu-server-absorbed-speed.md \
   $O/r18-cpu-server-absorbed-speed-on-r20.md $O/r19-cpu-server-absorbed-speed-on-r20.md \
-  > $O/noise.txt
+  $O/cpu-server-absorbed-kneespeed.md $O/r18-cpu-server-absorbed-kneespeed-on-r20.md \
+  $O/r19-cpu-server-absorbed-kneespeed-on-r20.md > $O/noise.txt
 for g in 18 19; do
   PYTHONPATH=. $P $ROOT/docs/results/calibration/round16/noise.py /tmp/r$g/grid \
     $O/committed-on-r$g.md $O/r*-on-r$g.md > $O/noise-r$g.txt
