@@ -66,6 +66,9 @@ for g in 18 19; do
 done
 cd $ROOT
 $P $D/warm.py $G > $O/warm.md
-for g in 19 20; do $P $D/tails.py /tmp/r$g/grid --rates 200,600,800 > $O/tails-r$g.md; done
+for g in 19 20; do
+  $P $D/tails.py /tmp/r$g/grid --rates 200,600,800 > $O/tails-r$g.md
+  $P $D/spells.py /tmp/r$g/grid > $O/spells-r$g.md
+done
 $P docs/results/calibration/round19/windows.py $G > $O/windows.md
 date -u
