@@ -543,19 +543,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.absorbed:
         host = replace(host, call_preempt_absorbed=True)
         models.append("the preemptions' waits net of the cores' (host.call_preempt_absorbed)")
-    if args.host_speed:
-        speed = host_speed.read(args.results)
+    if args.host_speed or speed_levels is not None:
+        by_cpu = speed_levels is not None  # --host-speed-cpu: the calls' CPU, warmth out
+        speed = host_speed.read(args.results, speed_levels, cpu=by_cpu, warm=by_cpu)
         host = replace(host, speed_cv=speed.speed_cv, speed_ms=speed.speed_ms)
+        how = f" --cpu --warm at levels {args.host_speed_cpu}" if by_cpu else ""
         models.append(
             f"the host's speed over time (cv {speed.speed_cv}, epochs of {speed.speed_ms} ms: "
-            "host_speed.py)"
-        )
-    if speed_levels is not None:
-        speed = host_speed.read(args.results, speed_levels, cpu=True, warm=True)
-        host = replace(host, speed_cv=speed.speed_cv, speed_ms=speed.speed_ms)
-        models.append(
-            f"the host's speed over time (cv {speed.speed_cv}, epochs of {speed.speed_ms} ms: "
-            f"host_speed.py --cpu --warm at levels {args.host_speed_cpu})"
+            f"host_speed.py{how})"
         )
     scenario = replace(scenario, host=host)
     if args.server_cpu:

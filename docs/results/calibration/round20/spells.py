@@ -13,10 +13,11 @@ Run:  python docs/results/calibration/round20/spells.py GRID [--rates 600,800] [
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
+
+from tails import engine_runs, p99  # beside this file
 
 PARTS = (
     "decode_ms",
@@ -37,11 +38,6 @@ PARTS = (
 size of the request's batch (its share column is not a share)."""
 
 
-def p99(xs: list[float]) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(0.99 * len(xs)))]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("grid", type=Path)
@@ -51,37 +47,31 @@ def main() -> None:
     rates = {float(r) for r in args.rates.split(",")}
     ratio: dict[tuple[float, str], list[float]] = defaultdict(list)
     share: dict[tuple[float, str], list[float]] = defaultdict(list)
-    for variant in ("fifo", "sjf"):
-        for run_file in sorted((args.grid / "runs" / variant).glob("L*-r*.json")):
-            if run_file.name.endswith(".trace.json"):
-                continue
-            rate = json.loads(run_file.read_text())["offered"]["rate_rps"]
-            if rate not in rates:
-                continue
-            trace = json.loads(run_file.with_name(run_file.stem + ".trace.json").read_text())
-            spans: dict[int, list[dict[str, float]]] = defaultdict(list)
-            for e in trace["traceEvents"]:
-                a = e.get("args", {})
-                if e.get("ph") == "b" and e.get("cat") == "request" and "total_ms" in a:
-                    spans[int(e["ts"] / 1e6 / args.bin)].append(a)
-            bins = [b for b in spans if len(spans[b]) >= 20]
-            every = [a for b in bins for a in spans[b]]
-            cut = p99([a["total_ms"] for a in every])
-            worst = max(bins, key=lambda b: sum(a["total_ms"] > cut for a in spans[b]))
-            total = statistics.fmean(a["total_ms"] for a in spans[worst])
-            # a call per request: its batch's call over the batch's size, bin against run
-            per = [a["run_ms"] / max(1, a.get("batch_size", 1)) for a in every]
-            worst_per = [a["run_ms"] / max(1, a.get("batch_size", 1)) for a in spans[worst]]
-            ratio[(rate, "run_ms per request")].append(
-                statistics.fmean(worst_per) / statistics.fmean(per)
-            )
-            share[(rate, "run_ms per request")].append(statistics.fmean(worst_per) / total)
-            for part in PARTS:
-                run_mean = statistics.fmean(a.get(part, 0.0) for a in every)
-                bin_mean = statistics.fmean(a.get(part, 0.0) for a in spans[worst])
-                if run_mean > 0:
-                    ratio[(rate, part)].append(bin_mean / run_mean)
-                share[(rate, part)].append(bin_mean / total)
+    for _, run, events in engine_runs(args.grid, rates):
+        rate = run["offered"]["rate_rps"]
+        spans: dict[int, list[dict[str, float]]] = defaultdict(list)
+        for e in events:
+            a = e.get("args", {})
+            if e.get("ph") == "b" and e.get("cat") == "request" and "total_ms" in a:
+                spans[int(e["ts"] / 1e6 / args.bin)].append(a)
+        bins = [b for b in spans if len(spans[b]) >= 20]
+        every = [a for b in bins for a in spans[b]]
+        cut = p99([a["total_ms"] for a in every])
+        worst = max(bins, key=lambda b: sum(a["total_ms"] > cut for a in spans[b]))
+        total = statistics.fmean(a["total_ms"] for a in spans[worst])
+        # a call per request: its batch's call over the batch's size, bin against run
+        per = [a["run_ms"] / max(1, a.get("batch_size", 1)) for a in every]
+        worst_per = [a["run_ms"] / max(1, a.get("batch_size", 1)) for a in spans[worst]]
+        ratio[(rate, "run_ms per request")].append(
+            statistics.fmean(worst_per) / statistics.fmean(per)
+        )
+        share[(rate, "run_ms per request")].append(statistics.fmean(worst_per) / total)
+        for part in PARTS:
+            run_mean = statistics.fmean(a.get(part, 0.0) for a in every)
+            bin_mean = statistics.fmean(a.get(part, 0.0) for a in spans[worst])
+            if run_mean > 0:
+                ratio[(rate, part)].append(bin_mean / run_mean)
+            share[(rate, part)].append(bin_mean / total)
     for rate in sorted(rates):
         print(f"\n{rate:.0f} req/s: each part's mean in the worst bin over the run's, and its")
         print("share of the worst bin's mean total (median over the runs)\n")

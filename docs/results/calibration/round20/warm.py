@@ -15,10 +15,12 @@ Run:  python docs/results/calibration/round20/warm.py GRID [--models char_cnn] [
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
+
+from tails import engine_runs  # beside this file
 
 GAPS_MS = (0.05, 0.2, 1.0, 5.0, 20.0)
 """Gap bucket edges, ms: a bucket is (previous edge, edge]; past the last, one bucket more."""
@@ -33,9 +35,9 @@ def bucket(gap: float) -> str:
     return f"> {lo:g}"
 
 
-def calls(trace: Path) -> list[tuple[int, float, float, str, int, float]]:
-    """(device, start ms, end ms, model, size, cpu_ms) of every call, by device and start."""
-    events = json.loads(trace.read_text())["traceEvents"]
+def calls(events: list[dict[str, Any]]) -> list[tuple[int, float, float, str, int, float]]:
+    """(device, start ms, end ms, model, size, cpu_ms) of a trace's every call, by device and
+    start."""
     out = []
     for e in events:
         a = e.get("args", {})
@@ -56,20 +58,16 @@ def main() -> None:
     args = ap.parse_args()
     models = args.models.split(",")
     groups: dict[tuple[str, float, bool, str], list[float]] = defaultdict(list)
-    for variant in ("fifo", "sjf"):
-        for run_file in sorted((args.grid / "runs" / variant).glob("L*-r*.json")):
-            if run_file.name.endswith(".trace.json"):
+    for _, run, events in engine_runs(args.grid):
+        rate = run["offered"]["rate_rps"]
+        prev: dict[int, tuple[float, str]] = {}
+        for dev, start, end, model, size, cpu in calls(events):
+            last = prev.get(dev)
+            prev[dev] = (end, model)
+            if last is None or model not in models or size != args.size:
                 continue
-            rate = json.loads(run_file.read_text())["offered"]["rate_rps"]
-            trace = run_file.with_name(run_file.name.replace(".json", ".trace.json"))
-            prev: dict[int, tuple[float, str]] = {}
-            for dev, start, end, model, size, cpu in calls(trace):
-                last = prev.get(dev)
-                prev[dev] = (end, model)
-                if last is None or model not in models or size != args.size:
-                    continue
-                gap = start - last[0]
-                groups[(model, rate, last[1] == model, bucket(gap))].append(cpu)
+            gap = start - last[0]
+            groups[(model, rate, last[1] == model, bucket(gap))].append(cpu)
     order = [f"<= {e:g}" for e in GAPS_MS] + [f"> {GAPS_MS[-1]:g}"]
     for model in models:
         rates = sorted({k[1] for k in groups if k[0] == model})
