@@ -309,13 +309,21 @@ def in_situ(
     *,
     hold_on_cost: bool = False,
     call_cpu: bool = False,
+    cost_mean: bool = False,
 ) -> tuple[InSitu, ...]:
     """Rule 0 of the module docs: each service's measured points, factor and the median hold
     (on every point with ``hold_on_cost``); each cell's runtime call x ``on_core(run)`` (rule
     4), or with ``call_cpu`` the cell's own median CPU per call (timelines.py's ``cpu_ms``:
-    rule 4 read off the calls themselves)."""
+    rule 4 read off the calls themselves); with ``cost_mean`` as well, a point is the mean CPU
+    of all its calls over the runs (each cell's ``cpu_mean_ms`` weighted by its batches), not
+    the median over the runs of the cells' medians: the simulator's cost is a mean, and a
+    batch's CPU is skewed to the right (the calls of round 19's batches of 8 of ``line_rnn_zh``
+    have a mean 4 % above their median)."""
+    if cost_mean and not call_cpu:
+        raise ValueError("in_situ: cost_mean reads the calls' own CPU (call_cpu)")
     by_name = {s.name: s for s in scenario.services}
     cells: dict[tuple[str, int], list[float]] = {}
+    pooled: dict[tuple[str, int], list[tuple[float, int]]] = {}
     ratios: dict[str, list[float]] = {name: [] for name in by_name}
     holds = []
     for run, t in timelines.items():
@@ -333,8 +341,17 @@ def in_situ(
                             f"compare: {run}'s {model} batches carry no cpu_ms (re-run "
                             "timelines.py on a grid whose slices carry it)"
                         )
+                    if cost_mean and "cpu_mean_ms" not in cell:
+                        sys.exit(
+                            f"compare: {run}'s {model} batches carry no cpu_mean_ms (re-run "
+                            "timelines.py)"
+                        )
                     ms = cell["cpu_ms"] if call_cpu else cell["measured_ms"] * on_core(run)
                     cells.setdefault((model, int(n)), []).append(ms)
+                    if cost_mean:
+                        pooled.setdefault((model, int(n)), []).append(
+                            (cell["cpu_mean_ms"], cell["batches"])
+                        )
                     ratios[model].append(ms / batch_cost(by_name[model], int(n)))
     if not holds or not all(ratios.values()):
         sys.exit(f"compare: the timelines hold no {' or '.join(ENGINE_POLICIES)} batches")
@@ -347,7 +364,7 @@ def in_situ(
         factor = statistics.median(ratios[name])
         sizes = [1] + ([n for n, _ in s.batching.batch_ms] if s.batching is not None else [])
         read = {
-            n: statistics.median(cells[(name, n)])
+            n: pooled_mean(pooled[(name, n)]) if cost_mean else statistics.median(cells[(name, n)])
             for n in sizes
             if len(cells.get((name, n), [])) >= MIN_RUNS
         }
@@ -364,6 +381,11 @@ def in_situ(
             points[n] = (ms + added, n in read)
         out.append(InSitu(name, factor, added, tuple(sorted(points.items()))))
     return tuple(out)
+
+
+def pooled_mean(cells: list[tuple[float, int]]) -> float:
+    """The mean over every call of cells given as ``(mean, count)``."""
+    return sum(m * n for m, n in cells) / sum(n for _, n in cells)
 
 
 def device_hold(timelines: dict[str, Any]) -> tuple[tuple[float, float], ...]:
@@ -547,12 +569,13 @@ def fit(
     preempt: tuple[float, tuple[tuple[float, float], ...]] = (0.0, ()),
     busy_hold: bool = True,
     call_cpu: bool = False,
+    cost_mean: bool = False,
 ) -> Fit:
     """The run's figures the model takes, by the rules in the module docs; ``scenario`` has
     measure.py's device costs (rule 0 scales them when ``timelines`` are given; rule 3 reads
     ``lone`` when given; rule 4 splits them by ``threads`` when given; rule 6's ``preempt``
     enters the scenario, and rule 3's fit with it; ``call_cpu``: rule 0's cells are the calls'
-    own CPU, see :func:`in_situ`)."""
+    own CPU, and ``cost_mean`` their mean, see :func:`in_situ`)."""
     costs: tuple[InSitu, ...] = ()
     hold: tuple[tuple[float, float], ...] = ()
     hold_busy: tuple[tuple[float, float], ...] = ()
@@ -565,6 +588,7 @@ def fit(
             lambda run: share(rates[run]),
             hold_on_cost=hold_median,
             call_cpu=call_cpu,
+            cost_mean=cost_mean,
         )
         scenario = with_costs(scenario, costs)
         if not hold_median:

@@ -82,7 +82,7 @@ def calls_running(batches: list[dict[str, Any]]) -> list[int]:
 
 def summarise(trace: dict[str, Any], cores: int = 2) -> dict[str, Any]:
     """One run's timeline: ``{model: {n: {batches, measured_ms, mean_ms, hold_ms}}}`` (and the
-    median ``cpu_ms`` where every batch of the cell carries it), the
+    median ``cpu_ms`` and mean ``cpu_mean_ms`` where every batch of the cell carries it), the
     run's median ``hold_ms`` over all batches and its quantiles (``hold_quantiles_ms``), the
     hold by the calls running at dispatch (``hold_by_calls``) and the quantiles of the holds of
     batches dispatched while at least ``cores`` calls ran (``hold_busy_quantiles_ms``)."""
@@ -114,6 +114,7 @@ def summarise(trace: dict[str, Any], cores: int = 2) -> dict[str, Any]:
         }
         if len(cpu[(model, n)]) == len(xs):
             cell["cpu_ms"] = round(statistics.median(cpu[(model, n)]), 4)
+            cell["cpu_mean_ms"] = round(statistics.fmean(cpu[(model, n)]), 4)
     every = sorted(max(0.0, h) for hs in held.values() for h in hs)
     out["hold_ms"] = round(statistics.median(every), 4) if every else None
     if every:

@@ -29,6 +29,7 @@ __all__ = [
     "policy_names",
     "probe_start",
     "simulate",
+    "simulate_timeline",
     "version",
 ]
 
@@ -49,6 +50,17 @@ def simulate(
 ) -> list[dict[str, Any]]:
     """Simulate every ``(policy, load, seed)`` point, in parallel on ``threads`` threads
     (0: all cores); one result dict per point, in the same order."""
+
+def simulate_timeline(
+    scenario: dict[str, Any],
+    policy: str,
+    load: float,
+    seed: int,
+    requests: int,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One ``(policy, load, seed)`` point as :func:`simulate` gives it, and every batch's span on
+    its device (``service``, ``device``, ``size``, ``start_ms``, ``called_ms``, ``end_ms``,
+    ``cost_ms``, ``measured``; ms from the first arrival), in the order the batches ended."""
 
 def capacity(
     scenario: dict[str, Any],

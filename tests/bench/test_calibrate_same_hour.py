@@ -266,6 +266,46 @@ def test_the_calls_own_cpu_is_each_cells_cost(sh):
         compare.in_situ(timelines, base, call_cpu=True)
 
 
+def test_with_cost_mean_a_point_is_its_calls_mean_over_the_runs(sh):
+    from lanes.sim.scenario import Scenario
+
+    compare = importlib.import_module("compare")
+    base = Scenario.load(compare.DEFAULT_SCENARIO)
+    name = base.services[0].name
+    # three runs: medians 1.0, 1.0, 1.0 but means 1.2 (10 calls), 1.2 (10), 2.0 (30)
+    cells = [(1.2, 10), (1.2, 10), (2.0, 30)]
+    timelines = {
+        f"fifo/L0-r{k}": {
+            "hold_ms": 0.1,
+            "models": {
+                s.name: {"1": {"batches": n, "measured_ms": 2.0, "cpu_ms": 1.0, "cpu_mean_ms": m}}
+                for s in base.services
+            },
+        }
+        for k, (m, n) in enumerate(cells, start=1)
+    }
+    median = {c.name: dict(c.points) for c in compare.in_situ(timelines, base, call_cpu=True)}
+    mean = {
+        c.name: dict(c.points)
+        for c in compare.in_situ(timelines, base, call_cpu=True, cost_mean=True)
+    }
+    assert median[name][1] == (1.0, True)
+    # every call counts once: (1.2 x 20 + 2.0 x 30) / 50
+    assert mean[name][1] == (pytest.approx(1.68), True)
+    with pytest.raises(ValueError, match="call_cpu"):
+        compare.in_situ(timelines, base, cost_mean=True)
+    del timelines["fifo/L0-r2"]["models"][name]["1"]["cpu_mean_ms"]
+    with pytest.raises(SystemExit, match="carry no cpu_mean_ms"):
+        compare.in_situ(timelines, base, call_cpu=True, cost_mean=True)
+
+
+def test_cost_mean_needs_call_cpu(sh, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        sh.main([str(tmp_path), str(tmp_path / "w.json"), "--cost-mean"])
+    assert info.value.code == 2
+    assert "--cost-mean reads the calls' own CPU" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     ("flags", "says"),
     [

@@ -78,6 +78,11 @@ def test_the_calls_preempted_and_each_cells_cpu(timelines: types.ModuleType) -> 
     assert q[0.0] == 0.5 and q[0.5] == 1.0 and q[1.0] == 4.0
     assert out["models"]["cnn"]["1"]["cpu_ms"] == 2.0
     assert out["models"]["rnn"]["1"]["cpu_ms"] == 8.0
+    # the median and the mean of a cell's CPU
+    assert out["models"]["cnn"]["1"]["cpu_mean_ms"] == 2.0
+    trace["traceEvents"].append(batch("rnn", 70_000, 11.0, 11.0))
+    rnn = timelines.summarise(trace)["models"]["rnn"]["1"]
+    assert rnn["cpu_ms"] == 8.0 and rnn["cpu_mean_ms"] == 9.0
 
 
 def test_a_cell_without_every_calls_cpu_has_none(timelines: types.ModuleType) -> None:

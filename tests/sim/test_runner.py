@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lanes.errors import LanesError
-from lanes.sim import Scenario, capacity, run
+from lanes.sim import Scenario, capacity, run, timeline
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -131,6 +131,35 @@ def test_run_unknown_policy(core) -> None:
         run("ocr", ["nope"], [0.5], seeds=[1], requests=100)
     assert info.value.code == "unknown_policy"
     assert "nope" in info.value.message
+
+
+def test_timeline_is_the_runs_point_with_every_batch(core) -> None:
+    point, spans = timeline("ocr", "fifo", 0.7, seed=3, requests=5000)
+    (same,) = run("ocr", ["fifo"], [0.7], seeds=[3], requests=5000).points
+    assert point == same
+    assert spans and set(spans[0]) == {
+        "service",
+        "device",
+        "size",
+        "start_ms",
+        "called_ms",
+        "end_ms",
+        "cost_ms",
+        "measured",
+    }
+    for name, service in point["services"].items():
+        # every batch of the run is in the timeline; the per-size counts are the measured ones
+        ours = [s for s in spans if s["service"] == name]
+        measured = sum(1 for s in ours if s["measured"])
+        counted = sum(t["batches"] for t in service["batches"].values())
+        assert 0 <= counted - measured <= 4
+        assert all(s["start_ms"] <= s["called_ms"] < s["end_ms"] for s in ours)
+    with pytest.raises(LanesError) as info:
+        timeline("ocr", "fifo", -1.0)
+    assert info.value.code == "bad_argument"
+    with pytest.raises(LanesError) as info:
+        timeline("ocr", "lifo", 0.5)
+    assert info.value.code == "unknown_policy"
 
 
 def test_capacity(core) -> None:

@@ -160,6 +160,29 @@ fn simulate<'py>(
     Ok(pythonize(py, &results)?)
 }
 
+/// One point simulated with its device timeline: `(result, batches)`, each
+/// batch a dict as `lanes_sim::BatchSpan` (times in ms from the first
+/// arrival, in the order the batches ended).
+#[pyfunction]
+#[pyo3(signature = (scenario, policy, load, seed, requests))]
+fn simulate_timeline<'py>(
+    py: Python<'py>,
+    scenario: &Bound<'py, PyAny>,
+    policy: &str,
+    load: f64,
+    seed: u64,
+    requests: u64,
+) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyAny>)> {
+    let scenario = scenario_from(py, scenario)?;
+    let (result, timeline) = enter(py, 1, || {
+        let mode: Mode = policy.parse()?;
+        Ok(lanes_sim::simulate_timeline(
+            &scenario, &mode, load, seed, requests,
+        )?)
+    })?;
+    Ok((pythonize(py, &result)?, pythonize(py, &timeline)?))
+}
+
 /// Capacity at SLO of one policy: `{"overall": load, "every_service": load}`.
 #[pyfunction]
 #[pyo3(signature = (scenario, policy, seeds, requests, threads = 0))]
@@ -186,6 +209,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policy_names, m)?)?;
     m.add_function(wrap_pyfunction!(parse_policy, m)?)?;
     m.add_function(wrap_pyfunction!(simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(simulate_timeline, m)?)?;
     m.add_function(wrap_pyfunction!(capacity, m)?)?;
     arbiter::register(m)?;
     flame::register(m)?;

@@ -32,7 +32,7 @@ pub mod workload;
 
 pub use capacity::{capacity, Capacity};
 pub use config::{Mode, Scenario, SimError};
-pub use engine::simulate;
+pub use engine::{simulate, simulate_timeline, BatchSpan};
 
 use engine::simulate_valid;
 pub use stats::PointResult;

@@ -57,6 +57,20 @@ pub struct ServiceResult {
     pub call_ms: f64,
     /// Mean solo cost of those calls, ms (0: none).
     pub call_cost_ms: f64,
+    /// Per batch size (the key, as a decimal string), the measured batches
+    /// of that size and their runtime calls' mean wall time and cost.
+    pub batches: BTreeMap<String, BatchSizeResult>,
+}
+
+/// One batch size's measured batches of a service.
+#[derive(Debug, Clone, Copy, Serialize, PartialEq)]
+pub struct BatchSizeResult {
+    /// Measured batches of this size that started.
+    pub batches: u64,
+    /// Mean wall time of their runtime calls that ended, ms (0: none).
+    pub call_ms: f64,
+    /// Mean solo cost of those calls, ms (0: none).
+    pub call_cost_ms: f64,
 }
 
 /// GPU time accounting, seconds.
@@ -112,6 +126,34 @@ pub struct Recorder {
     calls: u64,
     call_wall: u64,
     call_cost: u64,
+    /// Per batch size: batches started, calls ended, their wall and cost, ns.
+    by_size: BTreeMap<u32, SizeTally>,
+}
+
+/// A batch size's running sums in a [`Recorder`].
+#[derive(Debug, Clone, Copy, Default)]
+struct SizeTally {
+    batches: u64,
+    calls: u64,
+    call_wall: u64,
+    call_cost: u64,
+}
+
+impl SizeTally {
+    fn result(&self) -> BatchSizeResult {
+        let mean = |ns: u64| {
+            if self.calls == 0 {
+                0.0
+            } else {
+                ns as f64 / self.calls as f64 / 1e6
+            }
+        };
+        BatchSizeResult {
+            batches: self.batches,
+            call_ms: mean(self.call_wall),
+            call_cost_ms: mean(self.call_cost),
+        }
+    }
 }
 
 impl Recorder {
@@ -127,6 +169,7 @@ impl Recorder {
             calls: 0,
             call_wall: 0,
             call_cost: 0,
+            by_size: BTreeMap::new(),
         }
     }
 
@@ -163,6 +206,13 @@ impl Recorder {
             all.calls += p.calls;
             all.call_wall += p.call_wall;
             all.call_cost += p.call_cost;
+            for (&n, t) in &p.by_size {
+                let sum = all.by_size.entry(n).or_default();
+                sum.batches += t.batches;
+                sum.calls += t.calls;
+                sum.call_wall += t.call_wall;
+                sum.call_cost += t.call_cost;
+            }
         }
         all
     }
@@ -171,14 +221,19 @@ impl Recorder {
     pub fn batch(&mut self, n: usize) {
         self.batches += 1;
         self.batched += n as u64;
+        self.by_size.entry(n as u32).or_default().batches += 1;
     }
 
-    /// A measured batch's runtime call ended after `wall` ns for a solo
-    /// cost of `cost` ns.
-    pub fn call(&mut self, wall: u64, cost: u64) {
+    /// A measured batch of `n` requests: its runtime call ended after
+    /// `wall` ns for a solo cost of `cost` ns.
+    pub fn call(&mut self, n: usize, wall: u64, cost: u64) {
         self.calls += 1;
         self.call_wall += wall;
         self.call_cost += cost;
+        let size = self.by_size.entry(n as u32).or_default();
+        size.calls += 1;
+        size.call_wall += wall;
+        size.call_cost += cost;
     }
 
     /// The calls' mean wall time and mean cost, ms (0 when none ended).
@@ -277,6 +332,11 @@ impl Recorder {
             mean_batch_size: self.mean_batch_size(),
             call_ms,
             call_cost_ms,
+            batches: self
+                .by_size
+                .iter()
+                .map(|(n, t)| (n.to_string(), t.result()))
+                .collect(),
         }
     }
 }

@@ -73,3 +73,83 @@ fn among_calls_the_short_model_waits_less_per_ms() {
         cnn / zh
     );
 }
+
+#[test]
+fn each_batch_size_reports_its_batches_and_calls() {
+    let r = simulate(&cpu_like(), &mode("fifo"), 0.8, 1, 40_000).unwrap();
+    for (name, s) in &r.services {
+        let sizes = &s.batches;
+        assert!(!sizes.is_empty(), "{name}: no batch sizes");
+        // The sizes' batches add up to the service's mean batch size.
+        let (batches, requests) = sizes.iter().fold((0u64, 0u64), |(b, q), (n, t)| {
+            (b + t.batches, q + t.batches * n.parse::<u64>().unwrap())
+        });
+        let mean = requests as f64 / batches as f64;
+        assert!(
+            (mean - s.mean_batch_size).abs() < 1e-9,
+            "{name}: {mean} vs {}",
+            s.mean_batch_size
+        );
+        // Each size's calls are weighted into the service's mean call.
+        let (wall, cost) = sizes.values().fold((0.0, 0.0), |(w, c), t| {
+            (
+                w + t.call_ms * t.batches as f64,
+                c + t.call_cost_ms * t.batches as f64,
+            )
+        });
+        assert!(
+            (wall / batches as f64 - s.call_ms).abs() < 0.02 * s.call_ms,
+            "{name}: {} vs {}",
+            wall / batches as f64,
+            s.call_ms
+        );
+        assert!(
+            (cost / batches as f64 - s.call_cost_ms).abs() < 0.02 * s.call_cost_ms,
+            "{name}"
+        );
+        // Batches form at this load, and the largest costs more than one.
+        let largest = sizes
+            .iter()
+            .max_by_key(|(n, _)| n.parse::<u32>().unwrap())
+            .map(|(_, t)| t)
+            .unwrap();
+        let one = &sizes["1"];
+        assert!(sizes.len() > 1, "{name}: {sizes:?}");
+        assert!(largest.call_cost_ms > one.call_cost_ms, "{name}: {sizes:?}");
+    }
+}
+
+#[test]
+fn the_timeline_holds_every_batch_as_the_result_counts_it() {
+    let sc = cpu_like();
+    let (r, timeline) = lanes_sim::simulate_timeline(&sc, &mode("fifo"), 0.8, 2, 20_000).unwrap();
+    // The same run as simulate's.
+    assert_eq!(r, simulate(&sc, &mode("fifo"), 0.8, 2, 20_000).unwrap());
+    for (name, s) in &r.services {
+        let measured: Vec<_> = timeline
+            .iter()
+            .filter(|b| &b.service == name && b.measured)
+            .collect();
+        let counted: u64 = s.batches.values().map(|t| t.batches).sum();
+        // Batches that started but had not ended by the end are counted, not in the timeline.
+        assert!(measured.len() as u64 <= counted && counted - measured.len() as u64 <= 4);
+        for b in &measured {
+            assert!(b.start_ms <= b.called_ms && b.called_ms < b.end_ms, "{b:?}");
+            assert!(b.end_ms - b.called_ms >= b.cost_ms - 1e-6, "{b:?}");
+            assert!((b.device as usize) < sc.host.gpus && b.size >= 1);
+        }
+    }
+    // One device runs one batch at a time (gpu_capacity 1): its spans do not overlap.
+    for g in 0..sc.host.gpus as u32 {
+        let mut spans: Vec<_> = timeline.iter().filter(|b| b.device == g).collect();
+        spans.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+        for w in spans.windows(2) {
+            assert!(
+                w[1].start_ms >= w[0].end_ms - 1e-9,
+                "{:?} then {:?}",
+                w[0],
+                w[1]
+            );
+        }
+    }
+}

@@ -9,7 +9,7 @@ native discrete-event simulator (``lanes._core``) and returns :class:`SimResults
 >>> results = run(Scenario.load("ocr"), ["independent", "sjf"], [0.5, 0.8], seeds=[1])
 """
 
-from lanes.sim.runner import Row, SimResults, capacity, run, write_json
+from lanes.sim.runner import Row, SimResults, capacity, run, timeline, write_json
 from lanes.sim.scenario import (
     Bursty,
     Cost,
@@ -41,5 +41,6 @@ __all__ = [
     "parse_trace",
     "run",
     "seeds_from_count",
+    "timeline",
     "write_json",
 ]

@@ -142,6 +142,25 @@ def run(
     )
 
 
+def timeline(
+    scenario: Scenario | str | os.PathLike[str],
+    policy: str,
+    load: float,
+    seed: int = 1,
+    requests: int = DEFAULT_REQUESTS,
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One point (as :func:`run` gives it) and its device timeline: every batch's span on its
+    device, ms from the first arrival (docs/sim.md, "Device timeline")."""
+    from lanes import _core
+
+    if not isinstance(scenario, Scenario):
+        scenario = Scenario.load(scenario)
+    _check_loads([load])
+    _check_common([seed], requests, 1)
+    (name,) = canonical_policies([policy])
+    return _core.simulate_timeline(scenario.to_core(), name, float(load), seed, requests)
+
+
 def capacity(
     scenario: Scenario | str | os.PathLike[str],
     policies: Sequence[str],

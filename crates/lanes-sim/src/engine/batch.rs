@@ -330,10 +330,24 @@ impl Sim<'_> {
         let batch = std::mem::take(&mut self.batches[slot as usize]);
         self.free_batches.push(slot);
         let held = self.now - batch.start;
+        if let Some(timeline) = self.timeline.as_mut() {
+            let ms = |ns: u64| ns as f64 / 1e6;
+            timeline.push(super::BatchSpan {
+                service: self.sc.services[batch.service as usize].name.clone(),
+                device: batch.device as u32,
+                size: batch.reqs.len() as u32,
+                start_ms: ms(batch.start),
+                called_ms: ms(batch.called),
+                end_ms: ms(self.now),
+                cost_ms: ms(batch.cost),
+                measured: batch.measured,
+            });
+        }
         if batch.measured {
             self.gpu_time.effective += batch.cost;
             self.gpu_time.overlap += held.saturating_sub(batch.cost);
-            self.per_service[batch.service as usize].call(self.now - batch.called, batch.cost);
+            let n = batch.reqs.len();
+            self.per_service[batch.service as usize].call(n, self.now - batch.called, batch.cost);
         }
         if self.sc.host.shared_cores {
             self.release_core();

@@ -64,6 +64,7 @@ mod request;
 mod semaphore;
 
 use lanes_serving::{Action, ServingState};
+use serde::Serialize;
 
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -167,6 +168,32 @@ struct Sim<'a> {
     at_window_start: Snapshot,
     gpu_time: GpuTimeNs,
     last_done: u64,
+    /// Every batch as it ended, when the run keeps its timeline
+    /// ([`simulate_timeline`]).
+    timeline: Option<Vec<BatchSpan>>,
+}
+
+/// One simulated batch on its device, as the lab's device timeline has it
+/// (`lanes serve --trace-requests`): times in ms from the first arrival.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct BatchSpan {
+    /// The service's name.
+    pub service: String,
+    /// The device (GPU index).
+    pub device: u32,
+    /// Requests in the batch.
+    pub size: u32,
+    /// Dispatched to its device.
+    pub start_ms: f64,
+    /// Its runtime call began (after its interpreter work and device hold).
+    pub called_ms: f64,
+    /// It ended: its device free (with `host.call_preempt_absorbed`, after
+    /// the preemption waits held past the call).
+    pub end_ms: f64,
+    /// Its solo cost, ms.
+    pub cost_ms: f64,
+    /// Whether its requests count in the measurement (past the warm-up).
+    pub measured: bool,
 }
 
 /// The runtimes (device threads) of the host under `mode`: one per service
@@ -201,6 +228,14 @@ pub(crate) fn simulate_valid(
     seed: u64,
     requests: u64,
 ) -> Result<PointResult, SimError> {
+    check_point(load, requests)?;
+    let mut sim = Sim::new(scenario, *mode, load, seed, requests)?;
+    sim.run();
+    Ok(sim.result(load, seed))
+}
+
+/// A point's load in (0, 10] and its arrivals in 100..=1e9.
+fn check_point(load: f64, requests: u64) -> Result<(), SimError> {
     if !(load.is_finite() && load > 0.0 && load <= 10.0) {
         return Err(SimError::BadArgument {
             key: "load",
@@ -215,9 +250,26 @@ pub(crate) fn simulate_valid(
             allowed: "must be an integer in 100..=1000000000",
         });
     }
+    Ok(())
+}
+
+/// [`simulate`], keeping every batch's span on its device as well (in the
+/// order the batches ended): the simulator's device timeline, to set
+/// against a lab run's call by call.
+pub fn simulate_timeline(
+    scenario: &Scenario,
+    mode: &Mode,
+    load: f64,
+    seed: u64,
+    requests: u64,
+) -> Result<(PointResult, Vec<BatchSpan>), SimError> {
+    scenario.validate()?;
+    check_point(load, requests)?;
     let mut sim = Sim::new(scenario, *mode, load, seed, requests)?;
+    sim.timeline = Some(Vec::new());
     sim.run();
-    Ok(sim.result(load, seed))
+    let timeline = sim.timeline.take().unwrap_or_default();
+    Ok((sim.result(load, seed), timeline))
 }
 
 impl<'a> Sim<'a> {
@@ -344,6 +396,7 @@ impl<'a> Sim<'a> {
             at_window_start: Snapshot::default(),
             gpu_time: GpuTimeNs::default(),
             last_done: 0,
+            timeline: None,
         };
         for i in 0..n {
             sim.schedule_arrival(i);

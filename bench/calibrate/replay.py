@@ -1,0 +1,281 @@
+"""Each lab run simulated with what that run had: its own arrivals and its own speed.
+
+A grid's p99 near the knee is the mean over repeats whose p99s spread twice over or more, and a
+scenario carries neither the repeat's arrivals nor the host's speed that hour. This asks, run by
+run, how much of each run's tail the simulator gets back when it is given them:
+
+- **poisson**: the scenario as it is (Poisson arrivals at the run's offered rate);
+- **arrivals**: each model's requests arriving when they arrived at the server (the start of each
+  request's ``front`` span, ``lanes serve --trace-requests``), as ``trace`` arrivals (the
+  simulator keeps their bursts and rescales them to the rate, here their own rate); only the
+  span that every model's arrivals cover is replayed, since a run's request spans can begin with
+  one model alone for up to a second;
+- **arrivals + speed**: as well, every runtime call's cost (``gpu.mean_ms`` and ``batch_ms``) x
+  the run's speed: **the rule** — the run's runtime calls' CPU (``cpu_ms``) over what the grid's
+  ``fifo`` and ``sjf`` runs' calls of the same model and batch size took on average (only pairs
+  with at least :data:`MIN_CALLS` calls), summed over the run's calls: 1.05 is a run whose calls
+  took 5 % more CPU than the grid's.
+
+What the simulator then still misses in a run is neither its arrivals nor its mean speed: the
+scheduling model, or what varies within the run. Per run: the lab's p99 (over the run's whole
+window, as the grid's tables), then the simulator's under each of the three (mean over seeds);
+per level, the means over the repeats and each one's error against the lab's mean.
+
+Variants are simulated as against_demo.py ``--grid`` does (:data:`GRID_AS_SIMULATED`).
+
+Run:  python bench/calibrate/replay.py GRID --scenario FILE [--variants fifo,sjf]
+      [--rates 600,800] [--seeds 3] [--requests 40000] [--markdown FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from against_demo import GRID_AS_SIMULATED, predicted
+from compare import emit
+
+from lanes.sim.scenario import Scenario, Trace
+
+MIN_CALLS = 30
+"""A (model, batch size) pair enters a run's speed when the grid's engine runs hold this many of
+its calls."""
+
+ENGINE_RUNS = ("fifo", "sjf")
+"""The variants whose calls give the grid's mean CPU per model and batch size."""
+
+FORMS = ("poisson", "arrivals", "arrivals + speed")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One lab run as replay.py reads it."""
+
+    id: str
+    variant: str
+    rate: float
+    p99: float
+    arrivals: dict[str, tuple[float, ...]]
+    """Model → arrival times at the server, s from the first replayed one, sorted."""
+    calls: tuple[tuple[str, int, float], ...]
+    """Every runtime call as ``(model, batch size, cpu_ms)``."""
+
+
+def arrivals(trace: dict[str, Any]) -> dict[str, tuple[float, ...]]:
+    """Model → its requests' arrivals at the server (each ``front`` span's start, s), cut to
+    the span every model's arrivals cover and shifted to start at 0."""
+    model_of = {
+        ev["id"]: ev["name"]
+        for ev in trace["traceEvents"]
+        if ev.get("cat") == "request" and ev.get("ph") == "b" and "args" in ev
+    }
+    per: dict[str, list[float]] = {}
+    for ev in trace["traceEvents"]:
+        if ev.get("cat") == "request" and ev.get("ph") == "b" and ev.get("name") == "front":
+            model = model_of.get(ev["id"])
+            if model is not None:
+                per.setdefault(model, []).append(ev["ts"] / 1e6)
+    if not per:
+        return {}
+    start = max(min(ts) for ts in per.values())
+    end = min(max(ts) for ts in per.values())
+    return {
+        model: tuple(t - start for t in sorted(ts) if start <= t <= end)
+        for model, ts in sorted(per.items())
+    }
+
+
+def calls(trace: dict[str, Any]) -> tuple[tuple[str, int, float], ...]:
+    """Every runtime call of the trace that carries its CPU: ``(model, batch size, cpu_ms)``."""
+    return tuple(
+        (ev["args"]["model"], int(ev["args"]["batch_size"]), float(ev["args"]["cpu_ms"]))
+        for ev in trace["traceEvents"]
+        if ev.get("ph") == "X" and "cpu_ms" in ev.get("args", {})
+    )
+
+
+def mean_cpu(runs: list[Run]) -> dict[tuple[str, int], float]:
+    """(model, batch size) → the mean ``cpu_ms`` of its calls over the engine runs, for the
+    pairs with at least :data:`MIN_CALLS` calls."""
+    per: dict[tuple[str, int], list[float]] = {}
+    for run in runs:
+        if run.variant in ENGINE_RUNS:
+            for model, n, cpu in run.calls:
+                per.setdefault((model, n), []).append(cpu)
+    return {k: statistics.fmean(xs) for k, xs in per.items() if len(xs) >= MIN_CALLS}
+
+
+def speed(run: Run, means: dict[tuple[str, int], float]) -> float:
+    """The module docs' rule: the run's calls' CPU over the grid's mean for the same calls
+    (1.0 when none of its calls has a mean)."""
+    pairs = [(cpu, means[(m, n)]) for m, n, cpu in run.calls if (m, n) in means]
+    expected = sum(e for _, e in pairs)
+    return sum(c for c, _ in pairs) / expected if expected else 1.0
+
+
+def with_arrivals(scenario: Scenario, run: Run) -> tuple[Scenario, float]:
+    """``scenario`` with each service arriving as the run's requests of its model did, and the
+    rate to simulate it at. Each service's share is set to its model's own rate in the run (the
+    simulator's rule for a trace: arrivals less one over their span), so that the simulator's
+    rescaling leaves every trace as it was recorded."""
+    services, rates = [], []
+    for s in scenario.services:
+        times = run.arrivals.get(s.name, ())
+        if len(times) < 2 or times[-1] <= times[0]:
+            sys.exit(f"replay: {run.id} holds fewer than two arrivals of {s.name} to replay")
+        rate = (len(times) - 1) / (times[-1] - times[0])
+        rates.append(rate)
+        trace = Trace(Path(f"{run.id}:{s.name}"), times)
+        services.append(replace(s, arrival=trace, share=rate))
+    return replace(scenario, services=tuple(services)), sum(rates)
+
+
+def with_speed(scenario: Scenario, factor: float) -> Scenario:
+    """``scenario`` with every runtime call's cost (``gpu.mean_ms``, ``batch_ms``) x factor."""
+    services = []
+    for s in scenario.services:
+        batching = s.batching
+        if batching is not None:
+            points = tuple((n, ms * factor) for n, ms in batching.batch_ms)
+            batching = replace(batching, batch_ms=points)
+        gpu = replace(s.gpu, mean_ms=s.gpu.mean_ms * factor)
+        services.append(replace(s, gpu=gpu, batching=batching))
+    return replace(scenario, services=tuple(services))
+
+
+def load(grid: Path, variants: list[str], rates: list[float] | None) -> list[Run]:
+    """The grid's runs of ``variants`` (the engine runs as well, for the mean CPU) at ``rates``
+    (every rate when None), each with its trace."""
+    out = []
+    for variant in sorted(set(variants) | set(ENGINE_RUNS)):
+        folder = grid / "runs" / variant
+        for path in sorted(folder.glob("L*-r*.json")):
+            if path.name.endswith(".trace.json"):
+                continue
+            result = json.loads(path.read_text())
+            rate = float(result["offered"]["rate_rps"])
+            if variant not in ENGINE_RUNS and (rates is not None and rate not in rates):
+                continue
+            trace_path = path.with_name(path.stem + ".trace.json")
+            if not trace_path.is_file():
+                sys.exit(f"replay: {trace_path} is missing (run the grid with --trace-requests)")
+            trace = json.loads(trace_path.read_text())
+            out.append(
+                Run(
+                    f"{variant}/{path.stem}",
+                    variant,
+                    rate,
+                    float(result["load"]["latency_ms"]["p99"]),
+                    arrivals(trace),
+                    calls(trace),
+                )
+            )
+    return out
+
+
+def replayed(
+    scenario: Scenario, run: Run, factor: float, seeds: int, requests: int
+) -> dict[str, float]:
+    """The simulator's p99 for ``run`` under each of :data:`FORMS` (mean over seeds)."""
+    replayed, rate = with_arrivals(scenario, run)
+    forms = {
+        "poisson": (scenario, run.rate),
+        "arrivals": (replayed, rate),
+        "arrivals + speed": (with_speed(replayed, factor), rate),
+    }
+    return {
+        name: predicted(sc, [run.variant], [r], seeds, requests, GRID_AS_SIMULATED)[
+            (run.variant, r)
+        ]["p99"]
+        for name, (sc, r) in forms.items()
+    }
+
+
+def add_selection(ap: argparse.ArgumentParser) -> None:
+    """The ``--variants`` and ``--rates`` options (read back by :func:`variants_and_rates`)."""
+    ap.add_argument("--variants", default="fifo,sjf", help="comma-separated (default fifo,sjf)")
+    ap.add_argument("--rates", default=None, help="comma-separated offered rates (default all)")
+
+
+def variants_and_rates(
+    ap: argparse.ArgumentParser, args: argparse.Namespace
+) -> tuple[list[str], list[float] | None]:
+    """``--variants`` (each one of :data:`GRID_AS_SIMULATED`) and ``--rates`` (None: all),
+    or the parser's error naming the bad value."""
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in variants if v not in GRID_AS_SIMULATED]
+    if unknown:
+        ap.error(f"--variants: {', '.join(unknown)} not one of {', '.join(GRID_AS_SIMULATED)}")
+    try:
+        rates = None if args.rates is None else [float(r) for r in args.rates.split(",")]
+    except ValueError:
+        ap.error(f"--rates must be comma-separated numbers, not {args.rates!r}")
+    return variants, rates
+
+
+def error(pred: float, meas: float) -> str:
+    return f"{(pred - meas) / meas * 100:+.0f} %"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("grid", type=Path, help="a calibration grid run with --trace-requests")
+    ap.add_argument("--scenario", type=Path, required=True)
+    add_selection(ap)
+    ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--requests", type=int, default=40_000)
+    ap.add_argument("--markdown", type=Path, default=None)
+    args = ap.parse_args(argv)
+    variants, rates = variants_and_rates(ap, args)
+    if not (args.grid / "runs").is_dir():
+        ap.error(f"{args.grid} holds no runs/ folder (a lanes bench run --out folder)")
+    scenario = Scenario.load(args.scenario)
+    runs = load(args.grid, variants, rates)
+    means = mean_cpu(runs)
+    chosen = [r for r in runs if r.variant in variants and (rates is None or r.rate in rates)]
+    if not chosen:
+        ap.error(f"{args.grid} holds no runs of {', '.join(variants)} at those rates")
+    rows = [
+        "| run | offered/s | speed | lab p99 ms | "
+        + " | ".join(f"sim {f} ms" for f in FORMS)
+        + " |",
+        "|---|---:|---:|---:|" + "---:|" * len(FORMS),
+    ]
+    levels: dict[tuple[str, float], list[tuple[float, dict[str, float]]]] = {}
+    for run in sorted(chosen, key=lambda r: (r.variant, r.rate, r.id)):
+        factor = speed(run, means)
+        got = replayed(scenario, run, factor, args.seeds, args.requests)
+        levels.setdefault((run.variant, run.rate), []).append((run.p99, got))
+        rows.append(
+            f"| {run.id} | {run.rate:.0f} | {factor:.3f} | {run.p99:.1f} | "
+            + " | ".join(f"{got[f]:.1f}" for f in FORMS)
+            + " |"
+        )
+    per_level = [
+        "| variant | offered/s | lab p99 ms (mean) | "
+        + " | ".join(f"sim {f} ms, err" for f in FORMS)
+        + " |",
+        "|---|---:|---:|" + "---:|" * len(FORMS),
+    ]
+    for (variant, rate), got in sorted(levels.items()):
+        lab = statistics.fmean(p for p, _ in got)
+        cells = []
+        for f in FORMS:
+            sim = statistics.fmean(g[f] for _, g in got)
+            cells.append(f"{sim:.1f}, {error(sim, lab)}")
+        per_level.append(f"| {variant} | {rate:.0f} | {lab:.1f} | " + " | ".join(cells) + " |")
+    head = (
+        f"{args.scenario} against {args.grid}, each run replayed with its own arrivals and "
+        f"speed; {args.seeds} seeds x {args.requests} requests"
+    )
+    text = "\n".join([head, "", *rows, "", "Per level (means over the repeats):", "", *per_level])
+    return emit(text + "\n", args.markdown)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
