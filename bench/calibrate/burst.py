@@ -171,7 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     scenario = Scenario.load(args.scenario)
     if args.model not in {s.name for s in scenario.services}:
         ap.error(f"--model {args.model}: {args.scenario} has no such service")
-    run = next(r for r in replay.load(args.grid, [variant], None) if r.id == args.run)
+    run = next((r for r in replay.load(args.grid, [variant], None) if r.id == args.run), None)
+    if run is None:
+        ap.error(f"{trace_path.with_name(stem + '.json')} is missing (the run's result)")
     replayed, rate = replay.with_arrivals(scenario, run)
     policy, threads = GRID_AS_SIMULATED[variant]
     replayed = with_threads(replayed, threads)

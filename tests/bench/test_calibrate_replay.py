@@ -232,10 +232,13 @@ def test_the_command_sets_the_lab_beside_the_simulator(burst, tmp_path):
         (["fifo/L0-r9"], "is missing"),
         (["fifo/L0-r1", "--from", "2", "--to", "1"], "need 0 <= from < to"),
         (["fifo/L0-r1", "--model", "ocr"], "has no such service"),
+        (["fifo/L0-r2"], "the run's result"),
     ],
 )
 def test_burst_names_wrong_input(burst, tmp_path, capsys, extra, says):
+    g = grid(tmp_path)
+    (g / "runs" / "fifo" / "L0-r2.json").unlink()  # a trace without its result
     with pytest.raises(SystemExit) as err:
-        burst.main([str(grid(tmp_path)), extra[0], "--scenario", str(SCENARIO), *extra[1:]])
+        burst.main([str(g), extra[0], "--scenario", str(SCENARIO), *extra[1:]])
     assert err.value.code == 2
     assert says in capsys.readouterr().err
