@@ -1,4 +1,13 @@
-//! The accept loop both front ends share, and what bounds a gRPC connection.
+//! The accept loop both front ends share, their listen backlog, and what
+//! bounds a gRPC connection.
+//!
+//! **Rule** (the backlog, [`listen`]): a listener queues up to
+//! [`LISTEN_BACKLOG`] connections the kernel has completed and the loop has
+//! not yet accepted (Linux caps it at `net.core.somaxconn`). tokio's and the
+//! standard library's `bind` queue 128: a client that opens its connections
+//! all at once (the lab's load generators, 64 each, several at a time, on a
+//! busy host) overflows that, the kernel drops the SYNs past it, and each
+//! such client waits a whole SYN retransmission timeout (1 s) to connect.
 //!
 //! Each open connection of a listener holds one of its `max_connections`
 //! slots; the slot is taken before `accept`, so past the bound new
@@ -29,12 +38,36 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpSocket, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Sleep;
 
 /// How long the loop waits after a failed `accept` before trying again.
 pub const ACCEPT_BACKOFF: Duration = Duration::from_millis(10);
+
+/// Completed connections a listener queues before the loop accepts them
+/// (the module's backlog rule); nginx's default is 511, Go's somaxconn.
+pub const LISTEN_BACKLOG: u32 = 1024;
+
+/// A listener on the first address `host:port` resolves to, with
+/// `SO_REUSEADDR` (as `TcpListener::bind`) and a backlog of
+/// [`LISTEN_BACKLOG`].
+pub async fn listen(host: &str, port: u16) -> io::Result<TcpListener> {
+    let mut last = io::Error::new(io::ErrorKind::InvalidInput, "no address to listen on");
+    for addr in tokio::net::lookup_host((host, port)).await? {
+        let socket = if addr.is_ipv4() {
+            TcpSocket::new_v4()?
+        } else {
+            TcpSocket::new_v6()?
+        };
+        socket.set_reuseaddr(true)?;
+        match socket.bind(addr) {
+            Ok(()) => return socket.listen(LISTEN_BACKLOG),
+            Err(e) => last = e,
+        }
+    }
+    Err(last)
+}
 
 /// HTTP/2's client connection preface: `PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n`.
 const PREFACE_BYTES: usize = 24;
@@ -232,6 +265,49 @@ mod tests {
         assert!(waited.is_err(), "accepted past the bound");
         drop(slot);
         let _second_accepted = next.await; // the slot freed
+    }
+
+    /// Opens `n` connections at once to `address`, none accepted: how many
+    /// completed their handshake within `within`.
+    async fn connected_at_once(address: std::net::SocketAddr, n: usize, within: Duration) -> usize {
+        let mut tasks = Vec::with_capacity(n);
+        for _ in 0..n {
+            tasks.push(tokio::spawn(tokio::time::timeout(
+                within,
+                TcpStream::connect(address),
+            )));
+        }
+        let mut ok = 0;
+        let mut kept = Vec::with_capacity(n); // held open until all are counted
+        for t in tasks {
+            if let Ok(Ok(Ok(stream))) = t.await {
+                ok += 1;
+                kept.push(stream);
+            }
+        }
+        ok
+    }
+
+    #[tokio::test]
+    async fn the_backlog_queues_a_burst_of_connections_before_any_accept() {
+        // 300 at once (fewer where net.core.somaxconn caps every backlog
+        // lower; Linux's default is 4096 since 5.4): all queue in ours, while
+        // tokio's own backlog of 128 drops the SYNs past it, and those
+        // clients would wait a 1 s retransmission.
+        let somaxconn = std::fs::read_to_string("/proc/sys/net/core/somaxconn")
+            .ok()
+            .and_then(|s| s.trim().parse::<usize>().ok())
+            .unwrap_or(4096);
+        let n = 300.min(somaxconn);
+        let within = Duration::from_millis(600);
+        let ours = listen("127.0.0.1", 0).await.unwrap();
+        let got = connected_at_once(ours.local_addr().unwrap(), n, within).await;
+        assert_eq!(got, n);
+        if n > 200 {
+            let (_tokios, address) = listener().await;
+            let got = connected_at_once(address, n, within).await;
+            assert!(got < n, "a backlog of 128 queued all {got} of {n}");
+        }
     }
 
     #[test]

@@ -237,7 +237,7 @@ impl std::fmt::Debug for Running {
 }
 
 async fn bind(host: &str, port: u16, flag: &'static str) -> Result<TcpListener, ServeStartError> {
-    TcpListener::bind((host, port))
+    crate::accept::listen(host, port)
         .await
         .map_err(|e| ServeStartError::Listen {
             addr: format!("{host}:{port}"),
@@ -277,12 +277,12 @@ impl Running {
                 None => None,
             };
             let metrics = match listen.metrics_port {
-                Some(p) => Some(TcpListener::bind((listen.host.as_str(), p)).await.map_err(
-                    |e| ServeStartError::Metrics {
+                Some(p) => Some(crate::accept::listen(&listen.host, p).await.map_err(|e| {
+                    ServeStartError::Metrics {
                         addr: format!("{}:{p}", listen.host),
                         reason: reason(&e),
-                    },
-                )?),
+                    }
+                })?),
                 None => None,
             };
             let app = build(spec, Phase::Loading)?;
