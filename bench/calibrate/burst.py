@@ -60,20 +60,10 @@ class Batch:
 def replay_zero_ms(trace: dict[str, Any]) -> float:
     """The replay's start on the trace's clock, ms: the latest first arrival of a model (the
     cut replay.arrivals makes)."""
-    model_of = {
-        ev["id"]: ev["name"]
-        for ev in trace["traceEvents"]
-        if ev.get("cat") == "request" and ev.get("ph") == "b" and "args" in ev
-    }
-    first: dict[str, float] = {}
-    for ev in trace["traceEvents"]:
-        if ev.get("cat") == "request" and ev.get("ph") == "b" and ev.get("name") == "front":
-            model = model_of.get(ev["id"])
-            if model is not None:
-                first[model] = min(first.get(model, ev["ts"]), ev["ts"])
+    first = [min(ts) for ts in replay.fronts(trace).values()]
     if not first:
         sys.exit("burst: the run's trace holds no request spans (run with --trace-requests)")
-    return max(first.values()) / 1e3
+    return max(first) / 1e3
 
 
 def lab_batches(trace: dict[str, Any], model: str, lo: float, hi: float) -> list[Batch]:

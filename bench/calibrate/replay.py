@@ -66,9 +66,9 @@ class Run:
     """Every runtime call as ``(model, batch size, cpu_ms)``."""
 
 
-def arrivals(trace: dict[str, Any]) -> dict[str, tuple[float, ...]]:
-    """Model → its requests' arrivals at the server (each ``front`` span's start, s), cut to
-    the span every model's arrivals cover and shifted to start at 0."""
+def fronts(trace: dict[str, Any]) -> dict[str, list[float]]:
+    """Model → its requests' arrivals at the server (each ``front`` span's start), µs on the
+    trace's clock, in the trace's order."""
     model_of = {
         ev["id"]: ev["name"]
         for ev in trace["traceEvents"]
@@ -79,7 +79,14 @@ def arrivals(trace: dict[str, Any]) -> dict[str, tuple[float, ...]]:
         if ev.get("cat") == "request" and ev.get("ph") == "b" and ev.get("name") == "front":
             model = model_of.get(ev["id"])
             if model is not None:
-                per.setdefault(model, []).append(ev["ts"] / 1e6)
+                per.setdefault(model, []).append(ev["ts"])
+    return per
+
+
+def arrivals(trace: dict[str, Any]) -> dict[str, tuple[float, ...]]:
+    """Model → its requests' arrivals at the server (:func:`fronts`, s), cut to the span every
+    model's arrivals cover and shifted to start at 0."""
+    per = {model: [t / 1e6 for t in ts] for model, ts in fronts(trace).items()}
     if not per:
         return {}
     start = max(min(ts) for ts in per.values())
