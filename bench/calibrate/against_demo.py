@@ -25,9 +25,13 @@ read off.
 The table and the summary are compare.py's: the mean over the demo's repeats with their range,
 the mean over seeds, and per variant how many figures below the knee fall within issue 15's 15 %.
 
+Several folders (the twenty-second round) pool their runs: a level's figures are the mean over
+every folder's repeats, so that grids run on fresh arrival seeds judge the scenario on many
+samples of arrivals, not on one grid's three.
+
 Run:  python bench/calibrate/against_demo.py DEMO_DIR [--scenario FILE] [--seeds 3]
       [--requests 40000] [--markdown OUT.md]
-      python bench/calibrate/against_demo.py GRID --grid [--scenario FILE] ...
+      python bench/calibrate/against_demo.py GRID [GRID ...] --grid [--scenario FILE] ...
 """
 
 from __future__ import annotations
@@ -79,7 +83,12 @@ def predicted(
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("demo", type=Path, help="a lanes demo --out folder (a grid with --grid)")
+    ap.add_argument(
+        "demo",
+        type=Path,
+        nargs="+",
+        help="a lanes demo --out folder (a grid with --grid); several pool their runs",
+    )
     ap.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=40_000)
@@ -91,16 +100,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = ap.parse_args(argv)
     as_simulated = GRID_AS_SIMULATED if args.grid else AS_SIMULATED
-    runs = [r for r in load_runs(args.demo) if r["variant"] in as_simulated]
+    folders = ", ".join(str(d) for d in args.demo)
+    runs = [r for d in args.demo for r in load_runs(d) if r["variant"] in as_simulated]
     if not runs:
-        ap.error(f"{args.demo} holds no runs of {', '.join(as_simulated)}")
+        ap.error(f"{folders} holds no runs of {', '.join(as_simulated)}")
     meas = measured(runs)
     variants = sorted({k[0] for k in meas})
     rates = sorted({k[1] for k in meas})
     scenario = Scenario.load(args.scenario)
     pred = predicted(scenario, variants, rates, args.seeds, args.requests, as_simulated)
     head = (
-        f"{args.scenario.name} as it is against {args.demo}: "
+        f"{args.scenario.name} as it is against {folders}: "
         + ", ".join(f"{v} as {as_simulated[v][0]} x{as_simulated[v][1]}" for v in variants)
         + f"; {args.seeds} seeds x {args.requests} requests"
     )

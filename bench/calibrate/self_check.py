@@ -16,8 +16,17 @@ coefficient of variation; and the chance that a perfect prediction (the level's 
 within ``TARGET`` of the mean of this many repeats, the repeats' mean taken as normal with the
 observed coefficient of variation ("a perfect model": a rough ceiling on compare.py's counts).
 
+``--predicts GRID [GRID ...]`` (the twenty-second round): the lab in the simulator's place across
+grids instead. The results' mean per variant and level (their repeats pooled) is the prediction
+for the other grids' (pooled likewise), judged exactly as compare.py judges the simulator: the
+same table and the same counts below the other grids' knee. Grids run back to back on fresh
+arrival seeds tell what the leave-one-out count cannot: how far the lab reproduces itself when
+the host's state and the arrivals both change, the ceiling a scenario read off one grid can
+reach on another.
+
 Run:  python bench/calibrate/self_check.py RESULTS [RESULTS ...] [--max-others CORES]
       [--markdown OUT.md]   (several folders: their repeats pooled per variant and level)
+      python bench/calibrate/self_check.py RESULTS [RESULTS ...] --predicts GRID [GRID ...]
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import compare
 from compare import KNEE, TARGET, emit, load_runs, others_cores  # beside this file
 
 from lanes.lab.aggregate import t_quantile_975
@@ -241,15 +251,44 @@ def summary(levels: Levels) -> str:
     return "\n".join(lines) + "\n"
 
 
+def across(
+    results: list[Path], runs: list[dict[str, Any]], grids: list[Path], out: Path | None
+) -> int:
+    """``--predicts``: the mean of ``runs`` (per variant and level) as compare.py's prediction
+    for ``grids``' mean, with its table and counts; the levels only one side ran are refused."""
+    pred = compare.measured(runs)
+    meas = compare.measured([r for g in grids for r in load_runs(g)])
+    if missing := sorted(set(meas) - set(pred)):
+        names = ", ".join(f"{v} at {rate:g} req/s" for v, rate in missing)
+        raise SystemExit(f"self_check: {', '.join(map(str, results))} ran no {names}")
+    head = (
+        "the mean of "
+        + ", ".join(map(str, results))
+        + " as the prediction for "
+        + ", ".join(map(str, grids))
+    )
+    shown = {k: pred[k] for k in meas}
+    return emit(f"{head}\n\n{compare.table(meas, shown)}\n{compare.summary(meas, shown)}", out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("results", type=Path, nargs="+", help="lanes bench run results folders")
     ap.add_argument("--markdown", type=Path, help="also write the tables here")
     ap.add_argument("--max-others", type=float, help="drop runs whose other threads used more")
+    ap.add_argument(
+        "--predicts",
+        type=Path,
+        nargs="+",
+        metavar="GRID",
+        help="the results' means as the prediction for these grids' (compare.py's rule)",
+    )
     args = ap.parse_args(argv)
     runs = [r for d in args.results for r in load_runs(d)]
     if args.max_others is not None:
         runs = [r for r in runs if others_cores(r) <= args.max_others]
+    if args.predicts:
+        return across(args.results, runs, args.predicts, args.markdown)
     levels = below_knee(cells(runs))
     head = "the repeats of " + ", ".join(str(d) for d in args.results)
     if args.max_others is not None:

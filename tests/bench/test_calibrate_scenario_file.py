@@ -5,6 +5,7 @@ such a file as it is against a calibration grid."""
 from __future__ import annotations
 
 import importlib
+import json
 import types
 from dataclasses import replace
 from pathlib import Path
@@ -88,6 +89,29 @@ def test_a_scenario_file_is_set_as_it_is_against_a_grid(monkeypatch, tmp_path, c
         against.main([str(tmp_path), "--grid"])
     assert info.value.code == 2
     assert "holds no runs" in capsys.readouterr().err
+
+
+def test_several_grids_pool_their_runs(monkeypatch, tmp_path):
+    # round 21's two grids (seeds 1 and 11): a level's measured figure is the mean over both
+    # grids' repeats, and the range spans both
+    monkeypatch.syspath_prepend(str(CALIBRATE))
+    against = importlib.import_module("against_demo")
+    grids = [ROOT / f"docs/results/calibration/round21/grid-seed{s}" for s in (1, 11)]
+    p99s = [
+        json.loads(f.read_text())["load"]["latency_ms"]["p99"]
+        for g in grids
+        for f in sorted((g / "runs" / "fifo").glob("L2-r*.json"))
+    ]
+    assert len(p99s) == 6
+    out = tmp_path / "t.md"
+    argv = [*map(str, grids), "--grid", "--seeds", "1", "--requests", "3000"]
+    assert against.main([*argv, "--markdown", str(out)]) == 0
+    text = out.read_text()
+    assert f"against {grids[0]}, {grids[1]}:" in text
+    row = next(line for line in text.splitlines() if line.startswith("| fifo | 600 |"))
+    p99_cell = row.split("|")[5].strip()
+    mean = sum(p99s) / len(p99s)
+    assert p99_cell.startswith(f"{mean:.1f} [{min(p99s):.1f}-{max(p99s):.1f}]"), p99_cell
 
 
 def test_floats_are_written_to_ten_digits(sf, tmp_path):

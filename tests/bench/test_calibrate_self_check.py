@@ -77,3 +77,24 @@ def test_main_counts_below_the_knee(sc, tmp_path, capsys):
     sc.main([str(tmp_path), "--markdown", str(out)])
     assert "| fifo | 100 | 4 |" in out.read_text()
     assert "p99 -76 to +809 % (0/4 within 15%" in out.read_text()
+
+
+def test_one_grid_predicts_another(sc, tmp_path, capsys):
+    a, b = tmp_path / "a", tmp_path / "b"
+    for repeat, p99 in enumerate((10.0, 12.0), start=1):  # mean 11
+        write_run(a, 100.0, repeat, p99, 100.0, 0.1)
+    for repeat, p99 in enumerate((12.0, 14.0, 13.0), start=1):  # mean 13: 11 is -15.4 %
+        write_run(b, 100.0, repeat, p99, 100.0, 0.1)
+    out = tmp_path / "across.md"
+    assert sc.main([str(a), "--predicts", str(b), "--markdown", str(out)]) == 0
+    text = out.read_text()
+    assert f"the mean of {a} as the prediction for {b}" in text
+    assert "| fifo | 100 |" in text and "13.0 [12.0-14.0] / 11.0 | -15 % |" in text
+    assert "p99 -15 to -15 % (0/1 in range, 0/1 within 15%)" in text
+    # a grid predicts itself to the digit
+    sc.main([str(b), "--predicts", str(b), "--markdown", str(out)])
+    assert "p99 +0 to +0 % (1/1 in range, 1/1 within 15%)" in out.read_text()
+    # a level the predicting grid did not run is refused, by name
+    write_run(b, 200.0, 1, 20.0, 200.0, 0.1)
+    with pytest.raises(SystemExit, match="ran no fifo at 200 req/s"):
+        sc.main([str(a), "--predicts", str(b)])
