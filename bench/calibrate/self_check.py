@@ -22,7 +22,7 @@ for the other grids' (pooled likewise), judged exactly as compare.py judges the 
 same table and the same counts below the other grids' knee. Grids run back to back on fresh
 arrival seeds tell what the leave-one-out count cannot: how far the lab reproduces itself when
 the host's state and the arrivals both change, the ceiling a scenario read off one grid can
-reach on another.
+reach on another. ``--max-others`` drops runs on both sides.
 
 Run:  python bench/calibrate/self_check.py RESULTS [RESULTS ...] [--max-others CORES]
       [--markdown OUT.md]   (several folders: their repeats pooled per variant and level)
@@ -252,12 +252,17 @@ def summary(levels: Levels) -> str:
 
 
 def across(
-    results: list[Path], runs: list[dict[str, Any]], grids: list[Path], out: Path | None
+    results: list[Path],
+    runs: list[dict[str, Any]],
+    grids: list[Path],
+    other: list[dict[str, Any]],
+    out: Path | None,
 ) -> int:
     """``--predicts``: the mean of ``runs`` (per variant and level) as compare.py's prediction
-    for ``grids``' mean, with its table and counts; the levels only one side ran are refused."""
+    for the mean of ``other`` (the runs of ``grids``), with its table (the predicted column
+    headed so) and counts; a level ``other`` ran and ``runs`` did not is refused by name."""
     pred = compare.measured(runs)
-    meas = compare.measured([r for g in grids for r in load_runs(g)])
+    meas = compare.measured(other)
     if missing := sorted(set(meas) - set(pred)):
         names = ", ".join(f"{v} at {rate:g} req/s" for v, rate in missing)
         raise SystemExit(f"self_check: {', '.join(map(str, results))} ran no {names}")
@@ -268,7 +273,8 @@ def across(
         + ", ".join(map(str, grids))
     )
     shown = {k: pred[k] for k in meas}
-    return emit(f"{head}\n\n{compare.table(meas, shown)}\n{compare.summary(meas, shown)}", out)
+    table = compare.table(meas, shown).replace(" / sim |", " / predicted |", 3)
+    return emit(f"{head}\n\n{table}\n{compare.summary(meas, shown)}", out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -284,11 +290,16 @@ def main(argv: list[str] | None = None) -> int:
         help="the results' means as the prediction for these grids' (compare.py's rule)",
     )
     args = ap.parse_args(argv)
-    runs = [r for d in args.results for r in load_runs(d)]
-    if args.max_others is not None:
-        runs = [r for r in runs if others_cores(r) <= args.max_others]
+
+    def kept(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        if args.max_others is None:
+            return runs
+        return [r for r in runs if others_cores(r) <= args.max_others]
+
+    runs = kept([r for d in args.results for r in load_runs(d)])
     if args.predicts:
-        return across(args.results, runs, args.predicts, args.markdown)
+        other = kept([r for g in args.predicts for r in load_runs(g)])
+        return across(args.results, runs, args.predicts, other, args.markdown)
     levels = below_knee(cells(runs))
     head = "the repeats of " + ", ".join(str(d) for d in args.results)
     if args.max_others is not None:

@@ -89,6 +89,7 @@ def test_one_grid_predicts_another(sc, tmp_path, capsys):
     assert sc.main([str(a), "--predicts", str(b), "--markdown", str(out)]) == 0
     text = out.read_text()
     assert f"the mean of {a} as the prediction for {b}" in text
+    assert "p99 ms meas [repeats] / predicted |" in text and "/ sim |" not in text
     assert "| fifo | 100 |" in text and "13.0 [12.0-14.0] / 11.0 | -15 % |" in text
     assert "p99 -15 to -15 % (0/1 in range, 0/1 within 15%)" in text
     # a grid predicts itself to the digit
