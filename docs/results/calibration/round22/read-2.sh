@@ -40,4 +40,17 @@ for a in $SEEDS; do
       --markdown $O/self-$a-predicts-$b.md > /dev/null
   done
 done
+# two grids on each side: does pooling raise the lab's ceiling?
+$P self_check.py /tmp/r22/grid-seed37 /tmp/r22/grid-seed53 --predicts /tmp/r22/grid-seed71 \
+  /tmp/r22/grid-seed89 --markdown $O/self-37-53-predicts-71-89.md > /dev/null
+$P self_check.py /tmp/r22/grid-seed71 /tmp/r22/grid-seed89 --predicts /tmp/r22/grid-seed37 \
+  /tmp/r22/grid-seed53 --markdown $O/self-71-89-predicts-37-53.md > /dev/null
+for name in seed53-reading r21-seed1-reading; do
+  case $name in
+    seed53-reading) S=$D/scenarios/seed53-cpu-server-absorbed.toml ;;
+    r21-seed1-reading) S=$R21/scenarios/seed1-cpu-server-absorbed.toml ;;
+  esac
+  $P against_demo.py /tmp/r22/grid-seed71 /tmp/r22/grid-seed89 --grid --scenario $S \
+    --markdown $O/$name-on-71-89-pooled.md > /dev/null
+done
 date -u
