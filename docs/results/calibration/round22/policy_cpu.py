@@ -1,8 +1,8 @@
 """The calls' CPU by policy (the twenty-second round): per grid, model and level, each
 variant's mean CPU per batch of one (timelines.json's ``cpu_mean_ms``, weighted by batches)
-over ``fifo``'s in the same grid. ``independent`` runs each model on its own threads, so a core
-switches models more often and a call finds colder caches; the simulator has one cost per model
-for every policy.
+over ``fifo``'s in the same grid, and the difference in µs. ``independent`` runs each model on
+its own threads, so a core switches models more often and a call finds colder caches; the
+simulator has one cost per model for every policy.
 
 Run:  python policy_cpu.py GRID [GRID ...]   (each with timelines.py's timelines.json)
 """
@@ -28,7 +28,8 @@ def mean_cpu(timelines: dict, variant: str, level: int, model: str) -> float:
 
 
 def main(argv: list[str]) -> int:
-    print("| grid | model | level | " + " | ".join(f"{v} / fifo" for v in VARIANTS) + " |")
+    heads = " | ".join(f"{v} / fifo (µs more)" for v in VARIANTS)
+    print(f"| grid | model | level | {heads} |")
     print("|---|---|---:|" + "---:|" * len(VARIANTS))
     for grid in map(Path, argv):
         timelines = json.loads((grid / "timelines.json").read_text())
@@ -36,8 +37,8 @@ def main(argv: list[str]) -> int:
         for model in MODELS:
             for level in levels:
                 fifo = mean_cpu(timelines, "fifo", level, model)
-                ratios = [mean_cpu(timelines, v, level, model) / fifo for v in VARIANTS]
-                cells = " | ".join(f"{r:.2f}" for r in ratios)
+                cpus = [mean_cpu(timelines, v, level, model) for v in VARIANTS]
+                cells = " | ".join(f"{c / fifo:.2f} ({(c - fifo) * 1e3:+.0f})" for c in cpus)
                 print(f"| {grid.name} | {model} | L{level} | {cells} |")
     return 0
 
