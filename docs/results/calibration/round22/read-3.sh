@@ -4,7 +4,8 @@
 # measured stretch of independent's calls as well (same_hour.py --call-stretch lossy:
 # host.call_stretch = [1.0, 1.25, 1.18, 1.05], variants.py's STRETCH); that scenario and round
 # 21's seed-1 reading with the same stretch set as they are against each grid and the grids
-# pooled; and issue 15's default question on the stretched reading.
+# pooled; the stretch measured again on the hour's four grids (stretch.py); and issue 15's
+# default question on the stretched reading.
 set -e
 ROOT=$PWD; D=$ROOT/docs/results/calibration/round22; P="nice -n 19 $ROOT/.venv/bin/python"
 R21=$ROOT/docs/results/calibration/round21; O=$D/out
@@ -34,6 +35,7 @@ $P against_demo.py $HOUR --grid --scenario $D/scenarios/seed53-cpu-server-absorb
 $P against_demo.py $HOUR --grid --scenario $R21/scenarios/seed1-cpu-server-absorbed.toml \
   --markdown $O/r21-seed1-reading-pooled-hour.md > /dev/null
 $P $D/count.py $O/*stretch*.md $O/*pooled-hour.md > $O/stretch.txt
+PYTHONPATH=. $P $D/stretch.py $HOUR > $O/stretch-today.md
 $P default_question.py --scenario $D/scenarios/seed53-cpu-server-absorbed-stretch.toml \
   --markdown $D/default-question-seed53-stretch.md > /dev/null
 date -u
