@@ -35,6 +35,13 @@ $P against_demo.py $HOUR --grid --scenario $D/scenarios/seed53-cpu-server-absorb
 $P against_demo.py $HOUR --grid --scenario $R21/scenarios/seed1-cpu-server-absorbed.toml \
   --markdown $O/r21-seed1-reading-pooled-hour.md > /dev/null
 $P $D/count.py $O/*stretch*.md $O/*pooled-hour.md > $O/stretch.txt
+$P $D/with_keys.py $D/scenarios/seed53-cpu-server-absorbed-stretch.toml \
+  $D/scenarios/seed53-stretch-weighted.toml call_stretch_weighted=true
+for s in 37 53 71 89; do
+  $P against_demo.py /tmp/r22/grid-seed$s --grid --scenario $D/scenarios/seed53-stretch-weighted.toml \
+    --markdown $O/seed53-stretch-weighted-on-seed$s.md > /dev/null
+done
+$P $D/count.py $O/seed53-stretch-weighted-on-seed*.md >> $O/stretch.txt
 PYTHONPATH=. $P $D/stretch.py $HOUR > $O/stretch-today.md
 $P default_question.py --scenario $D/scenarios/seed53-cpu-server-absorbed-stretch.toml \
   --markdown $D/default-question-seed53-stretch.md > /dev/null
