@@ -16,7 +16,7 @@ $P same_hour.py /tmp/r22/read53 /tmp/r22/read53-waits.json --busy-wakes --deconv
   --call-cpu --server-cpu --absorbed --call-stretch lossy \
   --markdown $O/seed53-stretch-same-hour.md \
   --write $D/scenarios/seed53-cpu-server-absorbed-stretch.toml > /dev/null
-$P $D/with_keys.py $R21/scenarios/seed1-cpu-server-absorbed.toml \
+PYTHONPATH=. $P $D/with_keys.py $R21/scenarios/seed1-cpu-server-absorbed.toml \
   $D/scenarios/r21-seed1-stretch.toml "call_stretch=[1.0, 1.25, 1.18, 1.05]"
 HOUR="/tmp/r22/grid-seed37 /tmp/r22/grid-seed53 /tmp/r22/grid-seed71 /tmp/r22/grid-seed89"
 for name in seed53-stretch r21-seed1-stretch; do
@@ -35,7 +35,7 @@ $P against_demo.py $HOUR --grid --scenario $D/scenarios/seed53-cpu-server-absorb
 $P against_demo.py $HOUR --grid --scenario $R21/scenarios/seed1-cpu-server-absorbed.toml \
   --markdown $O/r21-seed1-reading-pooled-hour.md > /dev/null
 $P $D/count.py $O/*stretch*.md $O/*pooled-hour.md > $O/stretch.txt
-$P $D/with_keys.py $D/scenarios/seed53-cpu-server-absorbed-stretch.toml \
+PYTHONPATH=. $P $D/with_keys.py $D/scenarios/seed53-cpu-server-absorbed-stretch.toml \
   $D/scenarios/seed53-stretch-weighted.toml call_stretch_weighted=true
 for s in 37 53 71 89; do
   $P against_demo.py /tmp/r22/grid-seed$s --grid --scenario $D/scenarios/seed53-stretch-weighted.toml \
