@@ -566,7 +566,12 @@ def test_a_generator_short_of_connections_is_recorded_and_reported(tmp_path, cap
 
     capsys.readouterr()
     print_diagnosis(out / "summary.json")
-    printed = capsys.readouterr().out
+    # a run the rest of the host disturbed is named on a line of its own (lanes.lab.host_noise)
+    printed = "".join(
+        line
+        for line in capsys.readouterr().out.splitlines(keepends=True)
+        if not line.startswith("disturbed by the rest of the host")
+    )
     assert printed.startswith("generators behind schedule (send delay p99 up to ")
     assert "): fifo at 400 req/s. Latency there" in printed
     assert printed.count("\n") == 1 and "raise [workload] connections" in printed

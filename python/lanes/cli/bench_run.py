@@ -139,3 +139,8 @@ def print_diagnosis(path: Path) -> None:
     late = late_line(summary) if summary.get("variants") else None
     if late:
         print(late)
+    from lanes.lab.report import disturbed_line
+
+    noisy = disturbed_line(summary)
+    if noisy:
+        print(noisy)

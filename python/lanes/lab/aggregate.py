@@ -38,6 +38,11 @@ A results folder (docs/lab.md) holds one JSON file per run,
   sends or clock offset past the ``[cluster]`` bounds, :mod:`lanes.lab.cluster`) measured the
   generators as much as the server: it is left out of every figure and listed under
   ``behind`` with its reasons (a level whose every repeat fell behind has no entry).
+- **Disturbed** (:mod:`lanes.lab.host_noise`): a run (or probe) during whose window the rest of
+  the host (other processes, the hypervisor's steal) took at least ``DISTURBED_CORES`` cores is
+  listed under ``disturbed`` with that share and its p99, and each level carries the mean
+  share (``other_cores``). It stays in the figures: how much of its tail the neighbour made
+  cannot be told from the run, but the reader is told where to look.
 - **Ratios to the baseline** (:func:`ratios`): each variant's grid capacity and p99 at each
   level divided by the baseline variant's at the same level index; null where either side is
   missing or the baseline's figure is 0. The searched capacities and the goodput at each level
@@ -67,6 +72,7 @@ from typing import IO, Any
 from lanes.errors import RESULTS_INVALID, LanesError
 from lanes.files import write_atomic
 from lanes.lab import capacity
+from lanes.lab.host_noise import disturbed
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -258,6 +264,16 @@ def aggregate(results_dir: Path | str, baseline: str | None = None) -> dict[str,
         summary["behind"] = [
             {"id": str(r.data.get("id") or r.path.name), "reasons": r.data["cluster"]["reasons"]}
             for r in behind
+        ]
+    noisy = [(r, cores) for r in every + every_probe if (cores := disturbed(r.server)) is not None]
+    if noisy:
+        summary["disturbed"] = [
+            {
+                "id": str(r.data.get("id") or r.path.name),
+                "other_cores": round(cores, 3),
+                "p99_ms": r.latency("p99"),
+            }
+            for r, cores in noisy
         ]
     summary["ratios"] = ratios(summary, chosen)
     from lanes.lab.diagnosis import collect
@@ -480,6 +496,7 @@ def _level(variant_runs: list[Run], level: int) -> dict[str, Any]:
         "dropped": statistics.fmean(_dropped(r) for r in runs),
         "cpu_idle": mean_or_none(_number(s.get("host_cpu_idle")) for s in servers),
         "process_cpu_s": mean_or_none(_number(s.get("process_cpu_s")) for s in servers),
+        "other_cores": mean_or_none(_number(s.get("other_cores")) for s in servers),
         "device": _devices(runs),
         "models": _models(runs),
         "timelines": [str(r.data["timeline"]) for r in runs if r.data.get("timeline")],

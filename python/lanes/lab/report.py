@@ -17,7 +17,7 @@ import base64
 import html
 import importlib.util
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
@@ -25,7 +25,7 @@ from typing import IO, Any
 from lanes.errors import BAD_ARGUMENT, MISSING_DEPENDENCY, OUTPUT_FAILED, LanesError
 from lanes.files import check_writable, write_atomic
 from lanes.lab import aggregate as agg
-from lanes.lab import diagnosis
+from lanes.lab import diagnosis, host_noise
 from lanes.lab.headline import NONE, headline, leaders, model_rows, number
 
 if sys.version_info >= (3, 11):
@@ -169,6 +169,7 @@ def render_html(
         _meta(summary, root, command),
         _behind(summary),
         _late(summary),
+        _disturbed(summary),
         "<h2>Capacity at SLO</h2>",
         _capacity_note(summary),
         _capacity_table(summary, ratios),
@@ -208,19 +209,24 @@ def render_html(
 
 def _behind(summary: Mapping[str, Any]) -> str:
     """The runs whose load generators fell behind: left out of every figure, and why."""
-    behind = summary.get("behind") or []
-    if not behind:
+    return _listed(
+        "Runs left out: the load generators fell behind",
+        "These runs measured their generators as much as the server (late sends or clock offset "
+        "past the experiment's [cluster] bounds); no figure below includes them.",
+        [
+            f"{html.escape(str(b['id']))}: {html.escape('; '.join(b.get('reasons') or []))}"
+            for b in summary.get("behind") or []
+        ],
+    )
+
+
+def _listed(title: str, note: str, items: Sequence[str]) -> str:
+    """A section naming runs or levels: ``title`` (text), ``note`` and ``items`` (HTML); empty
+    when there are no items."""
+    if not items:
         return ""
-    items = "".join(
-        f"<li>{html.escape(str(b['id']))}: {html.escape('; '.join(b.get('reasons') or []))}</li>"
-        for b in behind
-    )
-    return (
-        "<h2>Runs left out: the load generators fell behind</h2>"
-        "<p class='note'>These runs measured their generators as much as the server (late sends "
-        "or clock offset past the experiment's [cluster] bounds); no figure below includes "
-        f"them.</p><ul>{items}</ul>"
-    )
+    rows = "".join(f"<li>{item}</li>" for item in items)
+    return f"<h2>{html.escape(title)}</h2><p class='note'>{note}</p><ul>{rows}</ul>"
 
 
 LATE_NOTE = 0.05
@@ -268,25 +274,52 @@ def late_line(summary: Mapping[str, Any]) -> str | None:
 
 def _late(summary: Mapping[str, Any]) -> str:
     """The levels whose generators could not keep their schedule, and what that means."""
-    rows = late_levels(summary)
-    if not rows:
-        return ""
-    items = "".join(
-        f"<li>{html.escape(name)} at {_num(rps)} req/s: {100 * late:.0f} % of sends late, "
-        f"send delay p99 {_num(delay)} ms</li>"
-        for name, rps, late, delay in rows
+    return _listed(
+        "Load generators behind schedule",
+        f"At these levels more than {100 * LATE_NOTE:.0f} % of sends left over the engine's "
+        "<code>late_after</code> behind the schedule, and the send delay's p99 exceeded "
+        f"{100 * LATE_SLO_SHARE:.0f} % of the SLO: every connection of a generator was waiting "
+        "for a reply, or its CPU was saturated. Latency is still counted from each request's "
+        "intended send time, so these figures include the wait for a connection, as a client "
+        "with that many connections would see it; they fall faster past the knee than the "
+        "server alone does. To measure the server past this point, raise <code>[workload] "
+        "connections</code> (or <code>generators</code>).",
+        [
+            f"{html.escape(name)} at {_num(rps)} req/s: {100 * late:.0f} % of sends late, "
+            f"send delay p99 {_num(delay)} ms"
+            for name, rps, late, delay in late_levels(summary)
+        ],
     )
+
+
+def disturbed_line(summary: Mapping[str, Any]) -> str | None:
+    """One line naming the runs the rest of the host disturbed (``summary["disturbed"]``,
+    :mod:`lanes.lab.host_noise`); None when there are none."""
+    rows = summary.get("disturbed") or []
+    if not rows:
+        return None
+    runs = ", ".join(f"{r['id']} ({float(r['other_cores']):.2f} cores)" for r in rows)
     return (
-        "<h2>Load generators behind schedule</h2>"
-        f"<p class='note'>At these levels more than {100 * LATE_NOTE:.0f} % of sends left over "
-        "the engine's <code>late_after</code> behind the schedule, and the send delay's p99 "
-        f"exceeded {100 * LATE_SLO_SHARE:.0f} % of the SLO: every connection of a generator "
-        "was waiting for a reply, or its CPU was saturated. Latency is still counted from each "
-        "request's intended send time, so these figures include the wait for a connection, as a "
-        "client with that many connections would see it; they fall faster past the knee than "
-        "the server alone does. To measure the server past this point, raise <code>[workload] "
-        "connections</code> (or <code>generators</code>).</p>"
-        f"<ul>{items}</ul>"
+        f"disturbed by the rest of the host (other processes or steal, >= "
+        f"{host_noise.DISTURBED_CORES:g} cores over the window): {runs}. Their figures are "
+        "partly the host's; rerun them on a quiet host, or compare them against their repeats"
+    )
+
+
+def _disturbed(summary: Mapping[str, Any]) -> str:
+    """The runs during which other processes on the host, or the hypervisor, took CPU."""
+    return _listed(
+        "Runs disturbed by the host",
+        "During these runs' windows processes other than the server and the lab's own (the "
+        "runner, the load generators), or the hypervisor's steal, took at least "
+        f"{host_noise.DISTURBED_CORES:g} cores of this host. They stay in every figure, since "
+        "how much of their tail the neighbour made cannot be told from the run; compare them "
+        "against their repeats, or rerun on a quiet host.",
+        [
+            f"{html.escape(str(r['id']))}: {float(r['other_cores']):.2f} cores, p99 "
+            f"{_num(r.get('p99_ms'))} ms"
+            for r in summary.get("disturbed") or []
+        ],
     )
 
 

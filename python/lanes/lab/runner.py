@@ -62,7 +62,7 @@ from lanes.bench.result import Result, merge
 from lanes.diagnose.session import Session, check_pid
 from lanes.errors import BAD_ARGUMENT, EXPERIMENT_INVALID, OUTPUT_FAILED, LanesError
 from lanes.files import write_text_atomic
-from lanes.lab import capacity, generators, scrape
+from lanes.lab import capacity, generators, host_noise, scrape
 from lanes.lab.aggregate import machine
 from lanes.lab.experiment import Experiment, MixEntry, Variant
 
@@ -401,6 +401,7 @@ def _sample(srv: Server) -> dict[str, Any]:
         "metrics": scrape.metrics(srv.metrics_url),
         "stats": scrape.model_stats(srv.url),
         "cpu": scrape.cpu_sample(srv.pid),
+        "host": host_noise.host_sample(srv.pid),
     }
 
 

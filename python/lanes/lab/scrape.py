@@ -8,7 +8,8 @@
 - :class:`CpuSample` reads ``/proc/stat`` (per core and total) and ``/proc/<pid>/stat`` (the
   server process's user + system time); two samples give per-core busy fractions, the host's
   idle fraction and the process's CPU seconds over the window. The load generators run on the
-  same host, so host figures include them.
+  same host, so host figures include them; :mod:`lanes.lab.host_noise` tells the server's, the
+  lab's and the rest of the host's CPU apart.
 - :func:`timeline` fetches the device timeline (``/v2/trace?seconds=N``, Chrome trace JSON)
   and, given the measurement window on the Unix clock, keeps what fell inside it
   (:func:`within`): the server's window is "the last N seconds" at the fetch, which comes after
@@ -31,6 +32,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
+
+from lanes.lab import host_noise
 
 Series = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 """A scrape: (sample name, sorted labels) → value."""
@@ -260,6 +263,7 @@ def server_block(
     if out["process_cpu_s"] is None and d is not None:
         cpu = total(d, "process_cpu_seconds_total")
         out["process_cpu_s"] = cpu if any(n == "process_cpu_seconds_total" for n, _ in d) else None
+    out.update(host_noise.noise(before.get("host"), after.get("host"), out["window_s"]))
     found = d is not None or out["rejected"] is not None or out["host_cpu_idle"] is not None
     return out if found else None
 
