@@ -29,8 +29,12 @@ Several folders (the twenty-second round) pool their runs: a level's figures are
 every folder's repeats, so that grids run on fresh arrival seeds judge the scenario on many
 samples of arrivals, not on one grid's three.
 
+``--without-disturbed`` (the twenty-third round) drops the runs the rest of the host disturbed
+(``lanes.lab.host_noise``: other processes and steal at 0.1 cores or more over the run's
+window), which measured a neighbour as much as the server; the table's heading says how many.
+
 Run:  python bench/calibrate/against_demo.py DEMO_DIR [--scenario FILE] [--seeds 3]
-      [--requests 40000] [--markdown OUT.md]
+      [--requests 40000] [--markdown OUT.md] [--without-disturbed]
       python bench/calibrate/against_demo.py GRID [GRID ...] --grid [--scenario FILE] ...
 """
 
@@ -39,7 +43,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from compare import emit, load_runs, measured, summary, table
+from compare import emit, load_runs, measured, summary, table, undisturbed
 from compare import predicted as simulate
 from default_question import DEFAULT_SCENARIO, with_threads
 
@@ -98,19 +102,28 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="the folder is a calibration grid (independent, fifo, sjf, default)",
     )
+    ap.add_argument(
+        "--without-disturbed",
+        action="store_true",
+        help="drop the runs the rest of the host disturbed (the run files' host noise)",
+    )
     args = ap.parse_args(argv)
     as_simulated = GRID_AS_SIMULATED if args.grid else AS_SIMULATED
     folders = ", ".join(str(d) for d in args.demo)
     runs = [r for d in args.demo for r in load_runs(d) if r["variant"] in as_simulated]
     if not runs:
         ap.error(f"{folders} holds no runs of {', '.join(as_simulated)}")
+    quiet = ""
+    if args.without_disturbed:
+        runs, phrase = undisturbed(runs)
+        quiet = f" ({phrase})"
     meas = measured(runs)
     variants = sorted({k[0] for k in meas})
     rates = sorted({k[1] for k in meas})
     scenario = Scenario.load(args.scenario)
     pred = predicted(scenario, variants, rates, args.seeds, args.requests, as_simulated)
     head = (
-        f"{args.scenario.name} as it is against {folders}: "
+        f"{args.scenario.name} as it is against {folders}{quiet}: "
         + ", ".join(f"{v} as {as_simulated[v][0]} x{as_simulated[v][1]}" for v in variants)
         + f"; {args.seeds} seeds x {args.requests} requests"
     )

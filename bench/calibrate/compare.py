@@ -158,6 +158,7 @@ from pathlib import Path
 from typing import Any
 
 from lanes import sim
+from lanes.lab import host_noise
 from lanes.sim.scenario import Cost, Scenario, Service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -821,6 +822,18 @@ def others_cores(run: dict[str, Any]) -> float:
     (the load generator, the lab, anyone else on the machine)."""
     s = run["server"]
     return sum(s["cpu_busy_per_core"]) - s["process_cpu_s"] / s["window_s"]
+
+
+def undisturbed(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
+    """``runs`` without those the rest of the host disturbed (lanes.lab.host_noise: other
+    processes and steal at >= ``DISTURBED_CORES`` cores over the window), and a phrase saying
+    how many were dropped and how many carry no host-noise reading (grids run before it)."""
+    kept = [r for r in runs if host_noise.disturbed(r.get("server")) is None]
+    unread = sum(1 for r in runs if (r.get("server") or {}).get("other_cores") is None)
+    phrase = f"without the {len(runs) - len(kept)} runs of {len(runs)} the host disturbed"
+    if unread:
+        phrase += f" ({unread} carry no host-noise reading and stay)"
+    return kept, phrase
 
 
 def measured(runs: list[dict[str, Any]]) -> dict[tuple[str, float], dict[str, float]]:

@@ -24,8 +24,13 @@ arrival seeds tell what the leave-one-out count cannot: how far the lab reproduc
 the host's state and the arrivals both change, the ceiling a scenario read off one grid can
 reach on another. ``--max-others`` drops runs on both sides.
 
+``--without-disturbed`` (the twenty-third round) drops, on both sides, the runs the rest of the
+host disturbed (``lanes.lab.host_noise``: the run files' ``other_cores`` at 0.1 or more, other
+processes and steal with the server's and the lab's own CPU taken out, where ``--max-others``'s
+reading counts the lab's generators too); the heading says how many.
+
 Run:  python bench/calibrate/self_check.py RESULTS [RESULTS ...] [--max-others CORES]
-      [--markdown OUT.md]   (several folders: their repeats pooled per variant and level)
+      [--without-disturbed] [--markdown OUT.md]   (several folders: their repeats pooled)
       python bench/calibrate/self_check.py RESULTS [RESULTS ...] --predicts GRID [GRID ...]
 """
 
@@ -39,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 import compare
-from compare import KNEE, TARGET, emit, load_runs, others_cores  # beside this file
+from compare import KNEE, TARGET, emit, load_runs, others_cores, undisturbed  # beside this file
 
 from lanes.lab.aggregate import t_quantile_975
 
@@ -257,10 +262,12 @@ def across(
     grids: list[Path],
     other: list[dict[str, Any]],
     out: Path | None,
+    phrases: list[str] | None = None,
 ) -> int:
     """``--predicts``: the mean of ``runs`` (per variant and level) as compare.py's prediction
     for the mean of ``other`` (the runs of ``grids``), with its table (the predicted column
-    headed so) and counts; a level ``other`` ran and ``runs`` did not is refused by name."""
+    headed so) and counts; a level ``other`` ran and ``runs`` did not is refused by name.
+    ``phrases`` (``--without-disturbed``: what was dropped from each side) go in the heading."""
     pred = compare.measured(runs)
     meas = compare.measured(other)
     if missing := sorted(set(meas) - set(pred)):
@@ -272,6 +279,8 @@ def across(
         + " as the prediction for "
         + ", ".join(map(str, grids))
     )
+    if phrases:
+        head += " (" + "; ".join(phrases) + ")"
     shown = {k: pred[k] for k in meas}
     table = compare.table(meas, shown).replace(" / sim |", " / predicted |", 3)
     return emit(f"{head}\n\n{table}\n{compare.summary(meas, shown)}", out)
@@ -289,21 +298,32 @@ def main(argv: list[str] | None = None) -> int:
         metavar="GRID",
         help="the results' means as the prediction for these grids' (compare.py's rule)",
     )
+    ap.add_argument(
+        "--without-disturbed",
+        action="store_true",
+        help="drop the runs the rest of the host disturbed (the run files' host noise)",
+    )
     args = ap.parse_args(argv)
+    phrases: list[str] = []
 
     def kept(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        if args.max_others is None:
-            return runs
-        return [r for r in runs if others_cores(r) <= args.max_others]
+        if args.max_others is not None:
+            runs = [r for r in runs if others_cores(r) <= args.max_others]
+        if args.without_disturbed:
+            runs, phrase = undisturbed(runs)
+            phrases.append(phrase)
+        return runs
 
     runs = kept([r for d in args.results for r in load_runs(d)])
     if args.predicts:
         other = kept([r for g in args.predicts for r in load_runs(g)])
-        return across(args.results, runs, args.predicts, other, args.markdown)
+        return across(args.results, runs, args.predicts, other, args.markdown, phrases)
     levels = below_knee(cells(runs))
     head = "the repeats of " + ", ".join(str(d) for d in args.results)
     if args.max_others is not None:
         head += f", those whose other threads used at most {args.max_others:g} cores"
+    if phrases:
+        head += f", {phrases[0]}"
     return emit(f"{head}\n\n{table(levels)}\n{summary(levels)}", args.markdown)
 
 

@@ -122,3 +122,29 @@ def test_floats_are_written_to_ten_digits(sf, tmp_path):
     sf.write(tmp_path / "s.toml", scenario)
     assert "mean_ms = 0.5187," in (tmp_path / "s.toml").read_text()
     assert Scenario.load(tmp_path / "s.toml").services[0].gpu.mean_ms == 0.5187
+
+
+def test_a_grid_without_its_disturbed_runs(monkeypatch, tmp_path):
+    """``--without-disturbed``: the run the rest of the host disturbed (its ``other_cores``,
+    lanes.lab.host_noise) leaves the measured mean; round 21's grid carries no reading, so a
+    copy of one level is given one."""
+    monkeypatch.syspath_prepend(str(CALIBRATE))
+    against = importlib.import_module("against_demo")
+    grid = tmp_path / "grid"
+    runs = sorted((ROOT / "docs/results/calibration/round21/grid-seed1/runs/fifo").glob("L2-r*"))
+    (grid / "runs" / "fifo").mkdir(parents=True)
+    p99s = []
+    for i, src in enumerate(p for p in runs if not p.name.endswith(".trace.json")):
+        run = json.loads(src.read_text())
+        run["server"]["other_cores"] = 0.5 if i == 0 else 0.01
+        p99s.append(run["load"]["latency_ms"]["p99"])
+        (grid / "runs" / "fifo" / src.name).write_text(json.dumps(run))
+    out = tmp_path / "t.md"
+    argv = [str(grid), "--grid", "--seeds", "1", "--requests", "3000", "--markdown", str(out)]
+    assert against.main([*argv, "--without-disturbed"]) == 0
+    text = out.read_text()
+    assert f"against {grid} (without the 1 runs of {len(p99s)} the host disturbed):" in text
+    row = next(line for line in text.splitlines() if line.startswith("| fifo | 600 |"))
+    kept = p99s[1:]
+    mean = sum(kept) / len(kept)
+    assert row.split("|")[5].strip().startswith(f"{mean:.1f} [{min(kept):.1f}-{max(kept):.1f}]")

@@ -99,3 +99,32 @@ def test_one_grid_predicts_another(sc, tmp_path, capsys):
     write_run(b, 200.0, 1, 20.0, 200.0, 0.1)
     with pytest.raises(SystemExit, match="ran no fifo at 200 req/s"):
         sc.main([str(a), "--predicts", str(b)])
+
+
+def test_runs_the_host_disturbed_are_dropped_on_both_sides(sc, tmp_path, capsys):
+    """``--without-disturbed``: a run whose ``other_cores`` (lanes.lab.host_noise) reaches 0.1
+    is dropped from the predicting and the predicted grids; a run without the reading stays,
+    and the heading says both."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for repeat, p99 in enumerate((10.0, 12.0), start=1):
+        write_run(a, 100.0, repeat, p99, 100.0, 0.1)
+    write_run(a, 100.0, 3, 50.0, 100.0, 0.1)  # a neighbour's build beside it
+    for repeat, p99 in enumerate((11.0, 11.0), start=1):
+        write_run(b, 100.0, repeat, p99, 100.0, 0.1)
+    write_run(b, 100.0, 3, 80.0, 100.0, 0.1)
+    for folder, noisy in ((a, 3), (b, 3)):
+        for path in sorted((folder / "fifo").glob("*.json")):
+            run = json.loads(path.read_text())
+            quiet = path.name != f"L100-r{noisy}.json"
+            run["server"]["other_cores"] = 0.02 if quiet else 0.1
+            path.write_text(json.dumps(run))
+    write_run(b, 100.0, 4, 11.0, 100.0, 0.1)  # a grid from before the reading: it stays
+    out = tmp_path / "quiet.md"
+    assert sc.main([str(a), "--predicts", str(b), "--markdown", str(out)]) == 0
+    assert "28.2 [11.0-80.0] / 24.0 |" in out.read_text()  # the noisy runs count
+    argv = [str(a), "--predicts", str(b), "--without-disturbed", "--markdown", str(out)]
+    assert sc.main(argv) == 0
+    text = out.read_text()
+    assert "(without the 1 runs of 3 the host disturbed; without the 1 runs of 4 the host " in text
+    assert "disturbed (1 carry no host-noise reading and stay))" in text
+    assert "11.0 [11.0-11.0] / 11.0 | +0 % |" in text  # b's 11, 11, 11 against a's 10 and 12
