@@ -101,6 +101,20 @@ def test_without_the_servers_process_the_rest_is_not_claimed() -> None:
     assert set(host_noise.noise(None, None, 5.0).values()) == {None}
 
 
+def test_with_the_load_on_a_cluster_the_rest_is_not_claimed() -> None:
+    """A ``[cluster]``'s generators run in Ray's workers, not under the runner: no lab figure is
+    taken, so no ``other`` either; the server's tree and the steal still are."""
+    server = subprocess.Popen(burner(0.3))
+    try:
+        got = host_noise.host_sample(server.pid, lab=False)
+    finally:
+        server.wait(timeout=10)
+    assert got is not None and got.lab_s is None and got.server_s is not None
+    noise = host_noise.noise(got, got, 1.0)
+    assert noise["other_cpu_s"] is None and noise["other_cores"] is None
+    assert noise["server_tree_cpu_s"] == 0 and noise["steal_cpu_s"] == 0
+
+
 @pytest.mark.parametrize(
     ("server", "flagged"),
     [

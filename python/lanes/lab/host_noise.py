@@ -22,7 +22,8 @@ host's, and the lab names it (lanes.lab.aggregate's ``disturbed``, the report). 
 out for it, since the share of the tail it made cannot be told from the run.
 
 Everything is read with psutil; where it cannot be read (not Linux, a process gone) the figure is
-None, never a guess.
+None, never a guess. With a ``[cluster]`` the generators run in Ray's workers, this host's among
+them, which are not under the runner: no ``lab_cpu_s`` and no ``other`` are taken then.
 """
 
 from __future__ import annotations
@@ -77,8 +78,10 @@ def _sum(procs: list[psutil.Process]) -> float:
     return total
 
 
-def host_sample(server_pid: int | None) -> HostSample | None:
-    """Read the counters now; None where the host's CPU times cannot be read."""
+def host_sample(server_pid: int | None, lab: bool = True) -> HostSample | None:
+    """Read the counters now; None where the host's CPU times cannot be read. ``lab`` False:
+    the lab's load does not all run under this process (a Ray cluster's generators run in its
+    workers on this host too), so no lab figure is taken and no ``other`` follows from it."""
     try:
         t = psutil.cpu_times()
     except (psutil.Error, OSError):
@@ -92,17 +95,15 @@ def host_sample(server_pid: int | None) -> HostSample | None:
             server = _tree(psutil.Process(server_pid))
         except psutil.Error:
             server = []
+    server_s = _sum(server) if server else None
+    if not lab:
+        return HostSample(busy, steal, server_s, None)
     own = {p.pid for p in server}
     try:
-        lab = [p for p in _tree(psutil.Process(os.getpid())) if p.pid not in own]
+        ours = [p for p in _tree(psutil.Process(os.getpid())) if p.pid not in own]
     except psutil.Error:
-        return HostSample(busy, steal, None, None)
-    return HostSample(
-        busy_s=busy,
-        steal_s=steal,
-        server_s=_sum(server) if server else None,
-        lab_s=_sum(lab),
-    )
+        return HostSample(busy, steal, server_s, None)
+    return HostSample(busy_s=busy, steal_s=steal, server_s=server_s, lab_s=_sum(ours))
 
 
 def noise(before: Any, after: Any, window_s: float) -> dict[str, float | None]:

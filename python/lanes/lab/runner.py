@@ -395,13 +395,15 @@ def _agree(values: Sequence[float], tolerance: float) -> bool:
     return mean > 0 and all(abs(v - mean) <= tolerance * mean for v in values)
 
 
-def _sample(srv: Server) -> dict[str, Any]:
+def _sample(srv: Server, local_load: bool = True) -> dict[str, Any]:
+    """The counters now; ``local_load`` False when the generators run on a Ray cluster, whose
+    local workers are not under the runner, so the host's rest cannot be told from them."""
     return {
         "t": time.monotonic(),
         "metrics": scrape.metrics(srv.metrics_url),
         "stats": scrape.model_stats(srv.url),
         "cpu": scrape.cpu_sample(srv.pid),
-        "host": host_noise.host_sample(srv.pid),
+        "host": host_noise.host_sample(srv.pid, lab=local_load),
     }
 
 
@@ -439,7 +441,8 @@ def measure(
         seed = w.seed + 7919 * (key.repeat + 101 * attempt)
         load = _load(exp, rate, conc, trace_times, seed)
         specs, models = _specs(exp, srv, corpus, load, machines, start)
-        sampler = _Sampler(srv, start + w.warmup_s, start + w.warmup_s + w.measure_s)
+        window = (start + w.warmup_s, start + w.warmup_s + w.measure_s)
+        sampler = _Sampler(srv, *window, local_load=pool is None)
         deadline = 10.0 + w.warmup_s + w.measure_s + 2 * w.timeout_s
         if pool is None:
             results = generators.launch([spec for _, spec in specs], deadline)
@@ -638,10 +641,13 @@ class _Sampler:
     runs on a 2-core host, and every per-second figure — devices busy, the process's CPU, the
     host's idle share — was diluted by it.)"""
 
-    def __init__(self, srv: Server, start_unix: float, end_unix: float) -> None:
+    def __init__(
+        self, srv: Server, start_unix: float, end_unix: float, local_load: bool = True
+    ) -> None:
         import threading
 
         self._srv = srv
+        self._local_load = local_load
         self._values: list[dict[str, Any]] = [{}, {}]
         self._thread = threading.Thread(target=self._run, args=(start_unix, end_unix), daemon=True)
         self._thread.start()
@@ -651,7 +657,7 @@ class _Sampler:
             delay = at - time.time()
             if delay > 0:
                 time.sleep(delay)  # the window's start or end, not a test synchronisation
-            self._values[i] = _sample(self._srv)
+            self._values[i] = _sample(self._srv, self._local_load)
 
     def before(self) -> dict[str, Any]:
         """The sample at the window's start."""
@@ -659,7 +665,7 @@ class _Sampler:
 
     def after(self) -> dict[str, Any]:
         """The sample at the window's end (taken now if the thread could not)."""
-        return self._join()[1] or _sample(self._srv)
+        return self._join()[1] or _sample(self._srv, self._local_load)
 
     def _join(self) -> list[dict[str, Any]]:
         self._thread.join(timeout=30.0)
