@@ -55,3 +55,6 @@ $P default_question.py --markdown $D/default-question.md > /dev/null
 $P $D/../round22/count.py $O/*.md | grep -v " 0 of 0 " > $O/counts.txt
 # the simulator's p99 per 5 s window against the lab's runs, pooled over the eight grids
 (PYTHONPATH=. $P $D/window.py $G22 $G23 > $O/window.md)
+# what the runaway runs share: the seven grids of the usual speed, then all eight
+$P $D/runaway.py $G22 $G23 > $O/runaway-with-23.txt
+$P $D/runaway.py /tmp/r22/grid-seed37 /tmp/r22/grid-seed53 /tmp/r22/grid-seed71 /tmp/r22/grid-seed89 $G23 > $O/runaway.txt
