@@ -34,6 +34,8 @@ def main(argv: list[str]) -> int:
         sys.exit(__doc__.split("Run:")[1].strip())
     runs: list[dict[str, Any]] = []
     for grid in map(Path, argv):
+        if not (grid / "timelines.json").is_file():
+            sys.exit(f"runaway: {grid} has no timelines.json: run timelines.py on it first")
         timelines = json.loads((grid / "timelines.json").read_text())
         for path in sorted(grid.glob("runs/*/L*-r*.json")):
             if path.name.endswith(".trace.json"):
