@@ -11,9 +11,10 @@ the host's CPU over the window between three owners:
   ending inside the window moves its time to its parent instead of losing it;
 - **the lab**: this process (the runner) and every process under it that is not the server's,
   that is the load generators;
-- **other**: what the host's cores spent in user, nice and system time beyond those two
-  (``other_cpu_s``, at least 0). The host's interrupt and soft-interrupt time is left out:
-  on loopback it is mostly the run's own network work, charged to no process.
+- **other**: what the host's cores spent in user, nice, system, interrupt and soft-interrupt
+  time beyond those two (``other_cpu_s``, at least 0). The interrupt time is counted because
+  the processes' own clocks take in part of it (without it a quiet run's processes used more
+  than the host did); the floor at 0 absorbs the few per cent the two clocks differ by.
 
 ``steal_cpu_s`` is the time the hypervisor ran other guests on this guest's cores (0 on bare
 metal). A run whose ``other_cpu_s + steal_cpu_s`` over its window reaches

@@ -11,7 +11,9 @@ cores at 200 req/s to 0.09 at 900 on round 22's grids). **Rule:** a run's estima
 grids given (the lab's part at that rate, with what a quiet host adds), at least 0; the copies
 mark it ``other_cores_estimated``.
 
-Run:  python estimate.py OUT GRID [GRID ...]   (writes OUT/<grid name>/runs/VARIANT/L*-r*.json)
+Run from bench/calibrate, with PYTHONPATH=. (compare.py's ``others_cores`` is the difference):
+  python ../../docs/results/calibration/round23/estimate.py OUT GRID [GRID ...]
+  (writes OUT/<grid name>/runs/VARIANT/L*-r*.json)
 """
 
 from __future__ import annotations
@@ -20,18 +22,13 @@ import json
 import statistics
 import sys
 from pathlib import Path
-from typing import Any
 
-
-def difference(run: dict[str, Any]) -> float:
-    """The host's busy cores minus the server process's over the window."""
-    s = run["server"]
-    return float(sum(s["cpu_busy_per_core"]) - s["process_cpu_s"] / s["window_s"])
+from compare import others_cores  # the host's busy cores less the server process's
 
 
 def main(argv: list[str]) -> int:
     if len(argv) < 2:
-        sys.exit(__doc__.split("Run:")[1].strip())
+        sys.exit(__doc__.split("Run from bench/calibrate, with PYTHONPATH=. ")[1].strip())
     out, grids = Path(argv[0]), [Path(g) for g in argv[1:]]
     runs = [
         (g, p, json.loads(p.read_text()))
@@ -43,11 +40,11 @@ def main(argv: list[str]) -> int:
         sys.exit(f"estimate: {', '.join(map(str, grids))} hold no run files")
     by_rate: dict[float, list[float]] = {}
     for _, _, run in runs:
-        by_rate.setdefault(run["offered"]["rate_rps"], []).append(difference(run))
+        by_rate.setdefault(run["offered"]["rate_rps"], []).append(others_cores(run))
     base = {rate: statistics.median(xs) for rate, xs in by_rate.items()}
     flagged = []
     for grid, path, run in runs:
-        cores = max(0.0, difference(run) - base[run["offered"]["rate_rps"]])
+        cores = max(0.0, others_cores(run) - base[run["offered"]["rate_rps"]])
         run["server"]["other_cores"] = round(cores, 4)
         run["server"]["other_cores_estimated"] = True
         target = out / grid.name / path.relative_to(grid)

@@ -23,7 +23,7 @@ done
 $P against_demo.py /tmp/r23/grid-seed101 /tmp/r23/grid-seed103 /tmp/r23/grid-seed107 --grid $C --markdown $O/committed-pooled.md > /dev/null
 $P against_demo.py /tmp/r23/grid-seed101 --grid $C --without-disturbed --markdown $O/committed-on-seed101-quiet.md > /dev/null
 $P against_demo.py /tmp/r23/grid-seed101 /tmp/r23/grid-seed103 /tmp/r23/grid-seed107 --grid $C --without-disturbed --markdown $O/committed-pooled-quiet.md > /dev/null
-$P $D/estimate.py /tmp/r23/est /tmp/r22/grid-seed23 /tmp/r22/grid-seed37 /tmp/r22/grid-seed53 /tmp/r22/grid-seed71 /tmp/r22/grid-seed89 > $O/estimate-r22.txt
+PYTHONPATH=. $P $D/estimate.py /tmp/r23/est /tmp/r22/grid-seed23 /tmp/r22/grid-seed37 /tmp/r22/grid-seed53 /tmp/r22/grid-seed71 /tmp/r22/grid-seed89 > $O/estimate-r22.txt
 E=/tmp/r23/est
 $P against_demo.py $E/grid-seed23 $E/grid-seed37 $E/grid-seed53 $E/grid-seed71 $E/grid-seed89 --grid $C --markdown $O/committed-r22-pooled.md > /dev/null
 $P against_demo.py $E/grid-seed23 $E/grid-seed37 $E/grid-seed53 $E/grid-seed71 $E/grid-seed89 --grid $C --without-disturbed --markdown $O/committed-r22-pooled-quiet.md > /dev/null
