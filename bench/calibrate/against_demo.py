@@ -33,14 +33,20 @@ samples of arrivals, not on one grid's three.
 (``lanes.lab.host_noise``: other processes and steal at 0.1 cores or more over the run's
 window), which measured a neighbour as much as the server; the table's heading says how many.
 
+``--windows N`` (the twenty-fourth round) simulates each level as ``N`` runs as long as the lab's
+measurement windows (the runs' median ``measure_s``) instead of ``--seeds`` long runs, and takes
+the mean over them, as the lab takes the mean over its runs: the like-for-like reading when the
+scenario's host speed changes over seconds (``host.speed_ms``), so that some windows run slow.
+
 Run:  python bench/calibrate/against_demo.py DEMO_DIR [--scenario FILE] [--seeds 3]
-      [--requests 40000] [--markdown OUT.md] [--without-disturbed]
+      [--requests 40000] [--windows N] [--markdown OUT.md] [--without-disturbed]
       python bench/calibrate/against_demo.py GRID [GRID ...] --grid [--scenario FILE] ...
 """
 
 from __future__ import annotations
 
 import argparse
+import statistics
 from pathlib import Path
 
 from compare import emit, load_runs, measured, summary, table, undisturbed
@@ -72,15 +78,17 @@ def predicted(
     seeds: int,
     requests: int,
     as_simulated: dict[str, tuple[str, int]] = AS_SIMULATED,
+    window_s: float | None = None,
 ) -> dict[tuple[str, float], dict[str, float]]:
     """Each variant as ``as_simulated`` says (default :data:`AS_SIMULATED`), at the given rates:
-    compare.py's prediction (mean over seeds) of its policy on the scenario with its batches in
-    flight."""
+    compare.py's prediction (mean over seeds, or over ``seeds`` windows of ``window_s``) of its
+    policy on the scenario with its batches in flight."""
     out = {}
     for variant in variants:
         policy, threads = as_simulated[variant]
         policy = parse_policy(policy)  # the name the simulator's points carry
-        got = simulate(with_threads(scenario, threads), [policy], rates, seeds, requests)
+        sc = with_threads(scenario, threads)
+        got = simulate(sc, [policy], rates, seeds, requests, window_s)
         out.update({(variant, rate): got[(policy, rate)] for rate in rates})
     return out
 
@@ -96,6 +104,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=40_000)
+    ap.add_argument(
+        "--windows",
+        type=int,
+        default=None,
+        help="simulate N runs as long as the lab's windows per level (instead of --seeds)",
+    )
     ap.add_argument("--markdown", type=Path, default=None)
     ap.add_argument(
         "--grid",
@@ -120,12 +134,20 @@ def main(argv: list[str] | None = None) -> int:
     meas = measured(runs)
     variants = sorted({k[0] for k in meas})
     rates = sorted({k[1] for k in meas})
+    if args.windows is not None and args.windows < 1:
+        ap.error(f"--windows {args.windows}: must be at least 1")
     scenario = Scenario.load(args.scenario)
-    pred = predicted(scenario, variants, rates, args.seeds, args.requests, as_simulated)
+    window_s = None
+    sized = f"{args.seeds} seeds x {args.requests} requests"
+    if args.windows is not None:
+        window_s = statistics.median(r["measure_s"] for r in runs)
+        sized = f"{args.windows} windows of {window_s:g} s"
+    seeds = args.seeds if args.windows is None else args.windows
+    pred = predicted(scenario, variants, rates, seeds, args.requests, as_simulated, window_s)
     head = (
         f"{args.scenario.name} as it is against {folders}{quiet}: "
         + ", ".join(f"{v} as {as_simulated[v][0]} x{as_simulated[v][1]}" for v in variants)
-        + f"; {args.seeds} seeds x {args.requests} requests"
+        + f"; {sized}"
     )
     return emit(f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}", args.markdown)
 

@@ -856,21 +856,44 @@ def measured(runs: list[dict[str, Any]]) -> dict[tuple[str, float], dict[str, fl
     return out
 
 
+WARM_SHARE = 0.05
+"""The share of a simulated run's arrivals the simulator leaves out as warm-up (stats.rs)."""
+
+
 def predicted(
-    scenario: Scenario, variants: list[str], rates: list[float], seeds: int, requests: int
+    scenario: Scenario,
+    variants: list[str],
+    rates: list[float],
+    seeds: int,
+    requests: int,
+    window_s: float | None = None,
 ) -> dict[tuple[str, float], dict[str, float]]:
     """The simulator at the same offered rates: mean over seeds. Besides ``p50``, ``p99`` and
     ``goodput``: ``cpu_idle``, the share of core time left idle; ``gpu_busy``, the devices'
     busy share; and ``wait_per_ms:NAME`` for each service NAME, how long its runtime calls
     waited per ms of their cost (``call_ms / call_cost_ms - 1``, the lab's ``off_per_cpu``
-    when the costs are CPU time)."""
+    when the costs are CPU time).
+
+    With ``window_s`` (the twenty-fourth round) each seed is one run as long as a lab window
+    instead of ``requests`` long: ``rate x window_s / (1 - WARM_SHARE)`` arrivals, so that its
+    measured part lasts ``window_s``. The figures are then the mean over ``seeds`` windows, as
+    the lab's are the mean over its runs' windows: a host whose speed changes between windows
+    (``host.speed_ms`` of seconds) makes some windows slow, as it makes some lab runs slow."""
     per_load = scenario_rate(scenario)
     loads = [rate / per_load for rate in rates]
-    res = sim.run(scenario, variants, loads, seeds=list(range(1, seeds + 1)), requests=requests)
+    seed_list = list(range(1, seeds + 1))
+    if window_s is None:
+        res = sim.run(scenario, variants, loads, seeds=seed_list, requests=requests)
+        points = list(res.points)
+    else:
+        points = []
+        for rate, load in zip(rates, loads, strict=True):
+            n = max(1, round(rate * window_s / (1 - WARM_SHARE)))
+            points += sim.run(scenario, variants, [load], seeds=seed_list, requests=n).points
     out = {}
     for variant in variants:
         for rate, load in zip(rates, loads, strict=True):
-            pts = [p for p in res.points if p["policy"] == variant and abs(p["load"] - load) < 1e-9]
+            pts = [p for p in points if p["policy"] == variant and abs(p["load"] - load) < 1e-9]
             out[(variant, rate)] = {
                 "p50": statistics.mean(p["latency_ms"]["p50"] for p in pts),
                 "p99": statistics.mean(p["latency_ms"]["p99"] for p in pts),

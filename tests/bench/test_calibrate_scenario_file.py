@@ -148,3 +148,44 @@ def test_a_grid_without_its_disturbed_runs(monkeypatch, tmp_path):
     kept = p99s[1:]
     mean = sum(kept) / len(kept)
     assert row.split("|")[5].strip().startswith(f"{mean:.1f} [{min(kept):.1f}-{max(kept):.1f}]")
+
+
+def test_windows_simulate_runs_as_long_as_the_labs(monkeypatch, tmp_path, capsys):
+    """``--windows N``: each level is N simulated runs as long as the grid's windows (its runs'
+    median ``measure_s``), their p99 the mean over them; N below 1 is refused by name."""
+    monkeypatch.syspath_prepend(str(CALIBRATE))
+    against = importlib.import_module("against_demo")
+    compare = importlib.import_module("compare")
+    sim = importlib.import_module("lanes.sim.runner")
+    grid = ROOT / "docs/results/calibration/round21/grid-seed1"
+    out = tmp_path / "t.md"
+    argv = [str(grid), "--grid", "--windows", "4", "--markdown", str(out)]
+    assert against.main(argv) == 0
+    assert "; 4 windows of 5 s" in out.read_text()
+    # the rule: rate x window / (1 - the warm-up share) arrivals a window, seeds 1..N, the mean
+    scenario = Scenario.load(ROOT / "examples/scenarios/cpu-2core.toml")
+    rate = 600.0
+    got = compare.predicted(scenario, ["fifo"], [rate], 4, 40_000, window_s=5.0)
+    load = rate / compare.scenario_rate(scenario)
+    each = sim.run(scenario, ["fifo"], [load], seeds=[1, 2, 3, 4], requests=round(rate * 5 / 0.95))
+    assert all(abs(p["requests"] - rate * 5) <= 1 for p in each.points)  # measured: 5 s
+    mean = sum(p["latency_ms"]["p99"] for p in each.points) / 4
+    assert got[("fifo", rate)]["p99"] == pytest.approx(mean)
+    with pytest.raises(SystemExit) as info:
+        against.main([str(grid), "--grid", "--windows", "0"])
+    assert info.value.code == 2
+    assert "--windows 0: must be at least 1" in capsys.readouterr().err
+
+
+def test_slow_spells_of_seconds_make_slow_windows(monkeypatch):
+    """A host whose speed changes over seconds (``host.speed_ms``) makes some windows slow near
+    the knee, so their mean p99 is longer than a steady host's; over windows far shorter than a
+    spell the spread between windows shows it."""
+    monkeypatch.syspath_prepend(str(CALIBRATE))
+    compare = importlib.import_module("compare")
+    steady = Scenario.load(ROOT / "examples/scenarios/cpu-2core.toml")
+    spells = replace(steady, host=replace(steady.host, speed_cv=0.1, speed_ms=3000.0))
+    rate = 850.0
+    calm = compare.predicted(steady, ["fifo"], [rate], 24, 0, window_s=5.0)[("fifo", rate)]
+    slow = compare.predicted(spells, ["fifo"], [rate], 24, 0, window_s=5.0)[("fifo", rate)]
+    assert slow["p99"] > 1.2 * calm["p99"], (slow["p99"], calm["p99"])
