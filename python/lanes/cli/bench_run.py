@@ -144,3 +144,8 @@ def print_diagnosis(path: Path) -> None:
     noisy = disturbed_line(summary)
     if noisy:
         print(noisy)
+    from lanes.lab.report import slow_host_line
+
+    slow = slow_host_line(summary)
+    if slow:
+        print(slow)

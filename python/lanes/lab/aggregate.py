@@ -43,6 +43,10 @@ A results folder (docs/lab.md) holds one JSON file per run,
   listed under ``disturbed`` with that share and its p99, and each level carries the mean
   share (``other_cores``). It stays in the figures: how much of its tail the neighbour made
   cannot be told from the run, but the reader is told where to look.
+- **Slow host** (:mod:`lanes.lab.speed_probe`): a run (or probe) whose host ran the probe's fixed
+  work ``SLOW_HOST`` times as slow as the folder's median run (``probe_work_ms``) or slower is
+  listed under ``slow_host`` with that ratio and its p99, and each level carries the mean of its
+  runs' probe (``probe_work_ms``). It stays in the figures, as a disturbed run does.
 - **Ratios to the baseline** (:func:`ratios`): each variant's grid capacity and p99 at each
   level divided by the baseline variant's at the same level index; null where either side is
   missing or the baseline's figure is 0. The searched capacities and the goodput at each level
@@ -71,8 +75,9 @@ from typing import IO, Any
 
 from lanes.errors import RESULTS_INVALID, LanesError
 from lanes.files import write_atomic
-from lanes.lab import capacity
+from lanes.lab import capacity, speed_probe
 from lanes.lab.host_noise import disturbed
+from lanes.lab.speed_probe import SLOW_HOST
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -274,6 +279,21 @@ def aggregate(results_dir: Path | str, baseline: str | None = None) -> dict[str,
                 "p99_ms": r.latency("p99"),
             }
             for r, cores in noisy
+        ]
+    everything = every + every_probe
+    speeds = speed_probe.host_speeds([r.data for r in everything])
+    known = [w for w in (speed_probe.work_ms(r.data) for r in everything) if w is not None]
+    if known:
+        summary["probe_work_ms"] = round(statistics.median(known), 4)
+    slow = [(r, v) for r, v in zip(everything, speeds, strict=True) if v and v >= SLOW_HOST]
+    if slow:
+        summary["slow_host"] = [
+            {
+                "id": str(r.data.get("id") or r.path.name),
+                "host_speed": round(v, 3),
+                "p99_ms": r.latency("p99"),
+            }
+            for r, v in slow
         ]
     summary["ratios"] = ratios(summary, chosen)
     from lanes.lab.diagnosis import collect
@@ -497,6 +517,7 @@ def _level(variant_runs: list[Run], level: int) -> dict[str, Any]:
         "cpu_idle": mean_or_none(_number(s.get("host_cpu_idle")) for s in servers),
         "process_cpu_s": mean_or_none(_number(s.get("process_cpu_s")) for s in servers),
         "other_cores": mean_or_none(_number(s.get("other_cores")) for s in servers),
+        "probe_work_ms": mean_or_none(speed_probe.work_ms(r.data) for r in runs),
         "device": _devices(runs),
         "models": _models(runs),
         "timelines": [str(r.data["timeline"]) for r in runs if r.data.get("timeline")],

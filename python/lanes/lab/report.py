@@ -25,7 +25,7 @@ from typing import IO, Any
 from lanes.errors import BAD_ARGUMENT, MISSING_DEPENDENCY, OUTPUT_FAILED, LanesError
 from lanes.files import check_writable, write_atomic
 from lanes.lab import aggregate as agg
-from lanes.lab import diagnosis, host_noise
+from lanes.lab import diagnosis, host_noise, speed_probe
 from lanes.lab.headline import NONE, headline, leaders, model_rows, number
 
 if sys.version_info >= (3, 11):
@@ -170,6 +170,7 @@ def render_html(
         _behind(summary),
         _late(summary),
         _disturbed(summary),
+        _slow_host(summary),
         "<h2>Capacity at SLO</h2>",
         _capacity_note(summary),
         _capacity_table(summary, ratios),
@@ -319,6 +320,37 @@ def _disturbed(summary: Mapping[str, Any]) -> str:
             f"{html.escape(str(r['id']))}: {float(r['other_cores']):.2f} cores, p99 "
             f"{_num(r.get('p99_ms'))} ms"
             for r in summary.get("disturbed") or []
+        ],
+    )
+
+
+def slow_host_line(summary: Mapping[str, Any]) -> str | None:
+    """One line naming the runs whose host ran slow (``summary["slow_host"]``,
+    :mod:`lanes.lab.speed_probe`); None when there are none."""
+    rows = summary.get("slow_host") or []
+    if not rows:
+        return None
+    runs = ", ".join(f"{r['id']} ({float(r['host_speed']):.2f}x)" for r in rows)
+    return (
+        f"ran on a slow host (the speed probe's work >= {speed_probe.SLOW_HOST:g}x the median "
+        f"run's, no process of ours to show for it): {runs}. Their tails are partly the host's; "
+        "compare them against their repeats"
+    )
+
+
+def _slow_host(summary: Mapping[str, Any]) -> str:
+    """The runs during which the host itself ran slow."""
+    return _listed(
+        "Runs on a slow host",
+        "During these runs' windows the host ran the lab's speed probe (a fixed piece of work, "
+        f"timed on its own thread's CPU clock) at least {speed_probe.SLOW_HOST:g} times as slow "
+        "as in the median run here: a neighbour on the same physical cores, or the host's clock, "
+        "slowed every thread, the server's included. They stay in every figure; compare them "
+        "against their repeats.",
+        [
+            f"{html.escape(str(r['id']))}: {float(r['host_speed']):.2f}x, p99 "
+            f"{_num(r.get('p99_ms'))} ms"
+            for r in summary.get("slow_host") or []
         ],
     )
 

@@ -62,7 +62,7 @@ from lanes.bench.result import Result, merge
 from lanes.diagnose.session import Session, check_pid
 from lanes.errors import BAD_ARGUMENT, EXPERIMENT_INVALID, OUTPUT_FAILED, LanesError
 from lanes.files import write_text_atomic
-from lanes.lab import capacity, generators, host_noise, scrape
+from lanes.lab import capacity, generators, host_noise, scrape, speed_probe
 from lanes.lab.aggregate import machine
 from lanes.lab.experiment import Experiment, MixEntry, Variant
 
@@ -448,7 +448,7 @@ def measure(
             results = generators.launch([spec for _, spec in specs], deadline)
         else:
             results, cluster_block = pool.launch(specs, deadline, closed=conc is not None)
-        before, after = sampler.before(), sampler.after()
+        before, after, probe = sampler.before(), sampler.after(), sampler.probe()
         total = merge(results)
         achieved = total.data.get("status_codes", {}).get("200", 0) / w.measure_s
         ok = stable(total, w.measure_s, st.windows, st.tolerance, st.latency_tolerance)
@@ -507,6 +507,7 @@ def measure(
         "extensions": attempt,
         "load": load,
         "server": scrape.server_block(before, after, w.measure_s),
+        "speed_probe": probe,
         "timeline": trace_rel,
         **({"diagnosis": diagnosis} if diagnosis is not None else {}),
         **({"cluster": cluster_block} if cluster_block is not None else {}),
@@ -639,7 +640,8 @@ class _Sampler:
     while the generators run, so the server's counters cover the client's window. (Taken when
     the generators have ended instead, the window ran up to a second long in half of a grid's
     runs on a 2-core host, and every per-second figure — devices busy, the process's CPU, the
-    host's idle share — was diluted by it.)"""
+    host's idle share — was diluted by it.) Between the two it runs the host speed probe
+    (lanes.lab.speed_probe) on the same thread, so that the probe covers the same window."""
 
     def __init__(
         self, srv: Server, start_unix: float, end_unix: float, local_load: bool = True
@@ -649,6 +651,8 @@ class _Sampler:
         self._srv = srv
         self._local_load = local_load
         self._values: list[dict[str, Any]] = [{}, {}]
+        self._probe: dict[str, Any] | None = None
+        self._work = speed_probe.Work()  # its buffers allocated before the window
         self._thread = threading.Thread(target=self._run, args=(start_unix, end_unix), daemon=True)
         self._thread.start()
 
@@ -658,6 +662,13 @@ class _Sampler:
             if delay > 0:
                 time.sleep(delay)  # the window's start or end, not a test synchronisation
             self._values[i] = _sample(self._srv, self._local_load)
+            if i == 0:  # between the two samples: the host's speed over the window
+                self._probe = speed_probe.run_until(end_unix, self._work)
+
+    def probe(self) -> dict[str, Any] | None:
+        """The window's speed probe (lanes.lab.speed_probe), None if it could not run."""
+        self._join()
+        return self._probe
 
     def before(self) -> dict[str, Any]:
         """The sample at the window's start."""

@@ -1,0 +1,132 @@
+"""lanes.lab.speed_probe: the host speed probe's samples, its rule over a results folder, and a
+real lab run that carries it into the run file, the summary, the report and the terminal."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from lanes.lab import aggregate, report, runner, speed_probe
+from lanes.lab.experiment import parse_experiment
+
+
+def test_the_probe_samples_the_window_and_stops_at_its_end() -> None:
+    work = speed_probe.Work()
+    start = time.time()
+    got = speed_probe.run_until(start + 0.5, work, period_s=0.05)
+    assert time.time() - start < 1.0  # it stops by itself at the window's end
+    assert 6 <= got["samples"] <= 11, got["samples"]
+    assert got["period_ms"] == 50.0
+    times = [t for t, _ in got["series"]]
+    assert times == sorted(times) and times[0] == 0.0 and times[-1] < 0.5
+    # the work takes CPU time (a fraction of a ms on a 2-core EPYC), the median of the samples
+    ms = sorted(v for _, v in got["series"])
+    assert 0 < got["work_ms"] < 20 and got["work_ms"] == pytest.approx(ms[len(ms) // 2], rel=0.5)
+
+
+def test_a_window_already_over_has_no_samples() -> None:
+    got = speed_probe.run_until(time.time() - 1, speed_probe.Work())
+    assert got == {"period_ms": 100.0, "samples": 0, "work_ms": None, "series": []}
+
+
+def test_the_figure_is_the_works_cpu_time() -> None:
+    """Twice the work reads about twice the time: the probe reads the work, on the thread's own
+    CPU clock, not a constant."""
+    work = speed_probe.Work()
+    alone = sorted(speed_probe.sample(work) for _ in range(30))[15]
+    assert 0 < alone < 20
+    twice = sorted(_twice(work) for _ in range(30))[15]
+    assert 1.5 * alone < twice < 3 * alone, (alone, twice)
+
+
+def _twice(work: speed_probe.Work) -> float:
+    work()
+    t0 = time.thread_time_ns()
+    work()
+    work()
+    return (time.thread_time_ns() - t0) / 1e6
+
+
+@pytest.mark.parametrize(
+    ("runs", "speeds"),
+    [
+        (
+            [{"speed_probe": {"work_ms": 0.2}}, {"speed_probe": {"work_ms": 0.3}}, {}],
+            [0.8, 1.2, None],
+        ),
+        ([{"speed_probe": {"work_ms": 0.2}}], [1.0]),
+        ([{}, {"speed_probe": None}, {"speed_probe": {"work_ms": 0}}], [None, None, None]),
+        ([{"speed_probe": {"work_ms": True}}], [None]),
+    ],
+)
+def test_a_runs_host_speed_is_its_probe_over_the_folders_median(runs, speeds) -> None:
+    got = speed_probe.host_speeds(runs)
+    assert got == [pytest.approx(s) if s is not None else None for s in speeds]
+
+
+ONE_LEVEL = """
+name = "probe"
+[[variant]]
+name = "fifo"
+command = ["lanes", "serve", "--devices", "sim:2", "--policy", "fifo", "--port", "{port}",
+           "--metrics-port", "{metrics_port}"]
+[workload]
+mix = [{ model = "char_cnn", weight = 1.0 }]
+arrival = "poisson"
+levels = [50, 100]
+warmup_s = 0.5
+measure_s = 2
+repeats = 1
+slo_ms = 1000
+[stability]
+max_extensions = 0
+"""
+
+
+def test_a_lab_run_carries_its_probe_and_a_slow_one_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exp = parse_experiment(ONE_LEVEL)
+    out = tmp_path / "results"
+    runner.run_experiment(exp, out, ONE_LEVEL)
+    probes = []
+    for level in (0, 1):
+        run = json.loads((out / "runs" / "fifo" / f"L{level}-r1.json").read_text())
+        probe = run["speed_probe"]
+        # every 0.1 s over the 2 s window
+        assert 15 <= probe["samples"] <= 21, probe["samples"]
+        assert len(probe["series"]) == probe["samples"] and probe["work_ms"] > 0
+        probes.append(probe["work_ms"])
+    summary = aggregate.aggregate(out)
+    assert summary["probe_work_ms"] == pytest.approx(sorted(probes)[0] / 2 + sorted(probes)[1] / 2)
+    levels = summary["variants"]["fifo"]["levels"]
+    assert [lv["probe_work_ms"] for lv in levels] == probes
+    # one run's host ran the work 1.5 times as slow as the other's: it is named, not left out
+    path = out / "runs" / "fifo" / "L1-r1.json"
+    run = json.loads(path.read_text())
+    run["speed_probe"]["work_ms"] = probes[0] * 1.5
+    path.write_text(json.dumps(run))
+    summary = aggregate.aggregate(out)
+    (row,) = summary["slow_host"]
+    assert row["id"] == "fifo/L1-r1" and row["host_speed"] == pytest.approx(1.5 / 1.25, abs=1e-3)
+    assert summary["variants"]["fifo"]["levels"][1]["repeats"] == 1
+    page = report.build_report(out).html.read_text()
+    assert "Runs on a slow host" in page and "fifo/L1-r1: 1.20x" in page
+    from lanes.cli.bench_run import print_diagnosis
+
+    capsys.readouterr()
+    print_diagnosis(out / "summary.json")
+    printed = capsys.readouterr().out
+    assert "ran on a slow host" in printed and "fifo/L1-r1 (1.20x)" in printed
+
+
+def test_a_quiet_folder_names_no_slow_host(tmp_path: Path) -> None:
+    exp = parse_experiment(ONE_LEVEL.replace("levels = [50, 100]", "levels = [50]"))
+    out = tmp_path / "results"
+    runner.run_experiment(exp, out, ONE_LEVEL)
+    summary = aggregate.aggregate(out)
+    assert "slow_host" not in summary  # one run is its own median
+    assert report.slow_host_line(summary) is None
