@@ -50,21 +50,37 @@ def _twice(work: speed_probe.Work) -> float:
     return (time.thread_time_ns() - t0) / 1e6
 
 
+def _at(rate: float, ms: float | None) -> dict[str, object]:
+    probe = None if ms is None else {"work_ms": ms}
+    return {"offered": {"rate_rps": rate, "concurrency": None}, "speed_probe": probe}
+
+
 @pytest.mark.parametrize(
     ("runs", "speeds"),
     [
-        (
-            [{"speed_probe": {"work_ms": 0.2}}, {"speed_probe": {"work_ms": 0.3}}, {}],
-            [0.8, 1.2, None],
-        ),
-        ([{"speed_probe": {"work_ms": 0.2}}], [1.0]),
-        ([{}, {"speed_probe": None}, {"speed_probe": {"work_ms": 0}}], [None, None, None]),
-        ([{"speed_probe": {"work_ms": True}}], [None]),
+        ([_at(1, 0.2), _at(1, 0.3), _at(1, 0.25), _at(1, None)], [0.8, 1.2, 1.0, None]),
+        ([_at(1, 0.2), _at(1, 0.3)], [None, None]),  # fewer than 3 peers: no figure
+        ([_at(1, 0.2), _at(1, 0.3), _at(1, None), _at(1, 0)], [None, None, None, None]),
+        ([{}, {"speed_probe": None}, {"speed_probe": {"work_ms": True}}], [None, None, None]),
     ],
 )
-def test_a_runs_host_speed_is_its_probe_over_the_folders_median(runs, speeds) -> None:
+def test_a_runs_host_speed_is_its_probe_over_its_peers_median(runs, speeds) -> None:
     got = speed_probe.host_speeds(runs)
     assert got == [pytest.approx(s) if s is not None else None for s in speeds]
+
+
+def test_runs_are_set_against_their_peers_at_the_same_load() -> None:
+    """Each run against its peers at the same load: the light load's probe reads slower for all
+    of its runs, and none of them is slow; a run alone at its load has no figure."""
+    light = [_at(200, 0.30), _at(200, 0.31), _at(200, 0.29)]
+    heavy = [_at(900, 0.24), _at(900, 0.25), _at(900, 0.24), _at(900, 0.32)]
+    lone = [_at(500, 0.40)]
+    got = speed_probe.host_speeds(light + heavy + lone)
+    assert got[:3] == [pytest.approx(v / 0.30) for v in (0.30, 0.31, 0.29)]
+    assert got[3:7] == [pytest.approx(v / 0.245) for v in (0.24, 0.25, 0.24, 0.32)]
+    assert got[7] is None
+    slow = [i for i, v in enumerate(got) if v is not None and v >= speed_probe.SLOW_HOST]
+    assert slow == [6]
 
 
 ONE_LEVEL = """
@@ -76,10 +92,10 @@ command = ["lanes", "serve", "--devices", "sim:2", "--policy", "fifo", "--port",
 [workload]
 mix = [{ model = "char_cnn", weight = 1.0 }]
 arrival = "poisson"
-levels = [50, 100]
+levels = [50]
 warmup_s = 0.5
 measure_s = 2
-repeats = 1
+repeats = 3
 slo_ms = 1000
 [stability]
 max_extensions = 0
@@ -93,40 +109,38 @@ def test_a_lab_run_carries_its_probe_and_a_slow_one_is_named(
     out = tmp_path / "results"
     runner.run_experiment(exp, out, ONE_LEVEL)
     probes = []
-    for level in (0, 1):
-        run = json.loads((out / "runs" / "fifo" / f"L{level}-r1.json").read_text())
+    for repeat in (1, 2, 3):
+        run = json.loads((out / "runs" / "fifo" / f"L0-r{repeat}.json").read_text())
         probe = run["speed_probe"]
         # every 0.1 s over the 2 s window
         assert 15 <= probe["samples"] <= 21, probe["samples"]
         assert len(probe["series"]) == probe["samples"] and probe["work_ms"] > 0
         probes.append(probe["work_ms"])
     summary = aggregate.aggregate(out)
-    assert summary["probe_work_ms"] == pytest.approx(sorted(probes)[0] / 2 + sorted(probes)[1] / 2)
-    levels = summary["variants"]["fifo"]["levels"]
-    assert [lv["probe_work_ms"] for lv in levels] == probes
-    # one run's host ran the work 1.5 times as slow as the other's: it is named, not left out
-    path = out / "runs" / "fifo" / "L1-r1.json"
+    assert summary["probe_work_ms"] == sorted(probes)[1]
+    (level,) = summary["variants"]["fifo"]["levels"]
+    assert level["probe_work_ms"] == pytest.approx(sum(probes) / 3)
+    # the third repeat's host ran the work twice as slow as the slower of the other two: against
+    # their median it is named, and not left out
+    path = out / "runs" / "fifo" / "L0-r3.json"
     run = json.loads(path.read_text())
-    run["speed_probe"]["work_ms"] = probes[0] * 1.5
+    run["speed_probe"]["work_ms"] = 2 * max(probes[:2])
     path.write_text(json.dumps(run))
     summary = aggregate.aggregate(out)
     (row,) = summary["slow_host"]
-    assert row["id"] == "fifo/L1-r1" and row["host_speed"] == pytest.approx(1.5 / 1.25, abs=1e-3)
-    assert summary["variants"]["fifo"]["levels"][1]["repeats"] == 1
+    assert row["id"] == "fifo/L0-r3" and row["host_speed"] == 2.0
+    assert row["p99_ms"] == run["load"]["latency_ms"]["p99"]
+    assert summary["variants"]["fifo"]["levels"][0]["repeats"] == 3
     page = report.build_report(out).html.read_text()
-    assert "Runs on a slow host" in page and "fifo/L1-r1: 1.20x" in page
+    assert "Runs on a slow host" in page and "fifo/L0-r3: 2.00x" in page
     from lanes.cli.bench_run import print_diagnosis
 
     capsys.readouterr()
     print_diagnosis(out / "summary.json")
     printed = capsys.readouterr().out
-    assert "ran on a slow host" in printed and "fifo/L1-r1 (1.20x)" in printed
-
-
-def test_a_quiet_folder_names_no_slow_host(tmp_path: Path) -> None:
-    exp = parse_experiment(ONE_LEVEL.replace("levels = [50, 100]", "levels = [50]"))
-    out = tmp_path / "results"
-    runner.run_experiment(exp, out, ONE_LEVEL)
+    assert "ran on a slow host" in printed and "fifo/L0-r3 (2.00x)" in printed
+    # a quiet folder names none (the first two repeats and a third like them)
+    run["speed_probe"]["work_ms"] = max(probes[:2])
+    path.write_text(json.dumps(run))
     summary = aggregate.aggregate(out)
-    assert "slow_host" not in summary  # one run is its own median
-    assert report.slow_host_line(summary) is None
+    assert "slow_host" not in summary and report.slow_host_line(summary) is None

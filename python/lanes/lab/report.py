@@ -333,8 +333,8 @@ def slow_host_line(summary: Mapping[str, Any]) -> str | None:
     runs = ", ".join(f"{r['id']} ({float(r['host_speed']):.2f}x)" for r in rows)
     return (
         f"ran on a slow host (the speed probe's work >= {speed_probe.SLOW_HOST:g}x the median "
-        f"run's, no process of ours to show for it): {runs}. Their tails are partly the host's; "
-        "compare them against their repeats"
+        f"run's at the same load, no process to show for it): {runs}. Their tails are partly "
+        "the host's; compare them against their repeats"
     )
 
 
@@ -344,9 +344,9 @@ def _slow_host(summary: Mapping[str, Any]) -> str:
         "Runs on a slow host",
         "During these runs' windows the host ran the lab's speed probe (a fixed piece of work, "
         f"timed on its own thread's CPU clock) at least {speed_probe.SLOW_HOST:g} times as slow "
-        "as in the median run here: a neighbour on the same physical cores, or the host's clock, "
-        "slowed every thread, the server's included. They stay in every figure; compare them "
-        "against their repeats.",
+        "as the median run at the same load: a neighbour on the same physical cores, or the "
+        "host's clock, slowed every thread, the server's included. They stay in every figure; "
+        "compare them against their repeats.",
         [
             f"{html.escape(str(r['id']))}: {float(r['host_speed']):.2f}x, p99 "
             f"{_num(r.get('p99_ms'))} ms"

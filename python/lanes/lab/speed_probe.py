@@ -13,15 +13,26 @@ only how fast the core ran the work once it had it.
 
 **Rule.** A run file's ``speed_probe`` holds the samples' median (``work_ms``), their count and
 the series (seconds into the window, ms). Over a results folder (one host, one session) a run's
-*host speed* is its ``work_ms`` over the median ``work_ms`` of every run in the folder that has
-one (:func:`host_speeds`): 1.0 for a typical run, 1.15 when the host ran the same work 15 %
-slower. A run at :data:`SLOW_HOST` or more ran on a *slow host* (lanes.lab.aggregate lists it).
-Like a disturbed run (lanes.lab.host_noise) it stays in every figure: the reader is told where
-to look.
+*host speed* is its ``work_ms`` over the median ``work_ms`` of its peers, the runs at the same
+offered load (rate or concurrency, every variant and repeat, itself included), when at least
+:data:`MIN_PEERS` of them carry a probe (:func:`host_speeds`): 1.0 for a typical run, 1.25 when
+the host ran the same work 25 % slower. A run with fewer peers has no host speed: the probe is
+set only against runs at the same load, because it
+reads slower at light load (on round 24's two grids of the 2-core host the runs at 200-400
+req/s read 3 % slower than those at 600-900, medians, and at 5 req/s it can read half again as
+slow: a core that idles runs the next work colder, as the server's calls do). A run at
+:data:`SLOW_HOST` or more ran on a *slow host* (lanes.lab.aggregate lists it). Like a disturbed
+run (lanes.lab.host_noise) it stays in every figure: the reader is told where to look.
 
-**Cost.** One :func:`work` takes about 0.2 ms of CPU on this project's 2-core host (AMD EPYC,
-KVM), so the probe takes about 0.4 % of one core, counted as the lab's (``lab_cpu_s``). Its
-samples there spread 3 % from the tenth to the ninetieth percentile on a quiet host.
+**What it reads.** On this project's 2-core host (AMD EPYC, KVM), one :func:`work` takes about
+0.25 ms of CPU; a run's 50 samples spread 0.16 (sd of their log), so its median is good to about
+3 %. Over 120 runs the host speed's log spread 0.074, twice the spread of the server's own
+calls' CPU from run to run, and correlated with it (+0.46 at 200-400 req/s, +0.33 at 600-900;
+docs/results/calibration.md, the twenty-fourth round): the probe sees the host's slow spells
+and some of its own. A memory-bound neighbour process on the other core did not slow it.
+
+**Cost.** Two :func:`work` a sample (one untimed, to warm the cache), every 0.1 s: about 0.5 %
+of one core, counted as the lab's (``lab_cpu_s``).
 """
 
 from __future__ import annotations
@@ -35,10 +46,14 @@ import numpy as np
 
 PERIOD_S = 0.1
 """Seconds between the probe's samples."""
-SLOW_HOST = 1.10
-"""A run's host speed (its probe over the folder's median) at which it ran on a slow host: three
-times the 3 % the probe's samples spread from the tenth to the ninetieth percentile on a quiet
-host, and what the calibration's runaway runs' calls cost beyond their level's median run."""
+SLOW_HOST = 1.20
+"""A run's host speed (its probe over its peers' median) at which it ran on a slow host: about
+2.5 standard deviations of the host speed's log over 120 runs on two grids of the 2-core host
+(0.074; 1 run of 120 at 1.20 or more), and about twice the 8-15 % the calibration's runaway
+runs' calls cost beyond their level's median run, since the probe varies about twice as much as
+the calls (round 24)."""
+MIN_PEERS = 3
+"""Runs with a probe at the same offered load for their median to be a run's baseline."""
 _SWEEP = 512 * 1024
 """float32 elements the sweep writes (2 MiB: past a core's L2, inside a host's L3)."""
 _MATRIX = 64
@@ -112,12 +127,25 @@ def work_ms(run: Mapping[str, Any]) -> float | None:
     return None
 
 
+def _load_key(run: Mapping[str, Any]) -> tuple[Any, Any]:
+    """The offered load a run ran at: (rate, concurrency)."""
+    offered = run.get("offered")
+    if not isinstance(offered, Mapping):
+        return (None, None)
+    return (offered.get("rate_rps"), offered.get("concurrency"))
+
+
 def host_speeds(runs: Sequence[Mapping[str, Any]]) -> list[float | None]:
-    """Each run's host speed (rule above), None for a run without a probe or when no run has
-    one."""
+    """Each run's host speed (rule above), None for a run without a probe or with fewer than
+    :data:`MIN_PEERS` runs with one at its load."""
     values = [work_ms(r) for r in runs]
-    known = [v for v in values if v is not None]
-    if not known:
-        return [None] * len(values)
-    base = statistics.median(known)
-    return [None if v is None else v / base for v in values]
+    peers: dict[tuple[Any, Any], list[float]] = {}
+    for r, v in zip(runs, values, strict=True):
+        if v is not None:
+            peers.setdefault(_load_key(r), []).append(v)
+    base = {k: statistics.median(v) for k, v in peers.items() if len(v) >= MIN_PEERS}
+    out: list[float | None] = []
+    for r, v in zip(runs, values, strict=True):
+        b = base.get(_load_key(r))
+        out.append(None if v is None or b is None else v / b)
+    return out

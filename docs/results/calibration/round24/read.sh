@@ -39,3 +39,16 @@ $P ../../round22/count.py *-pooled-long.md *-pooled-windows.md > counts.txt
 for sc in cpu-2core spells-run-0.042-10000 spells-second-0.05-1400; do
   echo "$sc, 200 windows, grid by grid: $($P ../../round22/count.py $sc-on-*-windows.md | awk '{s += $2} END {print s}') of 480" >> counts.txt
 done
+# 4. part 5: the two grids run with the speed probe (run.sh): the probe against the calls, the
+#    calls' speed on that hour, the committed scenario against each and pooled, the lab itself
+cd $D/../../../..
+$P $D/probe.py /tmp/r24/grid-seed109 /tmp/r24/grid-seed113 > $O/probe.txt
+$P $D/spells.py /tmp/r24/grid-seed109 /tmp/r24/grid-seed113 > $O/spells-round24.txt
+cd bench/calibrate
+for s in 109 113; do
+  $P against_demo.py /tmp/r24/grid-seed$s --grid --markdown $O/cpu-2core-on-grid-seed$s.md > /dev/null
+  $P against_demo.py /tmp/r24/grid-seed$s --grid --windows 200 --markdown $O/cpu-2core-on-grid-seed$s-windows.md > /dev/null
+done
+$P against_demo.py /tmp/r24/grid-seed109 /tmp/r24/grid-seed113 --grid --markdown $O/cpu-2core-on-round24-pooled.md > /dev/null
+$P self_check.py /tmp/r24/grid-seed109 --predicts /tmp/r24/grid-seed113 --markdown $O/lab-109-on-113.md > /dev/null
+$P self_check.py /tmp/r24/grid-seed113 --predicts /tmp/r24/grid-seed109 --markdown $O/lab-113-on-109.md > /dev/null

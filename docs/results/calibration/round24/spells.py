@@ -96,8 +96,9 @@ def quantile(xs: list[float], q: float) -> float:
     return s[min(len(s) - 1, int(q * len(s)))]
 
 
-def window_speeds(trace_path: Path) -> list[float]:
-    """A run's per-window speeds (rule above) from its timeline."""
+def windows_of(trace_path: Path) -> dict[int, float]:
+    """A run's speed per window (rule above) from its timeline: window index (from the run's
+    first call) to speed, windows with calls worth 5 % of the window at their medians."""
     events = json.loads(trace_path.read_text())
     events = events["traceEvents"] if isinstance(events, dict) else events
     calls = [
@@ -106,7 +107,7 @@ def window_speeds(trace_path: Path) -> list[float]:
         if e.get("ph") == "X" and "cpu_ms" in e.get("args", {})
     ]
     if not calls:
-        return []
+        return {}
     t0 = min(t for t, _ in calls)
     cells: dict[tuple[str, int], list[float]] = collections.defaultdict(list)
     for _, a in calls:
@@ -118,7 +119,12 @@ def window_speeds(trace_path: Path) -> list[float]:
         if (m := median.get((a["model"], a["batch_size"]))) is not None:
             w = int((t - t0) // WINDOW_MS)
             num[w], den[w] = num[w] + a["cpu_ms"], den[w] + m
-    return [num[w] / den[w] for w in num if den[w] > 0.05 * WINDOW_MS]
+    return {w: num[w] / den[w] for w in num if den[w] > 0.05 * WINDOW_MS}
+
+
+def window_speeds(trace_path: Path) -> list[float]:
+    """A run's per-window speeds (:func:`windows_of`)."""
+    return list(windows_of(trace_path).values())
 
 
 def main(argv: list[str] | None = None) -> int:
