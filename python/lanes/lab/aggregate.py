@@ -43,12 +43,11 @@ A results folder (docs/lab.md) holds one JSON file per run,
   listed under ``disturbed`` with that share and its p99, and each level carries the mean
   share (``other_cores``). It stays in the figures: how much of its tail the neighbour made
   cannot be told from the run, but the reader is told where to look.
-- **Slow host** (:mod:`lanes.lab.speed_probe`): a run (or probe) whose host ran the probe's fixed
-  work ``SLOW_HOST`` times as slow as its peers' median run (the runs at the same offered load,
-  at least ``MIN_PEERS`` of them; the folder's median run is ``probe_work_ms``) or slower is
-  listed under ``slow_host``
-  with that ratio and its p99, and each level carries the mean of its runs' probe
-  (``probe_work_ms``). It stays in the figures, as a disturbed run does.
+- **Slow host** (:mod:`lanes.lab.speed_probe`): a run (or probe) whose host ran the speed
+  probe's fixed work ``SLOW_HOST`` times as slow as its peers' median run (the runs at the same
+  offered load, at least ``MIN_PEERS`` of them) or slower is listed under ``slow_host`` with that
+  ratio and its p99. The summary's ``probe_work_ms`` is the folder's median run's probe, each
+  level's the mean of its runs'. The runs stay in the figures, as a disturbed run does.
 - **Ratios to the baseline** (:func:`ratios`): each variant's grid capacity and p99 at each
   level divided by the baseline variant's at the same level index; null where either side is
   missing or the baseline's figure is 0. The searched capacities and the goodput at each level

@@ -652,7 +652,7 @@ class _Sampler:
         self._local_load = local_load
         self._values: list[dict[str, Any]] = [{}, {}]
         self._probe: dict[str, Any] | None = None
-        self._work = speed_probe.Work()  # its buffers allocated before the window
+        self._work = speed_probe.Work() if srv.pid is not None else None  # before the window
         self._thread = threading.Thread(target=self._run, args=(start_unix, end_unix), daemon=True)
         self._thread.start()
 
@@ -662,11 +662,14 @@ class _Sampler:
             if delay > 0:
                 time.sleep(delay)  # the window's start or end, not a test synchronisation
             self._values[i] = _sample(self._srv, self._local_load)
-            if i == 0:  # between the two samples: the host's speed over the window
+            if i == 0 and self._work is not None:
+                # between the two samples, the speed of the host the server runs on (a url
+                # variant's server may run elsewhere: no probe then)
                 self._probe = speed_probe.run_until(end_unix, self._work)
 
     def probe(self) -> dict[str, Any] | None:
-        """The window's speed probe (lanes.lab.speed_probe), None if it could not run."""
+        """The window's speed probe (lanes.lab.speed_probe); None for a server that is not a
+        process of ours, or if the probe could not run."""
         self._join()
         return self._probe
 
