@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.lab.test_host_noise import ONE_LEVEL
 
 from lanes.lab import aggregate, report, runner, speed_probe
 from lanes.lab.experiment import parse_experiment
@@ -83,31 +84,16 @@ def test_runs_are_set_against_their_peers_at_the_same_load() -> None:
     assert slow == [6]
 
 
-ONE_LEVEL = """
-name = "probe"
-[[variant]]
-name = "fifo"
-command = ["lanes", "serve", "--devices", "sim:2", "--policy", "fifo", "--port", "{port}",
-           "--metrics-port", "{metrics_port}"]
-[workload]
-mix = [{ model = "char_cnn", weight = 1.0 }]
-arrival = "poisson"
-levels = [50]
-warmup_s = 0.5
-measure_s = 2
-repeats = 3
-slo_ms = 1000
-[stability]
-max_extensions = 0
-"""
+THREE_REPEATS = ONE_LEVEL.replace("repeats = 1", "repeats = 3")
+"""test_host_noise's one level of a sim server, three times."""
 
 
 def test_a_lab_run_carries_its_probe_and_a_slow_one_is_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    exp = parse_experiment(ONE_LEVEL)
+    exp = parse_experiment(THREE_REPEATS)
     out = tmp_path / "results"
-    runner.run_experiment(exp, out, ONE_LEVEL)
+    runner.run_experiment(exp, out, THREE_REPEATS)
     probes = []
     for repeat in (1, 2, 3):
         run = json.loads((out / "runs" / "fifo" / f"L0-r{repeat}.json").read_text())

@@ -271,31 +271,17 @@ def aggregate(results_dir: Path | str, baseline: str | None = None) -> dict[str,
             {"id": str(r.data.get("id") or r.path.name), "reasons": r.data["cluster"]["reasons"]}
             for r in behind
         ]
-    noisy = [(r, cores) for r in every + every_probe if (cores := disturbed(r.server)) is not None]
-    if noisy:
-        summary["disturbed"] = [
-            {
-                "id": str(r.data.get("id") or r.path.name),
-                "other_cores": round(cores, 3),
-                "p99_ms": r.latency("p99"),
-            }
-            for r, cores in noisy
-        ]
     everything = every + every_probe
-    speeds = speed_probe.host_speeds([r.data for r in everything])
+    noisy = [(r, cores) for r in everything if (cores := disturbed(r.server)) is not None]
+    if noisy:
+        summary["disturbed"] = _named(noisy, "other_cores")
     known = [w for w in (speed_probe.work_ms(r.data) for r in everything) if w is not None]
     if known:
         summary["probe_work_ms"] = round(statistics.median(known), 4)
+    speeds = speed_probe.host_speeds([r.data for r in everything])
     slow = [(r, v) for r, v in zip(everything, speeds, strict=True) if v and v >= SLOW_HOST]
     if slow:
-        summary["slow_host"] = [
-            {
-                "id": str(r.data.get("id") or r.path.name),
-                "host_speed": round(v, 3),
-                "p99_ms": r.latency("p99"),
-            }
-            for r, v in slow
-        ]
+        summary["slow_host"] = _named(slow, "host_speed")
     summary["ratios"] = ratios(summary, chosen)
     from lanes.lab.diagnosis import collect
 
@@ -303,6 +289,15 @@ def aggregate(results_dir: Path | str, baseline: str | None = None) -> dict[str,
     if found:
         summary["diagnosis"] = found
     return summary
+
+
+def _named(runs: list[tuple[Run, float]], field: str) -> list[dict[str, Any]]:
+    """The summary's list of runs named for a reason: each run's id, its figure under
+    ``field`` (to 3 decimals) and its p99."""
+    return [
+        {"id": str(r.data.get("id") or r.path.name), field: round(v, 3), "p99_ms": r.latency("p99")}
+        for r, v in runs
+    ]
 
 
 def _behind(run: Run) -> bool:

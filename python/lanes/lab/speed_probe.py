@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -89,20 +89,15 @@ def sample(work: Work) -> float:
     return (time.thread_time_ns() - t0) / 1e6
 
 
-def run_until(
-    end_unix: float,
-    work: Work,
-    period_s: float = PERIOD_S,
-    clock: Callable[[], float] = time.time,
-) -> dict[str, Any]:
+def run_until(end_unix: float, work: Work, period_s: float = PERIOD_S) -> dict[str, Any]:
     """Sample every ``period_s`` from now until ``end_unix``; the run file's ``speed_probe``:
     ``period_ms``, ``samples``, ``work_ms`` (their median, None without samples) and ``series``
     (``[seconds since the first sample, ms]``, rounded to 0.1 µs)."""
-    start = clock()
+    start = time.time()
     series: list[list[float]] = []
     next_at = start
     while True:
-        now = clock()
+        now = time.time()
         if now >= end_unix:
             break
         if now < next_at:
