@@ -38,8 +38,14 @@ measurement windows (the runs' median ``measure_s``) instead of ``--seeds`` long
 the mean over them, as the lab takes the mean over its runs: the like-for-like reading when the
 scenario's host speed changes over seconds (``host.speed_ms``), so that some windows run slow.
 
+``--hour-speed REFERENCE`` (the twenty-fifth round) first scales the scenario's runtime calls to
+the grids' hour (hour_speed.py: their calls' CPU at the lightest level over REFERENCE's, the
+grid the scenario was read off; ``--hour-levels all``: at every level the two share); the
+heading gives the factor.
+
 Run:  python bench/calibrate/against_demo.py DEMO_DIR [--scenario FILE] [--seeds 3]
       [--requests 40000] [--windows N] [--markdown OUT.md] [--without-disturbed]
+      [--hour-speed REFERENCE_GRID [--hour-levels all]]
       python bench/calibrate/against_demo.py GRID [GRID ...] --grid [--scenario FILE] ...
 """
 
@@ -52,6 +58,7 @@ from pathlib import Path
 from compare import emit, load_runs, measured, summary, table, undisturbed
 from compare import predicted as simulate
 from default_question import DEFAULT_SCENARIO, with_threads
+from hour_speed import at_hour, hour_speed
 
 from lanes._core import parse_policy
 from lanes.serving.default_policy import CPU_POLICY
@@ -117,6 +124,20 @@ def main(argv: list[str] | None = None) -> int:
         help="the folder is a calibration grid (independent, fifo, sjf, default)",
     )
     ap.add_argument(
+        "--hour-speed",
+        type=Path,
+        default=None,
+        metavar="REFERENCE",
+        help="scale the scenario's calls to the grids' hour: their light-load calls' CPU over "
+        "REFERENCE's, the grid the scenario was read off (hour_speed.py)",
+    )
+    ap.add_argument(
+        "--hour-levels",
+        choices=("lightest", "all"),
+        default="lightest",
+        help="read --hour-speed at the grids' lightest level (default) or every level",
+    )
+    ap.add_argument(
         "--without-disturbed",
         action="store_true",
         help="drop the runs the rest of the host disturbed (the run files' host noise)",
@@ -137,6 +158,16 @@ def main(argv: list[str] | None = None) -> int:
     if args.windows is not None and args.windows < 1:
         ap.error(f"--windows {args.windows}: must be at least 1")
     scenario = Scenario.load(args.scenario)
+    hour = ""
+    if args.hour_speed is not None:
+        if not args.grid:
+            ap.error("--hour-speed needs --grid (the grids' timelines.json)")
+        factor = hour_speed(args.demo, args.hour_speed, args.hour_levels)
+        scenario = at_hour(scenario, factor)
+        hour = (
+            f", its calls x{factor:.3f} (the hour's speed at the {args.hour_levels} level(s) "
+            f"against {args.hour_speed})"
+        )
     window_s = None
     sized = f"{args.seeds} seeds x {args.requests} requests"
     if args.windows is not None:
@@ -145,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     seeds = args.seeds if args.windows is None else args.windows
     pred = predicted(scenario, variants, rates, seeds, args.requests, as_simulated, window_s)
     head = (
-        f"{args.scenario.name} as it is against {folders}{quiet}: "
+        f"{args.scenario.name} as it is{hour} against {folders}{quiet}: "
         + ", ".join(f"{v} as {as_simulated[v][0]} x{as_simulated[v][1]}" for v in variants)
         + f"; {sized}"
     )

@@ -14,7 +14,16 @@ run, how much of each run's tail the simulator gets back when it is given them:
   the run's speed: **the rule** — the run's runtime calls' CPU (``cpu_ms``) over what the grid's
   ``fifo`` and ``sjf`` runs' calls of the same model and batch size took on average (only pairs
   with at least :data:`MIN_CALLS` calls), summed over the run's calls: 1.05 is a run whose calls
-  took 5 % more CPU than the grid's.
+  took 5 % more CPU than the grid's. With ``--speed-base scenario`` the base is the scenario's
+  own cost of each call instead (``gpu.mean_ms`` for one request, each ``batch_ms`` point), so
+  a run's speed is the hour's as well as its own: 1.20 is a run whose calls took 20 % more CPU
+  than the scenario was read with;
+- **arrivals + speed over time**: the arrivals, and the host's speed as the run's calls felt it
+  bin by bin (``--bin-ms``, default 250) as the scenario's ``host.speed_series``: **the rule** —
+  a bin's factor is the same ratio over the calls that started in it (a bin without such calls
+  keeps the bin before's, the first 1.0), so a slow spell comes when the run had it. The series
+  covers the replayed span and repeats with it (the simulator loops a trace after its span), and
+  as every speed process it scales every phase that asks for a core, not the calls alone.
 
 What the simulator then still misses in a run is neither its arrivals nor its mean speed: the
 scheduling model, or what varies within the run. Per run: the lab's p99 (over the run's whole
@@ -24,7 +33,8 @@ per level, the means over the repeats and each one's error against the lab's mea
 Variants are simulated as against_demo.py ``--grid`` does (:data:`GRID_AS_SIMULATED`).
 
 Run:  python bench/calibrate/replay.py GRID --scenario FILE [--variants fifo,sjf]
-      [--rates 600,800] [--seeds 3] [--requests 40000] [--markdown FILE]
+      [--rates 600,800] [--seeds 3] [--requests 40000] [--bin-ms 250]
+      [--speed-base grid|scenario] [--markdown FILE]
 """
 
 from __future__ import annotations
@@ -39,6 +49,7 @@ from typing import Any
 
 from against_demo import GRID_AS_SIMULATED, predicted
 from compare import emit
+from hour_speed import at_hour
 
 from lanes.sim.scenario import Scenario, Trace
 
@@ -49,7 +60,9 @@ its calls."""
 ENGINE_RUNS = ("fifo", "sjf")
 """The variants whose calls give the grid's mean CPU per model and batch size."""
 
-FORMS = ("poisson", "arrivals", "arrivals + speed")
+FORMS = ("poisson", "arrivals", "arrivals + speed", "arrivals + speed over time")
+BIN_MS = 250.0
+"""The default width of a bin of the speed over time, ms."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +77,8 @@ class Run:
     """Model → arrival times at the server, s from the first replayed one, sorted."""
     calls: tuple[tuple[str, int, float], ...]
     """Every runtime call as ``(model, batch size, cpu_ms)``."""
+    starts: tuple[float, ...] = ()
+    """Each of ``calls``' start, s on the arrivals' clock (negative: before the replayed span)."""
 
 
 def fronts(trace: dict[str, Any]) -> dict[str, list[float]]:
@@ -83,13 +98,20 @@ def fronts(trace: dict[str, Any]) -> dict[str, list[float]]:
     return per
 
 
+def origin(trace: dict[str, Any]) -> float:
+    """The start of the span every model's arrivals cover, s on the trace's clock (0 when the
+    trace holds no arrivals): :func:`arrivals`' time 0."""
+    per = fronts(trace)
+    return max(min(ts) for ts in per.values()) / 1e6 if per else 0.0
+
+
 def arrivals(trace: dict[str, Any]) -> dict[str, tuple[float, ...]]:
     """Model → its requests' arrivals at the server (:func:`fronts`, s), cut to the span every
     model's arrivals cover and shifted to start at 0."""
     per = {model: [t / 1e6 for t in ts] for model, ts in fronts(trace).items()}
     if not per:
         return {}
-    start = max(min(ts) for ts in per.values())
+    start = origin(trace)
     end = min(max(ts) for ts in per.values())
     return {
         model: tuple(t - start for t in sorted(ts) if start <= t <= end)
@@ -97,13 +119,24 @@ def arrivals(trace: dict[str, Any]) -> dict[str, tuple[float, ...]]:
     }
 
 
+def _timed_calls(trace: dict[str, Any]) -> list[dict[str, Any]]:
+    return [
+        ev for ev in trace["traceEvents"] if ev.get("ph") == "X" and "cpu_ms" in ev.get("args", {})
+    ]
+
+
 def calls(trace: dict[str, Any]) -> tuple[tuple[str, int, float], ...]:
     """Every runtime call of the trace that carries its CPU: ``(model, batch size, cpu_ms)``."""
     return tuple(
         (ev["args"]["model"], int(ev["args"]["batch_size"]), float(ev["args"]["cpu_ms"]))
-        for ev in trace["traceEvents"]
-        if ev.get("ph") == "X" and "cpu_ms" in ev.get("args", {})
+        for ev in _timed_calls(trace)
     )
+
+
+def call_starts(trace: dict[str, Any]) -> tuple[float, ...]:
+    """Each of :func:`calls`' start, s from :func:`origin`."""
+    zero = origin(trace)
+    return tuple(ev["ts"] / 1e6 - zero for ev in _timed_calls(trace))
 
 
 def mean_cpu(runs: list[Run]) -> dict[tuple[str, int], float]:
@@ -117,12 +150,49 @@ def mean_cpu(runs: list[Run]) -> dict[tuple[str, int], float]:
     return {k: statistics.fmean(xs) for k, xs in per.items() if len(xs) >= MIN_CALLS}
 
 
+def scenario_costs(scenario: Scenario) -> dict[tuple[str, int], float]:
+    """(model, batch size) → the scenario's cost of that call, ms: each service's ``gpu.mean_ms``
+    for a batch of one and its ``batch_ms`` points — the base of ``--speed-base scenario``."""
+    out = {}
+    for s in scenario.services:
+        out[(s.name, 1)] = s.gpu.mean_ms
+        if s.batching is not None:
+            out.update({(s.name, int(n)): ms for n, ms in s.batching.batch_ms})
+    return out
+
+
 def speed(run: Run, means: dict[tuple[str, int], float]) -> float:
     """The module docs' rule: the run's calls' CPU over the grid's mean for the same calls
     (1.0 when none of its calls has a mean)."""
     pairs = [(cpu, means[(m, n)]) for m, n, cpu in run.calls if (m, n) in means]
     expected = sum(e for _, e in pairs)
     return sum(c for c, _ in pairs) / expected if expected else 1.0
+
+
+def speed_series(
+    run: Run, means: dict[tuple[str, int], float], bin_s: float
+) -> tuple[list[float], float]:
+    """The module docs' rule for the speed over time: one factor per bin over the replayed span
+    (the last arrival), and the bins' width, s — stretched so that the bins end with the
+    simulator's loop of the arrivals (the span and one mean gap of the busiest model)."""
+    last = max(ts[-1] for ts in run.arrivals.values())
+    busiest = max(run.arrivals.values(), key=len)
+    period = last + last / max(1, len(busiest) - 1)
+    bins = max(1, round(period / bin_s))
+    width = period / bins
+    used = [0.0] * bins
+    expected = [0.0] * bins
+    for (model, n, cpu), start in zip(run.calls, run.starts, strict=True):
+        if (model, n) in means and 0 <= start < period:
+            i = min(bins - 1, int(start / width))
+            used[i] += cpu
+            expected[i] += means[(model, n)]
+    series, factor = [], 1.0
+    for u, e in zip(used, expected, strict=True):
+        if e > 0:
+            factor = u / e
+        series.append(factor)
+    return series, width
 
 
 def with_arrivals(scenario: Scenario, run: Run) -> tuple[Scenario, float]:
@@ -143,16 +213,9 @@ def with_arrivals(scenario: Scenario, run: Run) -> tuple[Scenario, float]:
 
 
 def with_speed(scenario: Scenario, factor: float) -> Scenario:
-    """``scenario`` with every runtime call's cost (``gpu.mean_ms``, ``batch_ms``) x factor."""
-    services = []
-    for s in scenario.services:
-        batching = s.batching
-        if batching is not None:
-            points = tuple((n, ms * factor) for n, ms in batching.batch_ms)
-            batching = replace(batching, batch_ms=points)
-        gpu = replace(s.gpu, mean_ms=s.gpu.mean_ms * factor)
-        services.append(replace(s, gpu=gpu, batching=batching))
-    return replace(scenario, services=tuple(services))
+    """``scenario`` with every runtime call's cost (``gpu.mean_ms``, ``batch_ms``) x factor
+    (hour_speed.at_hour's rule)."""
+    return at_hour(scenario, factor)
 
 
 def load(grid: Path, variants: list[str], rates: list[float] | None) -> list[Run]:
@@ -180,21 +243,38 @@ def load(grid: Path, variants: list[str], rates: list[float] | None) -> list[Run
                     float(result["load"]["latency_ms"]["p99"]),
                     arrivals(trace),
                     calls(trace),
+                    call_starts(trace),
                 )
             )
     return out
 
 
 def replayed(
-    scenario: Scenario, run: Run, factor: float, seeds: int, requests: int
+    scenario: Scenario,
+    run: Run,
+    factor: float,
+    seeds: int,
+    requests: int,
+    series: tuple[list[float], float] = ([], 0.0),
 ) -> dict[str, float]:
-    """The simulator's p99 for ``run`` under each of :data:`FORMS` (mean over seeds)."""
+    """The simulator's p99 for ``run`` under each of :data:`FORMS` (mean over seeds); the last
+    form only when ``series`` (:func:`speed_series`) is given."""
     replayed, rate = with_arrivals(scenario, run)
     forms = {
         "poisson": (scenario, run.rate),
         "arrivals": (replayed, rate),
         "arrivals + speed": (with_speed(replayed, factor), rate),
     }
+    values, width = series
+    if values:
+        host = replace(
+            replayed.host,
+            speed_cv=0.0,
+            speed_ms=0.0,
+            speed_series=tuple(values),
+            speed_series_ms=width * 1e3,
+        )
+        forms["arrivals + speed over time"] = (replace(replayed, host=host), rate)
     return {
         name: predicted(sc, [run.variant], [r], seeds, requests, GRID_AS_SIMULATED)[
             (run.variant, r)
@@ -236,14 +316,25 @@ def main(argv: list[str] | None = None) -> int:
     add_selection(ap)
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=40_000)
+    ap.add_argument(
+        "--bin-ms", type=float, default=BIN_MS, help="the speed over time's bins (default 250)"
+    )
+    ap.add_argument(
+        "--speed-base",
+        choices=("grid", "scenario"),
+        default="grid",
+        help="a run's speed against the grid's mean call (default) or the scenario's cost",
+    )
     ap.add_argument("--markdown", type=Path, default=None)
     args = ap.parse_args(argv)
+    if not args.bin_ms > 0:
+        ap.error(f"--bin-ms must be above 0, not {args.bin_ms}")
     variants, rates = variants_and_rates(ap, args)
     if not (args.grid / "runs").is_dir():
         ap.error(f"{args.grid} holds no runs/ folder (a lanes bench run --out folder)")
     scenario = Scenario.load(args.scenario)
     runs = load(args.grid, variants, rates)
-    means = mean_cpu(runs)
+    means = mean_cpu(runs) if args.speed_base == "grid" else scenario_costs(scenario)
     chosen = [r for r in runs if r.variant in variants and (rates is None or r.rate in rates)]
     if not chosen:
         ap.error(f"{args.grid} holds no runs of {', '.join(variants)} at those rates")
@@ -256,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     levels: dict[tuple[str, float], list[tuple[float, dict[str, float]]]] = {}
     for run in sorted(chosen, key=lambda r: (r.variant, r.rate, r.id)):
         factor = speed(run, means)
-        got = replayed(scenario, run, factor, args.seeds, args.requests)
+        series = speed_series(run, means, args.bin_ms / 1e3)
+        got = replayed(scenario, run, factor, args.seeds, args.requests, series)
         levels.setdefault((run.variant, run.rate), []).append((run.p99, got))
         rows.append(
             f"| {run.id} | {run.rate:.0f} | {factor:.3f} | {run.p99:.1f} | "
@@ -278,7 +370,8 @@ def main(argv: list[str] | None = None) -> int:
         per_level.append(f"| {variant} | {rate:.0f} | {lab:.1f} | " + " | ".join(cells) + " |")
     head = (
         f"{args.scenario} against {args.grid}, each run replayed with its own arrivals and "
-        f"speed; {args.seeds} seeds x {args.requests} requests"
+        f"speed against the {args.speed_base}'s calls (over time: bins of {args.bin_ms:g} ms); "
+        f"{args.seeds} seeds x {args.requests} requests"
     )
     text = "\n".join([head, "", *rows, "", "Per level (means over the repeats):", "", *per_level])
     return emit(text + "\n", args.markdown)

@@ -11,6 +11,7 @@ import importlib
 import json
 import random
 import types
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -103,13 +104,10 @@ def test_the_speed_scales_every_call_and_the_arrivals_replace_poisson(replay, tm
     from lanes.sim.scenario import Scenario, Trace
 
     base = Scenario.load(SCENARIO)
+    # the calls x the speed, as hour_speed.at_hour (tests/bench/test_calibrate_hour_speed.py)
     fast = replay.with_speed(base, 1.5)
-    for s, f in zip(base.services, fast.services, strict=True):
-        assert f.gpu.mean_ms == pytest.approx(1.5 * s.gpu.mean_ms)
-        assert f.pre == s.pre and f.post == s.post
-        assert s.batching is not None and f.batching is not None
-        for (n, ms), (m, got) in zip(s.batching.batch_ms, f.batching.batch_ms, strict=True):
-            assert n == m and got == pytest.approx(1.5 * ms)
+    assert fast == importlib.import_module("hour_speed").at_hour(base, 1.5)
+    assert fast.services[0].gpu.mean_ms == pytest.approx(1.5 * base.services[0].gpu.mean_ms)
     run = replay.load(grid(tmp_path), ["fifo"], None)[0]
     replayed, rate = replay.with_arrivals(base, run)
     assert all(isinstance(s.arrival, Trace) for s in replayed.services)
@@ -122,6 +120,75 @@ def test_the_speed_scales_every_call_and_the_arrivals_replace_poisson(replay, tm
     assert 0.8 * 300 < rate < 1.2 * 300
 
 
+def test_the_speed_over_time_is_its_calls_cpu_bin_by_bin(replay):
+    # 4 s of arrivals; char_cnn's calls (1 ms each on the grid) run 1.0 for the first second,
+    # none in the second (the factor holds), 1.5 from 2 s on; a pair with no grid mean is left out
+    arrivals = {"char_cnn": tuple(i * 0.01 for i in range(401))}
+    calls, starts = [], []
+    for i in range(400):
+        t = i * 0.01
+        if 1.0 <= t < 2.1:
+            continue
+        calls.append(("char_cnn", 1, 1.0 if t < 1.0 else 1.5))
+        starts.append(t)
+    calls.append(("char_cnn", 8, 99.0))  # no grid mean for batches of 8: not counted
+    starts.append(0.5)
+    calls.append(("char_cnn", 1, 50.0))  # before the replayed span: not counted
+    starts.append(-0.2)
+    run = replay.Run("fifo/L0-r1", "fifo", 100.0, 20.0, arrivals, tuple(calls), tuple(starts))
+    series, width = replay.speed_series(run, {("char_cnn", 1): 1.0}, 0.5)
+    # the bins end with the simulator's loop: the span (4 s) and one mean gap (0.01 s)
+    assert len(series) * width == pytest.approx(4.01)
+    assert len(series) == 8
+    assert series[:2] == pytest.approx([1.0, 1.0])
+    assert series[2:4] == pytest.approx([1.0, 1.0])  # no calls: the bin before's
+    assert series[4:] == pytest.approx([1.5] * 4)
+
+
+def test_the_speed_over_time_reaches_the_simulator(replay, tmp_path):
+    from lanes.sim.scenario import Scenario
+
+    committed = Scenario.load(SCENARIO)
+    # without the committed file's drawn speed process, which the series replaces
+    base = replace(committed, host=replace(committed.host, speed_cv=0.0, speed_ms=0.0))
+    run = replay.load(grid(tmp_path), ["fifo"], None)[0]
+    means = replay.mean_cpu(replay.load(tmp_path, ["fifo", "sjf"], None))
+    steady = replay.replayed(base, run, 1.0, 1, 3000, ([1.0], 0.003))
+    slow = replay.replayed(base, run, 1.0, 1, 3000, ([1.0, 2.5], 0.2))
+    # a series of ones is the steady host: the same figure as the arrivals alone
+    assert steady["arrivals + speed over time"] == steady["arrivals"]
+    assert slow["arrivals + speed over time"] > 1.2 * slow["arrivals"]
+    series, _ = replay.speed_series(run, means, 0.25)
+    assert series and all(0.5 < f < 2.0 for f in series)
+
+
+def test_the_speed_base_can_be_the_scenarios_calls(replay, tmp_path):
+    from lanes.sim.scenario import Scenario
+
+    base = Scenario.load(SCENARIO)
+    costs = replay.scenario_costs(base)
+    zh = next(s for s in base.services if s.name == "line_rnn_zh")
+    assert costs[("line_rnn_zh", 1)] == zh.gpu.mean_ms
+    assert zh.batching is not None
+    assert all(costs[("line_rnn_zh", n)] == ms for n, ms in zh.batching.batch_ms)
+    # a run whose calls took 1.5x the scenario's: its speed against the scenario is 1.5
+    run = replay.Run(
+        "fifo/L0-r1",
+        "fifo",
+        100.0,
+        20.0,
+        {"line_rnn_zh": (0.0, 1.0)},
+        (("line_rnn_zh", 1, 1.5 * zh.gpu.mean_ms), ("line_rnn_zh", 3, 99.0)),
+        (0.1, 0.2),
+    )
+    assert replay.speed(run, costs) == pytest.approx(1.5)
+    out = tmp_path / "replay.md"
+    args = [str(grid(tmp_path / "g")), "--scenario", str(SCENARIO), "--variants", "fifo"]
+    assert replay.main([*args, "--seeds", "1", "--requests", "2000", "--speed-base", "scenario",
+                        "--markdown", str(out)]) == 0  # fmt: skip
+    assert "speed against the scenario's calls" in out.read_text()
+
+
 def test_the_command_tables_every_run_and_level(replay, tmp_path, capsys):
     out = tmp_path / "replay.md"
     args = [str(grid(tmp_path / "g")), "--scenario", str(SCENARIO), "--variants", "fifo"]
@@ -130,6 +197,7 @@ def test_the_command_tables_every_run_and_level(replay, tmp_path, capsys):
     assert "| fifo/L0-r1 | 300 |" in text and "| fifo/L0-r2 | 300 |" in text
     assert "| fifo | 300 | 21.5 |" in text  # the lab's mean p99 over the two repeats (21, 22)
     assert "sjf/" not in text  # the sjf runs give the mean CPU only
+    assert "sim arrivals + speed over time ms" in text and "bins of 250 ms" in text
     assert capsys.readouterr().out.strip() == text.strip()
 
 
@@ -138,6 +206,8 @@ def test_the_command_tables_every_run_and_level(replay, tmp_path, capsys):
     [
         (["--variants", "fifo,lifo"], "lifo not one of"),
         (["--rates", "600,fast"], "comma-separated numbers"),
+        (["--bin-ms", "0"], "--bin-ms must be above 0"),
+        (["--speed-base", "hour"], "invalid choice: 'hour'"),
     ],
 )
 def test_wrong_input_is_named(replay, tmp_path, capsys, extra, says):

@@ -183,7 +183,8 @@ def test_slow_spells_of_seconds_make_slow_windows(monkeypatch):
     spell the spread between windows shows it."""
     monkeypatch.syspath_prepend(str(CALIBRATE))
     compare = importlib.import_module("compare")
-    steady = Scenario.load(ROOT / "examples/scenarios/cpu-2core.toml")
+    committed = Scenario.load(ROOT / "examples/scenarios/cpu-2core.toml")
+    steady = replace(committed, host=replace(committed.host, speed_cv=0.0, speed_ms=0.0))
     spells = replace(steady, host=replace(steady.host, speed_cv=0.1, speed_ms=3000.0))
     rate = 850.0
     calm = compare.predicted(steady, ["fifo"], [rate], 24, 0, window_s=5.0)[("fifo", rate)]

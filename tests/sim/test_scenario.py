@@ -222,6 +222,18 @@ def test_a_varying_speed_reaches_the_core_only_when_set(tmp_path: Path) -> None:
     assert (host["speed_cv"], host["speed_ms"]) == (0.07, 90.0)
 
 
+def test_a_speed_series_reaches_the_core_only_when_set(tmp_path: Path) -> None:
+    assert "speed_series" not in Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    text = edit(
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_series = [1, 1.25, 0.9]\nspeed_series_ms = 250",
+    )
+    sc = Scenario.load(write(tmp_path, text))
+    assert (sc.host.speed_series, sc.host.speed_series_ms) == ((1.0, 1.25, 0.9), 250.0)
+    host = sc.to_core()["host"]
+    assert (host["speed_series"], host["speed_series_ms"]) == ([1.0, 1.25, 0.9], 250.0)
+
+
 def test_a_call_on_core_share_reaches_the_core_only_when_below_one(tmp_path: Path) -> None:
     shared = "cpu_cores = 8\nshared_cores = true\ntime_slicing = true"
     plain = Scenario.load(write(tmp_path, edit("cpu_cores = 8", shared + "\ncall_on_core = 1")))
@@ -889,6 +901,37 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\nspeed_cv = 0.1\nspeed_ms = 100",
         ["host.speed_cv", "time_slicing"],
+    ),
+    (
+        "speed-series-without-its-bins",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_series = [1.0, 1.2]",
+        ["host.speed_series", "speed_series_ms > 0 both"],
+    ),
+    (
+        "speed-series-bins-without-a-series",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_series_ms = 250",
+        ["host.speed_series_ms", "both given"],
+    ),
+    (
+        "speed-series-with-a-zero",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_series = [1.0, 0]\nspeed_series_ms = 250",
+        ["host.speed_series[1]"],
+    ),
+    (
+        "speed-series-with-speed-cv",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_cv = 0.1\nspeed_ms = 100\n"
+        "speed_series = [1.0]\nspeed_series_ms = 250",
+        ["host.speed_series", "one speed process"],
+    ),
+    (
+        "speed-series-without-time-slicing",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nspeed_series = [1.0]\nspeed_series_ms = 250",
+        ["host.speed_series", "time_slicing"],
     ),
     (
         "run-queues-without-time-slicing",

@@ -338,6 +338,17 @@ pub struct Host {
     /// it takes the cores).
     #[serde(default)]
     pub speed_ms: f64,
+    /// The host's speed as a measured series instead of `speed_cv`'s
+    /// process ([`crate::speed::HostSpeed::series`]): the i-th value is the
+    /// factor from `i * speed_series_ms` to `(i + 1) * speed_series_ms`,
+    /// the series repeating once it ends. Each value > 0; only with
+    /// `time_slicing` and `speed_cv` 0. Empty (the default): no series.
+    #[serde(default)]
+    pub speed_series: Vec<f64>,
+    /// The length of each of `speed_series`' values, ms (> 0 exactly when
+    /// `speed_series` is given).
+    #[serde(default)]
+    pub speed_series_ms: f64,
     /// With `shared_cores` and processor sharing (`time_slicing`, `slice_ms`
     /// 0, no `run_queues`, `call_stretch` or `call_on_core` below 1): a
     /// thread's lag, ms — Linux's EEVDF lets a thread that woke run ahead
@@ -607,6 +618,21 @@ impl Scenario {
                 format!("{} (speed_ms {})", h.speed_cv, h.speed_ms),
                 "speed_cv and speed_ms must be numbers >= 0, both above 0 or both 0, \
                  and only with host.time_slicing",
+            ));
+        }
+        let series_ok = h.speed_series.iter().all(|f| f.is_finite() && *f > 0.0);
+        let series_set = h.speed_series.is_empty() == (h.speed_series_ms == 0.0);
+        let series_fits = h.speed_series.is_empty() || (h.time_slicing && h.speed_cv == 0.0);
+        if !(series_ok && non_negative(h.speed_series_ms) && series_set && series_fits) {
+            return Err(self.invalid(
+                "host.speed_series".into(),
+                format!(
+                    "{} values (speed_series_ms {})",
+                    h.speed_series.len(),
+                    h.speed_series_ms
+                ),
+                "every value must be a number > 0, speed_series_ms > 0 exactly when the \
+                 series is given, and only with host.time_slicing and host.speed_cv 0",
             ));
         }
         let lag_fits = h.lag_ms == 0.0

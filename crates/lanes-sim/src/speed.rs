@@ -20,6 +20,14 @@
 //! grid. The epochs come from their own seeded stream, so a seed's other
 //! draws do not change; with `speed_cv` 0 nothing is drawn.
 //!
+//! **A measured series** (`host.speed_series`, `host.speed_series_ms`)
+//! takes the draws' place: the epochs are the series' bins, each
+//! `speed_series_ms` long, and the i-th has the i-th value as its factor,
+//! the series starting again from its first value once it ends. So a lab
+//! run's own speed over time (bench/calibrate/replay.py reads it off the
+//! run's calls) can be replayed beside its own arrivals: a slow spell
+//! comes when the run had it.
+//!
 //! Queries must come in non-decreasing time (the event loop's clock does):
 //! past epochs are dropped as time passes, O(1) amortised per query.
 
@@ -30,12 +38,28 @@ use rand_pcg::Pcg64Mcg;
 /// The host's speed factor over time; see the module docs for the rule.
 #[derive(Debug, Clone)]
 pub struct HostSpeed {
-    rng: Pcg64Mcg,
-    epoch: Exp<f64>,
-    factor: LogNormal<f64>,
+    source: Source,
     /// End of the current epoch, ns.
     end: u64,
     now_factor: f64,
+}
+
+/// Where the epochs and their factors come from.
+#[derive(Debug, Clone)]
+enum Source {
+    /// Exponential epochs with lognormal factors (`speed_cv`, `speed_ms`).
+    Drawn {
+        rng: Pcg64Mcg,
+        epoch: Exp<f64>,
+        factor: LogNormal<f64>,
+    },
+    /// A measured series: bins of `bin` ns, `next` the index of the one
+    /// after the current.
+    Series {
+        factors: Vec<f64>,
+        bin: u64,
+        next: usize,
+    },
 }
 
 impl HostSpeed {
@@ -52,20 +76,47 @@ impl HostSpeed {
         let first = epoch.sample(&mut rng);
         let now_factor = factor.sample(&mut rng);
         Some(Self {
-            rng,
-            epoch,
-            factor,
+            source: Source::Drawn { rng, epoch, factor },
             end: first.ceil() as u64,
             now_factor,
+        })
+    }
+
+    /// The process for a measured series of factors, each `bin_ms` long
+    /// (validated: every factor finite and > 0, `bin_ms` > 0 when any is
+    /// given); `None` when the series is empty.
+    pub fn series(factors: &[f64], bin_ms: f64) -> Option<Self> {
+        let first = *factors.first()?;
+        if bin_ms <= 0.0 {
+            return None;
+        }
+        let bin = ((bin_ms * 1e6).round() as u64).max(1);
+        Some(Self {
+            source: Source::Series {
+                factors: factors.to_vec(),
+                bin,
+                next: 1 % factors.len(),
+            },
+            end: bin,
+            now_factor: first,
         })
     }
 
     /// The factor in effect at `now` (ns; non-decreasing across calls).
     pub fn factor(&mut self, now: u64) -> f64 {
         while now >= self.end {
-            let len = self.epoch.sample(&mut self.rng).ceil().max(1.0) as u64;
+            let len = match &mut self.source {
+                Source::Drawn { rng, epoch, factor } => {
+                    self.now_factor = factor.sample(rng);
+                    epoch.sample(rng).ceil().max(1.0) as u64
+                }
+                Source::Series { factors, bin, next } => {
+                    self.now_factor = factors[*next];
+                    *next = (*next + 1) % factors.len();
+                    *bin
+                }
+            };
             self.end = self.end.saturating_add(len);
-            self.now_factor = self.factor.sample(&mut self.rng);
         }
         self.now_factor
     }
@@ -136,6 +187,24 @@ mod tests {
         );
         let mut c = HostSpeed::new(0.3, 5.0, 4).unwrap();
         assert_ne!(c.factor(0), HostSpeed::new(0.3, 5.0, 3).unwrap().factor(0));
+    }
+
+    #[test]
+    fn a_series_gives_its_values_bin_by_bin_and_repeats() {
+        assert!(HostSpeed::series(&[], 10.0).is_none());
+        assert!(HostSpeed::series(&[1.0], 0.0).is_none());
+        let mut s = HostSpeed::series(&[1.0, 1.5, 0.8], 10.0).unwrap();
+        let ms = |t: f64| (t * 1e6) as u64;
+        assert_eq!(s.factor(0), 1.0);
+        assert_eq!(s.factor(ms(9.9)), 1.0);
+        assert_eq!(s.factor(ms(10.0)), 1.5);
+        assert_eq!(s.factor(ms(25.0)), 0.8);
+        // Past its end the series starts again; a query may skip bins.
+        assert_eq!(s.factor(ms(31.0)), 1.0);
+        assert_eq!(s.factor(ms(55.0)), 0.8);
+        assert_eq!(s.scale(1_000, ms(55.0)), 800);
+        let mut one = HostSpeed::series(&[1.2], 1.0).unwrap();
+        assert_eq!(one.factor(ms(1_000.0)), 1.2);
     }
 
     #[test]

@@ -2,7 +2,10 @@
 //! scenarios without it simulate exactly as before it existed (golden
 //! figures); with it the mean cost is kept, so a light load's throughput
 //! does not move, while slow spells lengthen the tails more the longer they
-//! last and the more the load; bad keys are refused.
+//! last and the more the load; bad keys are refused. A measured series
+//! (`host.speed_series`) of ones is the steady host exactly, and a slow
+//! spell in it lengthens the tail where a steady host of the same mean
+//! speed does not.
 
 mod common;
 
@@ -79,4 +82,70 @@ fn bad_keys_are_refused() {
             "cv {cv}, ms {ms}, sliced {sliced}: {err}"
         );
     }
+}
+
+fn run_series(series: &[f64], bin_ms: f64, load: f64) -> lanes_sim::PointResult {
+    let mut sc = cpu_like();
+    sc.host.speed_series = series.to_vec();
+    sc.host.speed_series_ms = bin_ms;
+    simulate(&sc, &mode("fifo"), load, 3, 20_000).unwrap()
+}
+
+#[test]
+fn a_series_of_ones_is_the_steady_host() {
+    let steady = simulate(&cpu_like(), &mode("fifo"), 0.7, 3, 20_000).unwrap();
+    for (series, bin_ms) in [(vec![1.0; 7], 250.0), (vec![1.0], 3.0)] {
+        let ones = run_series(&series, bin_ms, 0.7);
+        assert_eq!(ones.latency_ms.p50, steady.latency_ms.p50);
+        assert_eq!(ones.latency_ms.p99, steady.latency_ms.p99);
+        assert_eq!(ones.throughput_rps, steady.throughput_rps);
+    }
+}
+
+#[test]
+fn a_slow_spell_in_the_series_lengthens_the_tail() {
+    // One bin in ten 1.6x slow, the rest as fast as keeps the mean at 1:
+    // the spell builds a queue the steady host never has.
+    let mut spelly = vec![(10.0 - 1.6) / 9.0; 10];
+    spelly[3] = 1.6;
+    let steady = run_series(&[1.0], 500.0, 0.7).latency_ms.p99;
+    let spell = run_series(&spelly, 500.0, 0.7).latency_ms.p99;
+    assert!(
+        spell > 1.2 * steady,
+        "p99 with a spell {spell}, steady {steady}"
+    );
+}
+
+#[test]
+fn bad_series_are_refused() {
+    for (series, ms, cv, sliced) in [
+        (vec![1.0], 0.0, 0.0, true),
+        (vec![], 10.0, 0.0, true),
+        (vec![1.0, 0.0], 10.0, 0.0, true),
+        (vec![1.0, f64::NAN], 10.0, 0.0, true),
+        (vec![1.0], -1.0, 0.0, true),
+        (vec![1.0], 10.0, 0.0, false),
+    ] {
+        let mut sc = cpu_like();
+        sc.host.speed_series = series.clone();
+        sc.host.speed_series_ms = ms;
+        sc.host.speed_cv = cv;
+        sc.host.time_slicing = sliced;
+        let err = simulate(&sc, &mode("fifo"), 0.5, 1, 1_000).unwrap_err();
+        assert!(
+            matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.speed_series"),
+            "series {series:?}, ms {ms}, sliced {sliced}: {err}"
+        );
+    }
+    // With speed_cv the drawn process is asked for as well: one process only.
+    let mut sc = cpu_like();
+    sc.host.speed_series = vec![1.0];
+    sc.host.speed_series_ms = 10.0;
+    sc.host.speed_cv = 0.1;
+    sc.host.speed_ms = 10.0;
+    let err = simulate(&sc, &mode("fifo"), 0.5, 1, 1_000).unwrap_err();
+    assert!(
+        matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.speed_series"),
+        "{err}"
+    );
 }

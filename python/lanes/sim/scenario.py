@@ -47,7 +47,7 @@ _HOST_KEYS = (
     "call_preempt_per_ms", "call_preempt_ms", "device_hold_busy_ms", "pre_wake_ms",
     "post_wake_ms", "client_ms", "call_stretch", "pre_wake_busy_ms", "post_wake_busy_ms",
     "run_queues", "call_stretch_weighted", "call_on_core", "speed_cv", "speed_ms",
-    "lag_ms", "lag_among_calls", "call_preempt_absorbed",
+    "lag_ms", "lag_among_calls", "call_preempt_absorbed", "speed_series", "speed_series_ms",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -228,6 +228,13 @@ class Host:
     it. They are drawn as before but held after the call, for what they exceed its time beyond its
     cost, so the call waits the larger of the two instead of their sum. False: held before the
     call, on top of the cores' sharing."""
+    speed_series: tuple[float, ...] = ()
+    """With ``time_slicing``, instead of ``speed_cv``: the host's speed as a measured series — the
+    factor in effect from ``i x speed_series_ms`` to ``(i + 1) x speed_series_ms`` is the i-th
+    value, the series repeating from its start once it ends; it multiplies the cost of every phase
+    that asks for a core then. Each value > 0; empty: no series."""
+    speed_series_ms: float = 0.0
+    """The length of each of ``speed_series``'s values in ms: above 0 exactly when it is given."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -275,6 +282,9 @@ class Host:
             core["lag_among_calls"] = True
         if self.call_preempt_absorbed:
             core["call_preempt_absorbed"] = True
+        if self.speed_series:
+            core["speed_series"] = list(self.speed_series)
+            core["speed_series_ms"] = self.speed_series_ms
         for key in (
             "pre_wake_ms", "post_wake_ms", "client_ms", "pre_wake_busy_ms", "post_wake_busy_ms"
         ):  # fmt: skip
@@ -543,6 +553,15 @@ def _host(t: Table) -> Host:
         t.fail("speed_cv" if speed_cv else "speed_ms", "needs speed_cv and speed_ms both > 0")
     if speed_cv and not slicing:
         t.fail("speed_cv", "needs time_slicing = true")
+    series = t.numbers("speed_series", low=0, low_open=True, default=())
+    series_ms = t.number("speed_series_ms", low=0, default=0.0)
+    if bool(series) != bool(series_ms):
+        key = "speed_series" if series else "speed_series_ms"
+        t.fail(key, "needs speed_series and speed_series_ms > 0 both given")
+    if series and speed_cv:
+        t.fail("speed_series", "must not be given with speed_cv > 0 (one speed process)")
+    if series and not slicing:
+        t.fail("speed_series", "needs time_slicing = true")
     lag = t.number("lag_ms", low=0, default=0.0)
     if lag and not (shared and slicing and not slice_ms and not run_queues):
         t.fail(
@@ -581,7 +600,7 @@ def _host(t: Table) -> Host:
         preempt_ms, hold_busy, wakes["pre_wake_ms"], wakes["post_wake_ms"],
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
         busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues, weighted,
-        on_core, speed_cv, speed_ms, lag, among_calls, absorbed,
+        on_core, speed_cv, speed_ms, lag, among_calls, absorbed, tuple(series), series_ms,
     )  # fmt: skip
 
 

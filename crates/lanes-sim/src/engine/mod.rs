@@ -36,7 +36,7 @@
 //! with `host.slice_ms` in slices, round-robin (with `host.call_on_core`
 //! a runtime call progresses at that share of what it is given, the rest
 //! going to the other phases when the cores are all busy); with
-//! `host.speed_cv` every phase that asks for a core has its cost scaled by
+//! `host.speed_cv` (or `host.speed_series`) every phase that asks for a core has its cost scaled by
 //! the host's speed then ([`crate::speed::HostSpeed`]); with `host.lag_ms`
 //! a thread that woke runs ahead of one that has run on, for up to that
 //! much CPU, or with `host.lag_among_calls` a call's first `lag_ms` runs
@@ -140,7 +140,8 @@ struct Sim<'a> {
     /// 0), from its own seeded stream.
     hold_busy: Option<Option<Quantiles>>,
     hold_busy_rng: Pcg64Mcg,
-    /// The host's speed over time (`host.speed_cv`; `None`: steady): every
+    /// The host's speed over time (`host.speed_cv` or `host.speed_series`;
+    /// `None`: steady): every
     /// phase asking for a core has its cost scaled by it.
     speed: Option<HostSpeed>,
     /// The device threads' runs since they last slept (`host.lag_ms`).
@@ -368,7 +369,8 @@ impl<'a> Sim<'a> {
             hold_busy: (!sc.host.device_hold_busy_ms.is_empty() && crowded)
                 .then(|| Quantiles::new(&sc.host.device_hold_busy_ms)),
             hold_busy_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0B05_7C0E_4E1D),
-            speed: HostSpeed::new(sc.host.speed_cv, sc.host.speed_ms, seed),
+            speed: HostSpeed::new(sc.host.speed_cv, sc.host.speed_ms, seed)
+                .or_else(|| HostSpeed::series(&sc.host.speed_series, sc.host.speed_series_ms)),
             // Among calls the lag is each call's own: no thread's runs to keep.
             runs: (sc.host.lag_ms > 0.0 && !sc.host.lag_among_calls)
                 .then(|| Runs::new(mode, g, n, (sc.host.lag_ms * 1e6).round() as u64)),
