@@ -29,6 +29,7 @@ done
 $P $D/explained.py $O/replay-seed127-base-grid.md $O/replay-seed131-base-grid.md > $O/explained-base-grid.md
 $P $D/explained.py $O/replay-seed127-base-scenario.md $O/replay-seed131-base-scenario.md > $O/explained-base-scenario.md
 $P $D/series.py $C $G > $O/series.md
+$P $D/probe_series.py $C $G > $O/probe-series.md
 $P self_check.py /tmp/r25/grid-seed127 --predicts /tmp/r25/grid-seed131 --markdown $O/lab-127-on-131.md > /dev/null
 $P self_check.py /tmp/r25/grid-seed131 --predicts /tmp/r25/grid-seed127 --markdown $O/lab-131-on-127.md > /dev/null
 for sc in $C $S/hour-*.toml; do
