@@ -58,7 +58,7 @@ from pathlib import Path
 from compare import emit, load_runs, measured, summary, table, undisturbed
 from compare import predicted as simulate
 from default_question import DEFAULT_SCENARIO, with_threads
-from hour_speed import at_hour, hour_speed
+from hour_speed import LEVELS, at_hour, hour_speed
 
 from lanes._core import parse_policy
 from lanes.serving.default_policy import CPU_POLICY
@@ -133,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument(
         "--hour-levels",
-        choices=("lightest", "all"),
+        choices=LEVELS,
         default="lightest",
         help="read --hour-speed at the grids' lightest level (default) or every level",
     )

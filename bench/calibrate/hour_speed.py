@@ -34,9 +34,11 @@ from pathlib import Path
 from lanes.sim.scenario import Scenario
 
 ENGINE_RUNS = ("fifo", "sjf")
-"""The variants whose calls are read: one batch of a model at a time, as the scenario's costs."""
+"""The variants whose calls are read: one batch of a model at a time, as the scenario's costs
+(replay.py reads a grid's mean call off the same)."""
 MIN_CALLS = 30
-"""A (model, batch size) pair counts when both grids' lightest engine runs hold this many calls."""
+"""A (model, batch size) pair counts when the engine runs read hold this many of its calls
+(here both grids', in replay.py the grid's)."""
 
 
 Key = tuple[float, str, int]
@@ -44,7 +46,7 @@ Key = tuple[float, str, int]
 LEVELS = ("lightest", "all")
 
 
-def light_calls(grid: Path, levels: str = "lightest") -> dict[Key, tuple[int, float]]:
+def engine_calls(grid: Path, levels: str = "lightest") -> dict[Key, tuple[int, float]]:
     """(rate, model, batch size) → (calls, their total CPU in ms) over the grid's ``fifo`` and
     ``sjf`` runs (its timelines.json, written by timelines.py): at its lowest offered rate (the
     key's rate 0), or with ``levels="all"`` at every rate."""
@@ -80,10 +82,10 @@ def hour_speed(grids: list[Path], reference: Path, levels: str = "lightest") -> 
     at its own lowest rate) over ``reference``'s, at the lightest level or every level."""
     here: dict[Key, tuple[int, float]] = {}
     for grid in grids:
-        for key, (n, cpu) in light_calls(grid, levels).items():
+        for key, (n, cpu) in engine_calls(grid, levels).items():
             m, total = here.get(key, (0, 0.0))
             here[key] = (m + n, total + cpu)
-    there = light_calls(reference, levels)
+    there = engine_calls(reference, levels)
     used = expected = 0.0
     for key, (n, cpu) in here.items():
         m, ref = there.get(key, (0, 0.0))

@@ -49,17 +49,13 @@ from typing import Any
 
 from against_demo import GRID_AS_SIMULATED, predicted
 from compare import emit
-from hour_speed import at_hour
+from hour_speed import ENGINE_RUNS, MIN_CALLS, at_hour
 
 from lanes.sim.scenario import Scenario, Trace
 
-MIN_CALLS = 30
-"""A (model, batch size) pair enters a run's speed when the grid's engine runs hold this many of
-its calls."""
-
-ENGINE_RUNS = ("fifo", "sjf")
-"""The variants whose calls give the grid's mean CPU per model and batch size."""
-
+# MIN_CALLS: a (model, batch size) pair enters a run's speed when the grid's engine runs
+# (ENGINE_RUNS: the variants whose calls give the grid's mean CPU) hold this many of its calls;
+# the same rule as hour_speed.py's.
 FORMS = ("poisson", "arrivals", "arrivals + speed", "arrivals + speed over time")
 BIN_MS = 250.0
 """The default width of a bin of the speed over time, ms."""
@@ -255,7 +251,7 @@ def replayed(
     factor: float,
     seeds: int,
     requests: int,
-    series: tuple[list[float], float] = ([], 0.0),
+    series: tuple[list[float], float] | None = None,
 ) -> dict[str, float]:
     """The simulator's p99 for ``run`` under each of :data:`FORMS` (mean over seeds); the last
     form only when ``series`` (:func:`speed_series`) is given."""
@@ -265,8 +261,8 @@ def replayed(
         "arrivals": (replayed, rate),
         "arrivals + speed": (with_speed(replayed, factor), rate),
     }
-    values, width = series
-    if values:
+    if series is not None:
+        values, width = series
         host = replace(
             replayed.host,
             speed_cv=0.0,

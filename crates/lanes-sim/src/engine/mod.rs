@@ -36,8 +36,9 @@
 //! with `host.slice_ms` in slices, round-robin (with `host.call_on_core`
 //! a runtime call progresses at that share of what it is given, the rest
 //! going to the other phases when the cores are all busy); with
-//! `host.speed_cv` (or `host.speed_series`) every phase that asks for a core has its cost scaled by
-//! the host's speed then ([`crate::speed::HostSpeed`]); with `host.lag_ms`
+//! `host.speed_cv` (or `host.speed_series`) every phase that asks for a
+//! core has its cost scaled by the host's speed then
+//! ([`crate::speed::HostSpeed`]); with `host.lag_ms`
 //! a thread that woke runs ahead of one that has run on, for up to that
 //! much CPU, or with `host.lag_among_calls` a call's first `lag_ms` runs
 //! ahead of other calls' rest while the calls outnumber the cores
@@ -141,8 +142,8 @@ struct Sim<'a> {
     hold_busy: Option<Option<Quantiles>>,
     hold_busy_rng: Pcg64Mcg,
     /// The host's speed over time (`host.speed_cv` or `host.speed_series`;
-    /// `None`: steady): every
-    /// phase asking for a core has its cost scaled by it.
+    /// `None`: steady): every phase asking for a core has its cost scaled
+    /// by it.
     speed: Option<HostSpeed>,
     /// The device threads' runs since they last slept (`host.lag_ms`).
     runs: Option<Runs>,
