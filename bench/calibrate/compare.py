@@ -159,6 +159,7 @@ from typing import Any
 
 from lanes import sim
 from lanes.lab import host_noise
+from lanes.lab.aggregate import mean_ci
 from lanes.sim.scenario import Cost, Scenario, Service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -837,7 +838,10 @@ def undisturbed(runs: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str]:
 
 
 def measured(runs: list[dict[str, Any]]) -> dict[tuple[str, float], dict[str, float]]:
-    """(variant, offered rps) → mean over repeats of p50, p99, goodput."""
+    """(variant, offered rps) → mean over repeats of p50, p99, goodput; each with the repeats'
+    range (``_lo``, ``_hi``) and the mean's 95 % t confidence interval (``_ci_lo``,
+    ``_ci_hi``: lanes.lab.aggregate.mean_ci, the lab report's rule; the mean itself for one
+    repeat)."""
     groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
     for r in runs:
         groups.setdefault((r["variant"], r["offered"]["rate_rps"]), []).append(r["load"])
@@ -852,6 +856,9 @@ def measured(runs: list[dict[str, Any]]) -> dict[tuple[str, float], dict[str, fl
         for name, xs in figures.items():
             row[name] = statistics.mean(xs)
             row[name + "_lo"], row[name + "_hi"] = min(xs), max(xs)
+            ci = mean_ci(xs)
+            assert ci is not None  # a group holds at least one run
+            row[name + "_ci_lo"], row[name + "_ci_hi"] = ci[1]
         out[key] = row
     return out
 
@@ -933,7 +940,10 @@ def summary(
     pred: dict[tuple[str, float], dict[str, float]],
 ) -> str:
     """Per variant, the relative errors' range over the levels below the knee, how many
-    predictions fall within the repeats' own range and how many within ``TARGET``."""
+    predictions fall within the repeats' own range, how many within ``TARGET``, and how many
+    within ``TARGET`` or inside the 95 % confidence interval of the measured mean (a mean the
+    lab itself knows only to ±40 % cannot tell a 15 % miss from its own noise; with one repeat
+    per level that is ``TARGET`` alone)."""
     lines = [f"below the knee (measured goodput >= {KNEE:.0%} of the offer):"]
     for variant in sorted({k[0] for k in meas}):
         keys = [k for k in sorted(meas) if k[0] == variant and meas[k]["goodput"] >= KNEE * k[1]]
@@ -946,9 +956,15 @@ def summary(
                 meas[k][name + "_lo"] <= pred[k][name] <= meas[k][name + "_hi"] for k in keys
             )
             near = sum(abs(e) <= TARGET * 100 for e in errs)
+            near_or_ci = sum(
+                abs(e) <= TARGET * 100
+                or meas[k][name + "_ci_lo"] <= pred[k][name] <= meas[k][name + "_ci_hi"]
+                for e, k in zip(errs, keys, strict=True)
+            )
             parts.append(
                 f"{name} {min(errs):+.0f} to {max(errs):+.0f} % ({inside}/{len(keys)} in range, "
-                f"{near}/{len(keys)} within {TARGET:.0%})"
+                f"{near}/{len(keys)} within {TARGET:.0%}, "
+                f"{near_or_ci}/{len(keys)} in the mean's 95% CI or within {TARGET:.0%})"
             )
         rates = ", ".join(f"{k[1]:.0f}" for k in keys)
         lines.append(f"- {variant} ({rates} req/s): " + "; ".join(parts))

@@ -20,12 +20,19 @@ runs it (1: ``lanes serve --demo``; 2: ``bench/zoo_paths/serve.py --batch-thread
   segment's count as the trace's rather than a Poisson draw around it. ``--segment-s 0``: the
   trace's own timestamps, rescaled (``lanes sim``'s trace arrivals), burstier within a second.
 
+``--hour-speed GRID`` (several pool) asks the question at that grid's hour: every runtime call of
+the scenario scaled by the hour's speed (hour_speed.py: the grid's light-load calls' CPU over
+``--reference``'s, the grid the scenario was read off; for cpu-2core.toml round 21's seed-1 grid,
+the default), as against_demo.py ``--hour-speed`` does. On a slow hour the capacities fall by
+about that factor; the question is whether the ratios between the policies move.
+
 Every figure is the mean over seeds. ``independent`` here is the scenario's: one runtime per
 model per core (``--devices cpu:2 --cpu-threads 1``); the lab's isolation runs used ``--devices
 auto`` for it (each model one runtime over both cores), which the scenario does not model.
 
 Run:  python bench/calibrate/default_question.py [--scenario FILE] [--seeds 3]
-      [--requests 40000] [--burst-requests 100000] [--segment-s 1.0] [--markdown OUT.md]
+      [--requests 40000] [--burst-requests 100000] [--segment-s 1.0]
+      [--hour-speed GRID [--hour-speed GRID ...] [--reference GRID]] [--markdown OUT.md]
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from compare import emit, scenario_rate  # bench/calibrate/compare.py, beside this file
+from hour_speed import at_hour, hour_speed
 
 from lanes import sim
 from lanes.sim.scenario import Batching, Scenario, Trace
@@ -46,6 +54,9 @@ from lanes.sim.trace import load_trace
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCENARIO = ROOT / "examples" / "scenarios" / "cpu-2core.toml"
 TRACE = ROOT / "examples" / "scenarios" / "traces" / "azure-code-1000.csv"
+DEFAULT_REFERENCE = ROOT / "docs" / "results" / "calibration" / "round21" / "grid-seed1"
+"""The grid :data:`DEFAULT_SCENARIO`'s costs were read off (its header says so): the default
+``--reference`` of ``--hour-speed``."""
 BURSTING = "line_rnn_zh"
 FAIR = "fair:fast=25,hold=6,burst=100"
 FAIR_FAST8 = "fair:fast=8,hold=6,burst=100"
@@ -190,12 +201,39 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--segment-s", type=float, default=1.0, help="the trace's segments, s (0: timestamps)"
     )
+    ap.add_argument(
+        "--hour-speed",
+        type=Path,
+        action="append",
+        metavar="GRID",
+        help="ask at this calibration grid's hour: the calls scaled by its speed (hour_speed.py)",
+    )
+    ap.add_argument(
+        "--reference",
+        type=Path,
+        default=None,
+        help="with --hour-speed: the grid the scenario was read off (default for cpu-2core.toml: "
+        "round 21's seed-1 grid)",
+    )
     ap.add_argument("--markdown", type=Path, help="also write the tables here")
     args = ap.parse_args(argv)
+    if args.reference is not None and not args.hour_speed:
+        ap.error("--reference needs --hour-speed")
     scenario = Scenario.load(args.scenario)
+    hour = ""
+    if args.hour_speed:
+        reference = args.reference
+        if reference is None:
+            if args.scenario.resolve() != DEFAULT_SCENARIO:
+                ap.error("--hour-speed on a scenario of your own needs --reference GRID")
+            reference = DEFAULT_REFERENCE
+        factor = hour_speed(args.hour_speed, reference)
+        scenario = at_hour(scenario, factor)
+        grids = ", ".join(str(g) for g in args.hour_speed)
+        hour = f", its calls x{factor:.3f} (the hour's speed of {grids} against {reference})"
     seeds = list(range(1, args.seeds + 1))
     text = (
-        f"Scenario {args.scenario.name}\n\n"
+        f"Scenario {args.scenario.name}{hour}\n\n"
         + steady(scenario, seeds, args.requests)
         + "\n"
         + bursts(scenario, seeds, args.burst_requests, args.segment_s)

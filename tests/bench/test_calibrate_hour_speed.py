@@ -98,3 +98,31 @@ def test_against_demo_scales_the_scenario_to_the_hour(monkeypatch, tmp_path, cap
         against.main([str(REFERENCE), "--hour-speed", str(REFERENCE)])
     assert info.value.code == 2
     assert "--hour-speed needs --grid" in capsys.readouterr().err
+
+
+def test_default_question_asks_at_the_hour(monkeypatch, tmp_path, capsys):
+    monkeypatch.syspath_prepend(str(CALIBRATE))
+    dq = importlib.import_module("default_question")
+    small = ["--seeds", "1", "--requests", "2000", "--burst-requests", "3000"]
+    grid = slower(tmp_path, 1.5, ("L0",))
+    plain, slow = tmp_path / "plain.md", tmp_path / "slow.md"
+    assert dq.main([*small, "--markdown", str(plain)]) == 0
+    assert dq.main([*small, "--hour-speed", str(grid), "--markdown", str(slow)]) == 0
+    assert f"its calls x1.500 (the hour's speed of {grid} against {REFERENCE})" in slow.read_text()
+    assert "x1.500" not in plain.read_text()
+
+    def capacity(md: Path) -> float:
+        """today's default's (sjf's) steady capacity, req/s: the first figure of its row"""
+        row = next(line for line in md.read_text().splitlines() if line.startswith("| `sjf` |"))
+        return float(row.split("|")[2].replace(",", "").split()[0])
+
+    assert capacity(slow) < 0.8 * capacity(plain)  # every call 1.5x dearer
+    with pytest.raises(SystemExit) as info:
+        dq.main(["--reference", str(REFERENCE)])
+    assert info.value.code == 2
+    assert "--reference needs --hour-speed" in capsys.readouterr().err
+    own = tmp_path / "own.toml"
+    own.write_text(SCENARIO.read_text())
+    with pytest.raises(SystemExit) as info:
+        dq.main(["--scenario", str(own), "--hour-speed", str(grid)])
+    assert "needs --reference GRID" in capsys.readouterr().err

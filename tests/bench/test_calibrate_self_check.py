@@ -91,10 +91,19 @@ def test_one_grid_predicts_another(sc, tmp_path, capsys):
     assert f"the mean of {a} as the prediction for {b}" in text
     assert "p99 ms meas [repeats] / predicted |" in text and "/ sim |" not in text
     assert "| fifo | 100 |" in text and "13.0 [12.0-14.0] / 11.0 | -15 % |" in text
-    assert "p99 -15 to -15 % (0/1 in range, 0/1 within 15%)" in text
+    # -15 % misses the target, but lies inside the 95 % CI of b's mean (13 ± 4.303 x 1 / sqrt 3)
+    assert (
+        "p99 -15 to -15 % (0/1 in range, 0/1 within 15%, 1/1 in the mean's 95% CI or within 15%)"
+        in text
+    )
     # a grid predicts itself to the digit
     sc.main([str(b), "--predicts", str(b), "--markdown", str(out)])
-    assert "p99 +0 to +0 % (1/1 in range, 1/1 within 15%)" in out.read_text()
+    assert "p99 +0 to +0 % (1/1 in range, 1/1 within 15%, 1/1 in the mean's" in out.read_text()
+    # repeats that agree make a narrow interval: 11 is then outside it as well as 15 % off
+    for repeat in (1, 2, 3):
+        write_run(b, 100.0, repeat, 13.0 + 0.01 * repeat, 100.0, 0.1)
+    sc.main([str(a), "--predicts", str(b), "--markdown", str(out)])
+    assert "(0/1 in range, 0/1 within 15%, 0/1 in the mean's 95% CI or" in out.read_text()
     # a level the predicting grid did not run is refused, by name
     write_run(b, 200.0, 1, 20.0, 200.0, 0.1)
     with pytest.raises(SystemExit, match="ran no fifo at 200 req/s"):

@@ -1,5 +1,7 @@
 """How many figures below the knee each compare.py / against_demo.py markdown meets within 15 %
-and within the repeats' range (the sum of its summary lines).
+and within the repeats' range (the sum of its summary lines), and since the twenty-sixth round
+how many within 15 % or inside the 95 % confidence interval of the lab's mean (when the file
+says so).
 
 Run:  python count.py FILE.md [FILE.md ...]
 """
@@ -13,13 +15,21 @@ from pathlib import Path
 
 def main(argv: list[str]) -> int:
     for name in argv:
-        near = figures = inside = 0
+        near = figures = inside = near_or_ci = 0
         for line in Path(name).read_text().splitlines():
             if line.startswith("- ") and "within 15%" in line:
                 for a, b in re.findall(r"(\d+)/(\d+) within 15%", line):
                     near, figures = near + int(a), figures + int(b)
                 inside += sum(int(a) for a, _ in re.findall(r"(\d+)/(\d+) in range", line))
-        print(f"{Path(name).name}: {near} of {figures} within 15 %, {inside} in range")
+                near_or_ci += sum(
+                    int(a) for a in re.findall(r"(\d+)/\d+ in the mean's 95% CI", line)
+                )
+        ci = (
+            f", {near_or_ci} within 15 % or the mean's 95 % CI"
+            if "95% CI" in Path(name).read_text()
+            else ""
+        )
+        print(f"{Path(name).name}: {near} of {figures} within 15 %, {inside} in range{ci}")
     return 0
 
 
