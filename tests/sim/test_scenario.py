@@ -200,15 +200,15 @@ def test_a_call_stretch_reaches_the_core_only_when_set(tmp_path: Path) -> None:
     assert sc.to_core()["host"]["call_stretch"] == [1.0, 1.25, 1.2]
 
 
-def test_a_weighted_call_stretch_reaches_the_core_only_when_set(tmp_path: Path) -> None:
+@pytest.mark.parametrize("key", ["call_stretch_weighted", "call_stretch_capped"])
+def test_a_call_stretch_rule_reaches_the_core_only_when_set(tmp_path: Path, key: str) -> None:
     stretch = "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 1.25]"
     plain = Scenario.load(write(tmp_path, edit("cpu_cores = 8", stretch)))
-    assert plain.host.call_stretch_weighted is False
-    assert "call_stretch_weighted" not in plain.to_core()["host"]
-    text = edit("cpu_cores = 8", stretch + "\ncall_stretch_weighted = true")
-    sc = Scenario.load(write(tmp_path, text))
-    assert sc.host.call_stretch_weighted is True
-    assert sc.to_core()["host"]["call_stretch_weighted"] is True
+    assert getattr(plain.host, key) is False
+    assert key not in plain.to_core()["host"]
+    sc = Scenario.load(write(tmp_path, edit("cpu_cores = 8", stretch + f"\n{key} = true")))
+    assert getattr(sc.host, key) is True
+    assert sc.to_core()["host"][key] is True
 
 
 def test_a_varying_speed_reaches_the_core_only_when_set(tmp_path: Path) -> None:
@@ -834,6 +834,33 @@ MALFORMED = [
         "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 1.2]\n"
         "call_stretch_weighted = 1",
         ["host.call_stretch_weighted", "true or false"],
+    ),
+    (
+        "call-stretch-capped-without-a-table",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch_capped = true",
+        ["host.call_stretch_capped", "needs call_stretch"],
+    ),
+    (
+        "call-stretch-capped-and-weighted",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 1.2]\n"
+        "call_stretch_weighted = true\ncall_stretch_capped = true",
+        ["host.call_stretch_capped", "not weighted"],
+    ),
+    (
+        "call-stretch-capped-not-a-bool",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 1.2]\n"
+        "call_stretch_capped = 1",
+        ["host.call_stretch_capped", "true or false"],
+    ),
+    (
+        "call-on-core-with-a-capped-stretch",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nshared_cores = true\ntime_slicing = true\ncall_stretch = [1, 1.2]\n"
+        "call_stretch_capped = true\ncall_on_core = 0.9",
+        ["host.call_on_core", "call_stretch_capped"],
     ),
     (
         "call-on-core-zero",

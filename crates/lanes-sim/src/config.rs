@@ -313,6 +313,14 @@ pub struct Host {
     /// stretch slows the calls and nothing gains what they lose.
     #[serde(default)]
     pub call_stretch_weighted: bool,
+    /// With `call_stretch` (not weighted): the stretch as a cap on a call's
+    /// rate, `min(min(1, cpu_cores / n), 1 / call_stretch[k-1])`, not a
+    /// factor on it — the stretch stands for all of a call's wait for a
+    /// core, so where sharing the cores with the other phases already slows
+    /// it the stretch adds only what it exceeds (see
+    /// [`crate::host::SlicedCores`]). False (the default): the factor.
+    #[serde(default)]
+    pub call_stretch_capped: bool,
     /// With `shared_cores` and processor sharing (`time_slicing`, `slice_ms`
     /// 0): the share of its wall time a runtime call is on its core even
     /// with a core to spare — the device thread's CPU time over its CPU time
@@ -595,6 +603,16 @@ impl Scenario {
                 "host.call_stretch_weighted".into(),
                 "true",
                 "needs host.call_stretch (the stretch it weighs)",
+            ));
+        }
+        if h.call_stretch_capped
+            && (h.call_stretch.is_empty() || h.call_stretch_weighted || h.call_on_core < 1.0)
+        {
+            return Err(self.invalid(
+                "host.call_stretch_capped".into(),
+                "true",
+                "needs host.call_stretch (the stretch it caps), not weighted, with \
+                 host.call_on_core 1",
             ));
         }
         let on_core_ok =

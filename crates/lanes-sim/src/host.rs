@@ -103,6 +103,15 @@ impl<T> CpuPool<T> {
 /// `min(1, (C - m) / k)`. With a core to spare (n <= C) the calls stretch
 /// as without it: what they lose is a spare core's time.
 ///
+/// **Capped** (`host.call_stretch_capped`): the stretch stands for all of
+/// a call's wait for a core beyond processor sharing among the calls, so it
+/// caps a call's rate instead of scaling it: a call progresses at
+/// `min(r, 1/s(k))`. With a core to spare (`r` = 1) that is the lossy rule;
+/// while the runnable phases outnumber the cores, sharing the cores with
+/// them already slows the call and the stretch adds only what it exceeds —
+/// the larger of the two waits, not their product (as
+/// `host.call_preempt_absorbed` does for preemptions).
+///
 /// **Lag** (`host.lag_ms`, no stretch): a phase's first `lag` ns less what
 /// its thread has run since it last slept ([`SlicedCores::start_lagged`];
 /// 0 for any phase but a runtime call) is *fresh*, the rest *stale*. The
@@ -138,6 +147,8 @@ pub struct SlicedCores {
     stretch: Vec<f64>,
     /// The stretch as a share of work-conserving cores, not a loss.
     weighted: bool,
+    /// The stretch as a cap on a call's rate, not a factor (see above).
+    capped: bool,
     /// A thread's lag, ns (0: none, every phase fresh).
     lag: u64,
     /// The stale phases, by their end in `u`.
@@ -175,6 +186,7 @@ impl SlicedCores {
             w: 0.0,
             stretch,
             weighted,
+            capped: false,
             lag: 0,
             stale: BinaryHeap::new(),
             u: 0.0,
@@ -184,6 +196,13 @@ impl SlicedCores {
             version: 0,
             busy: 0.0,
         }
+    }
+
+    /// The same cores with the stretch as a cap on a call's rate
+    /// (`host.call_stretch_capped`, see [`SlicedCores`]).
+    pub fn capped(mut self) -> Self {
+        self.capped = true;
+        self
     }
 
     /// `cores` idle cores whose threads have a lag of `lag` ns (see
@@ -254,7 +273,12 @@ impl SlicedCores {
         };
         if !self.weighted || n as f64 <= self.cores {
             let rate = (self.cores / n as f64).min(1.0);
-            return (rate, rate / stretch);
+            let call = if self.capped {
+                rate.min(1.0 / stretch)
+            } else {
+                rate / stretch
+            };
+            return (rate, call);
         }
         let others = self.heap.len() as f64;
         let rate = self.cores / (others + k as f64 / stretch);
@@ -992,6 +1016,26 @@ mod tests {
             ),
         ];
         check_calls(cases, false);
+    }
+
+    #[test]
+    fn a_capped_stretch_adds_only_what_sharing_does_not_already_give() {
+        let play = |phases: &[(u32, u64, u64, bool)]| {
+            let pool = SlicedCores::stretched(2, vec![1.0, 1.5], false).capped();
+            play_mixed(&mut TimeShared::Sharing(pool), phases)
+        };
+        // Two calls on two cores, a core each: the cap is the factor, 150.
+        assert_eq!(
+            play(&[(1, 100, 0, true), (2, 100, 0, true)]),
+            [(1, 150), (2, 150)]
+        );
+        // Three calls: sharing gives each 2/3 of a core, under the cap of
+        // 1/1.5, so they run as processor sharing does (the factor: 4/9).
+        // The short one ends at 75, then two at 1/1.5 each.
+        assert_eq!(
+            play(&[(1, 50, 0, true), (2, 100, 0, true), (3, 100, 0, true)]),
+            [(1, 75), (2, 150), (3, 150)]
+        );
     }
 
     #[test]

@@ -4,6 +4,8 @@
 //! cores, and then lengthens requests more the more it stretches; a bad
 //! table is refused. Weighted (`host.call_stretch_weighted`), it loses no
 //! capacity: near the knee it lengthens requests less than the lossy form.
+//! Capped (`host.call_stretch_capped`), it is the lossy form while a core is
+//! to spare and adds less once the cores are shared.
 
 mod common;
 
@@ -86,6 +88,52 @@ fn weighted_it_costs_less_than_lost_work_near_the_knee() {
         rel.abs() < 0.005,
         "a weighted stretch of 1 moves the mean by {rel}"
     );
+}
+
+#[test]
+fn capped_it_is_the_factor_at_light_load_and_less_near_the_knee() {
+    let run = |capped: bool, load: f64| {
+        let mut sc = cpu_like();
+        sc.host.call_stretch = vec![1.0, 1.5];
+        sc.host.call_stretch_capped = capped;
+        simulate(&sc, &mode("independent"), load, 3, 20_000).unwrap()
+    };
+    let base = |load: f64| simulate(&cpu_like(), &mode("independent"), load, 3, 20_000).unwrap();
+    // Near the knee the phases outnumber the cores most of the time: the
+    // cap adds less than the factor does, and still something.
+    let (b, f, c) = (
+        base(0.85).latency_ms.mean,
+        run(false, 0.85).latency_ms.mean,
+        run(true, 0.85).latency_ms.mean,
+    );
+    assert!(b < c && c < f, "none {b} ms, capped {c} ms, factor {f} ms");
+    // Light: mostly a core to spare, where the two rules are one; the gap
+    // between them is a small share of the gap near the knee.
+    let (f, c) = (
+        run(false, 0.1).latency_ms.mean,
+        run(true, 0.1).latency_ms.mean,
+    );
+    assert!(
+        c <= f && (f - c) / f < 0.02,
+        "light: capped {c} ms, factor {f} ms"
+    );
+}
+
+#[test]
+fn capped_needs_a_table_of_the_lossy_form() {
+    let mut no_table = cpu_like();
+    no_table.host.call_stretch_capped = true;
+    let mut weighted = cpu_like();
+    weighted.host.call_stretch = vec![1.0, 1.5];
+    weighted.host.call_stretch_weighted = true;
+    weighted.host.call_stretch_capped = true;
+    for sc in [no_table, weighted] {
+        let err = simulate(&sc, &mode("independent"), 0.5, 1, 1_000).unwrap_err();
+        assert!(
+            matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.call_stretch_capped"),
+            "{err:?}"
+        );
+    }
 }
 
 #[test]

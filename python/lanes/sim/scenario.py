@@ -48,6 +48,7 @@ _HOST_KEYS = (
     "post_wake_ms", "client_ms", "call_stretch", "pre_wake_busy_ms", "post_wake_busy_ms",
     "run_queues", "call_stretch_weighted", "call_on_core", "speed_cv", "speed_ms",
     "lag_ms", "lag_among_calls", "call_preempt_absorbed", "speed_series", "speed_series_ms",
+    "call_stretch_capped",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -235,6 +236,11 @@ class Host:
     that asks for a core then. Each value > 0; empty: no series."""
     speed_series_ms: float = 0.0
     """The length of each of ``speed_series``'s values in ms: above 0 exactly when it is given."""
+    call_stretch_capped: bool = False
+    """With ``call_stretch`` (not weighted, ``call_on_core`` 1): the stretch as a cap on a call's
+    rate, ``min(min(1, C/n), 1 / call_stretch[k-1])``, not a factor on it — it stands for all of
+    a call's wait for a core, so where sharing the cores with the other phases already slows the
+    call it adds only what it exceeds. False: the factor."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -271,6 +277,8 @@ class Host:
             core["call_stretch"] = list(self.call_stretch)
         if self.call_stretch_weighted:
             core["call_stretch_weighted"] = True
+        if self.call_stretch_capped:
+            core["call_stretch_capped"] = True
         if self.call_on_core != 1.0:
             core["call_on_core"] = self.call_on_core
         if self.speed_cv:
@@ -538,7 +546,14 @@ def _host(t: Table) -> Host:
         t.fail("call_stretch_weighted", "must be true or false")
     if weighted and not stretch:
         t.fail("call_stretch_weighted", "needs call_stretch (the stretch it weighs)")
+    capped = t.raw.get("call_stretch_capped", False)
+    if not isinstance(capped, bool):
+        t.fail("call_stretch_capped", "must be true or false")
+    if capped and (not stretch or weighted):
+        t.fail("call_stretch_capped", "needs call_stretch (the stretch it caps), not weighted")
     on_core = t.number("call_on_core", low=0, low_open=True, high=1, default=1.0)
+    if on_core < 1 and capped:
+        t.fail("call_on_core", "below 1 cannot go with call_stretch_capped")
     if on_core < 1 and not (shared and slicing and not slice_ms and not run_queues):
         t.fail(
             "call_on_core",
@@ -600,7 +615,7 @@ def _host(t: Table) -> Host:
         preempt_ms, hold_busy, wakes["pre_wake_ms"], wakes["post_wake_ms"],
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
         busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues, weighted,
-        on_core, speed_cv, speed_ms, lag, among_calls, absorbed, tuple(series), series_ms,
+        on_core, speed_cv, speed_ms, lag, among_calls, absorbed, tuple(series), series_ms, capped,
     )  # fmt: skip
 
 

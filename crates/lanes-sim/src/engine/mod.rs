@@ -329,12 +329,17 @@ impl<'a> Sim<'a> {
                     };
                     return TimeShared::Sharing(cores);
                 }
-                TimeShared::new(
+                match TimeShared::new(
                     sc.host.cpu_cores,
                     (sc.host.slice_ms * 1e6).round() as u64,
                     stretch,
                     sc.host.call_stretch_weighted || on_core < 1.0,
-                )
+                ) {
+                    TimeShared::Sharing(cores) if sc.host.call_stretch_capped => {
+                        TimeShared::Sharing(cores.capped())
+                    }
+                    shared => shared,
+                }
             }),
             lock: lock.map(|_| CpuPool::new(1)),
             batch_py: lock_ns(|i| i.batch_ms),
