@@ -52,4 +52,6 @@ cd $ROOT && sh $D/judge.sh capped && cd bench/calibrate
 $P $D/run_spread.py $D/scenarios/capped.toml $R22 $R23 $R24 --rates 400,600,800,900 --variants independent,default,fifo > $O/run-spread-capped-r22-24.md
 # the stretch by level (round 22's stretch.py) on round 25's traced grids (quiet of neighbours)
 $P $R/round22/stretch.py /tmp/r25/grid-seed127 /tmp/r25/grid-seed131 > $O/stretch-by-level-r25.md
+# the default question at round 25's slow hour (default_question.py --hour-speed, new)
+$P default_question.py --hour-speed $R/round25/grid-seed127 --hour-speed $R/round25/grid-seed131 --markdown $O/default-question-hour-r25.md > /dev/null
 date -u
