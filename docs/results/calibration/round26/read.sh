@@ -48,7 +48,7 @@ $P $D/busy_cores.py > $O/busy-cores.md
 $P $R/round22/count.py $O/committed-*.md $O/lab-*.md > $O/counts.txt
 # the capped stretch (scenarios/capped.toml: cpu-2core.toml with call_stretch_capped = true),
 # judged as above, and how its runs spread
-cd $ROOT && sh $D/judge.sh capped && cd bench/calibrate
+cd $ROOT && ROUNDS="22 23 24 25 26" sh $D/judge.sh capped && cd bench/calibrate
 $P $D/run_spread.py $D/scenarios/capped.toml $R22 $R23 $R24 --rates 400,600,800,900 --variants independent,default,fifo > $O/run-spread-capped-r22-24.md
 # the stretch by level (round 22's stretch.py) on round 25's traced grids (quiet of neighbours)
 $P $R/round22/stretch.py /tmp/r25/grid-seed127 /tmp/r25/grid-seed131 > $O/stretch-by-level-r25.md

@@ -30,4 +30,8 @@ done
 $P against_demo.py $A $B --grid --scenario $D/scenarios/seed149-reading.toml --windows 100 \
   --markdown $O/seed149-reading-r26b-pooled.md > /dev/null
 $P $ROOT/docs/results/calibration/round22/count.py $O/seed149-reading-*.md > $O/counts-seed149-reading.txt
+# that reading on every grid of rounds 22-26, against grid 149 as its hour's reference, and the
+# default question on it
+cd $ROOT && sh $D/judge.sh seed149-reading $D/grid-seed149 && cd bench/calibrate
+$P default_question.py --scenario $D/scenarios/seed149-reading.toml --markdown $O/default-question-seed149-reading.md > /dev/null
 date -u
