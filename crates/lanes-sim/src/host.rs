@@ -145,10 +145,8 @@ pub struct SlicedCores {
     calls: BinaryHeap<Reverse<(u64, u32)>>,
     w: f64,
     stretch: Vec<f64>,
-    /// The stretch as a share of work-conserving cores, not a loss.
-    weighted: bool,
-    /// The stretch as a cap on a call's rate, not a factor (see above).
-    capped: bool,
+    /// How the stretch acts on a call's rate (see above).
+    rule: StretchRule,
     /// A thread's lag, ns (0: none, every phase fresh).
     lag: u64,
     /// The stale phases, by their end in `u`.
@@ -164,6 +162,18 @@ pub struct SlicedCores {
     busy: f64,
 }
 
+/// How a stretch table acts on a runtime call's rate ([`SlicedCores`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StretchRule {
+    /// A factor: `r / s(k)`, what the calls lose nobody gains (the default).
+    #[default]
+    Factor,
+    /// A share of work-conserving cores (`host.call_stretch_weighted`).
+    Weighted,
+    /// A cap: `min(r, 1/s(k))` (`host.call_stretch_capped`).
+    Capped,
+}
+
 impl SlicedCores {
     /// `cores` idle cores.
     pub fn new(cores: usize) -> Self {
@@ -172,12 +182,12 @@ impl SlicedCores {
 
     /// `cores` idle cores whose calls stretch by `stretch` (empty: none).
     pub fn with_stretch(cores: usize, stretch: Vec<f64>) -> Self {
-        Self::stretched(cores, stretch, false)
+        Self::stretched(cores, stretch, StretchRule::Factor)
     }
 
-    /// `cores` idle cores whose calls stretch by `stretch`, as a share of
-    /// work-conserving cores when `weighted` (see [`SlicedCores`]).
-    pub fn stretched(cores: usize, stretch: Vec<f64>, weighted: bool) -> Self {
+    /// `cores` idle cores whose calls stretch by `stretch` under `rule`
+    /// (see [`SlicedCores`]).
+    pub fn stretched(cores: usize, stretch: Vec<f64>, rule: StretchRule) -> Self {
         Self {
             cores: cores as f64,
             heap: BinaryHeap::new(),
@@ -185,8 +195,7 @@ impl SlicedCores {
             calls: BinaryHeap::new(),
             w: 0.0,
             stretch,
-            weighted,
-            capped: false,
+            rule,
             lag: 0,
             stale: BinaryHeap::new(),
             u: 0.0,
@@ -196,13 +205,6 @@ impl SlicedCores {
             version: 0,
             busy: 0.0,
         }
-    }
-
-    /// The same cores with the stretch as a cap on a call's rate
-    /// (`host.call_stretch_capped`, see [`SlicedCores`]).
-    pub fn capped(mut self) -> Self {
-        self.capped = true;
-        self
     }
 
     /// `cores` idle cores whose threads have a lag of `lag` ns (see
@@ -271,9 +273,9 @@ impl SlicedCores {
             0 => 1.0,
             i => self.stretch[i - 1],
         };
-        if !self.weighted || n as f64 <= self.cores {
+        if self.rule != StretchRule::Weighted || n as f64 <= self.cores {
             let rate = (self.cores / n as f64).min(1.0);
-            let call = if self.capped {
+            let call = if self.rule == StretchRule::Capped {
                 rate.min(1.0 / stretch)
             } else {
                 rate / stretch
@@ -500,11 +502,10 @@ pub enum TimeShared {
 
 impl TimeShared {
     /// `cores` idle cores; slices of `slice` ns, or with 0 processor sharing
-    /// (whose calls stretch by `stretch`, as a share when `weighted`: see
-    /// [`SlicedCores`]).
-    pub fn new(cores: usize, slice: u64, stretch: Vec<f64>, weighted: bool) -> Self {
+    /// (whose calls stretch by `stretch` under `rule`: see [`SlicedCores`]).
+    pub fn new(cores: usize, slice: u64, stretch: Vec<f64>, rule: StretchRule) -> Self {
         if slice == 0 {
-            Self::Sharing(SlicedCores::stretched(cores, stretch, weighted))
+            Self::Sharing(SlicedCores::stretched(cores, stretch, rule))
         } else {
             Self::Slices(RoundRobin::new(cores, slice))
         }
@@ -842,7 +843,10 @@ mod tests {
             (1, &[(1, 100, 0), (2, 10, 50)], &[(2, 70), (1, 110)]),
         ];
         for &(cores, phases, want) in cases {
-            let got = play(&mut TimeShared::new(cores, 0, Vec::new(), false), phases);
+            let got = play(
+                &mut TimeShared::new(cores, 0, Vec::new(), StretchRule::Factor),
+                phases,
+            );
             assert_eq!(got, want, "cores {cores}, phases {phases:?}");
         }
     }
@@ -856,7 +860,12 @@ mod tests {
         weighted: bool,
         phases: &[(u32, u64, u64, bool)],
     ) -> Vec<(u32, u64)> {
-        let pool = SlicedCores::stretched(cores, stretch.to_vec(), weighted);
+        let rule = if weighted {
+            StretchRule::Weighted
+        } else {
+            StretchRule::Factor
+        };
+        let pool = SlicedCores::stretched(cores, stretch.to_vec(), rule);
         play_mixed(&mut TimeShared::Sharing(pool), phases)
     }
 
@@ -1021,7 +1030,7 @@ mod tests {
     #[test]
     fn a_capped_stretch_adds_only_what_sharing_does_not_already_give() {
         let play = |phases: &[(u32, u64, u64, bool)]| {
-            let pool = SlicedCores::stretched(2, vec![1.0, 1.5], false).capped();
+            let pool = SlicedCores::stretched(2, vec![1.0, 1.5], StretchRule::Capped);
             play_mixed(&mut TimeShared::Sharing(pool), phases)
         };
         // Two calls on two cores, a core each: the cap is the factor, 150.
@@ -1108,7 +1117,7 @@ mod tests {
     fn without_a_lag_every_phase_shares_alike() {
         // The first case above under processor sharing: 2 ends at 22.
         let got = play(
-            &mut TimeShared::new(1, 0, Vec::new(), false),
+            &mut TimeShared::new(1, 0, Vec::new(), StretchRule::Factor),
             &[(1, 30, 0), (2, 5, 12)],
         );
         assert_eq!(got, [(2, 22), (1, 35)]);
@@ -1189,7 +1198,10 @@ mod tests {
         let got = play_among_calls(2, 4, &phases);
         assert_eq!(got, [(2, 16), (4, 16), (3, 20), (1, 26)]);
         let plain: Vec<_> = phases.iter().map(|&(t, c, at, _)| (t, c, at)).collect();
-        let want = play(&mut TimeShared::new(2, 0, Vec::new(), false), &plain);
+        let want = play(
+            &mut TimeShared::new(2, 0, Vec::new(), StretchRule::Factor),
+            &plain,
+        );
         assert_eq!(got, want);
     }
 

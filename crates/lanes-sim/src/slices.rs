@@ -184,7 +184,7 @@ impl RoundRobin {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::host::{play, TimeShared};
+    use crate::host::{play, StretchRule, TimeShared};
 
     /// Each case: cores, slice, phases `(token, cost, start)`, then the
     /// order and times at which they end.
@@ -227,7 +227,7 @@ mod tests {
         ];
         for &(cores, slice, phases, want) in cases {
             let got = play(
-                &mut TimeShared::new(cores, slice, Vec::new(), false),
+                &mut TimeShared::new(cores, slice, Vec::new(), StretchRule::Factor),
                 phases,
             );
             assert_eq!(got, want, "cores {cores}, slice {slice}, phases {phases:?}");

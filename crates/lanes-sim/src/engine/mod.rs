@@ -71,7 +71,7 @@ use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
 
 use crate::config::{Cost, Dist, Interpreter, Mode, Scenario, SimError, BUSY_SLICE_MS};
-use crate::host::{CpuPool, Gpu, SlicedCores, TimeShared};
+use crate::host::{CpuPool, Gpu, SlicedCores, StretchRule, TimeShared};
 use crate::run_queues::RunQueues;
 use crate::speed::HostSpeed;
 use crate::stats::{PointResult, Recorder};
@@ -329,17 +329,19 @@ impl<'a> Sim<'a> {
                     };
                     return TimeShared::Sharing(cores);
                 }
-                match TimeShared::new(
+                let rule = if sc.host.call_stretch_weighted || on_core < 1.0 {
+                    StretchRule::Weighted
+                } else if sc.host.call_stretch_capped {
+                    StretchRule::Capped
+                } else {
+                    StretchRule::Factor
+                };
+                TimeShared::new(
                     sc.host.cpu_cores,
                     (sc.host.slice_ms * 1e6).round() as u64,
                     stretch,
-                    sc.host.call_stretch_weighted || on_core < 1.0,
-                ) {
-                    TimeShared::Sharing(cores) if sc.host.call_stretch_capped => {
-                        TimeShared::Sharing(cores.capped())
-                    }
-                    shared => shared,
-                }
+                    rule,
+                )
             }),
             lock: lock.map(|_| CpuPool::new(1)),
             batch_py: lock_ns(|i| i.batch_ms),
