@@ -22,7 +22,7 @@ runs it (1: ``lanes serve --demo``; 2: ``bench/zoo_paths/serve.py --batch-thread
 
 ``--hour-speed GRID`` (several pool) asks the question at that grid's hour: every runtime call of
 the scenario scaled by the hour's speed (hour_speed.py: the grid's light-load calls' CPU over
-``--reference``'s, the grid the scenario was read off; for cpu-2core.toml round 21's seed-1 grid,
+``--reference``'s, the grid the scenario was read off; for cpu-2core.toml round 27's seed-157 grid,
 the default), as against_demo.py ``--hour-speed`` does. On a slow hour the capacities fall by
 about that factor; the question is whether the ratios between the policies move.
 
@@ -54,7 +54,7 @@ from lanes.sim.trace import load_trace
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_SCENARIO = ROOT / "examples" / "scenarios" / "cpu-2core.toml"
 TRACE = ROOT / "examples" / "scenarios" / "traces" / "azure-code-1000.csv"
-DEFAULT_REFERENCE = ROOT / "docs" / "results" / "calibration" / "round21" / "grid-seed1"
+DEFAULT_REFERENCE = ROOT / "docs" / "results" / "calibration" / "round27" / "grid-seed157"
 """The grid :data:`DEFAULT_SCENARIO`'s costs were read off (its header says so): the default
 ``--reference`` of ``--hour-speed``."""
 BURSTING = "line_rnn_zh"
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         type=Path,
         default=None,
         help="with --hour-speed: the grid the scenario was read off (default for cpu-2core.toml: "
-        "round 21's seed-1 grid)",
+        "round 27's seed-157 grid)",
     )
     ap.add_argument("--markdown", type=Path, help="also write the tables here")
     args = ap.parse_args(argv)

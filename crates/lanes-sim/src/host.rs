@@ -104,13 +104,16 @@ impl<T> CpuPool<T> {
 /// as without it: what they lose is a spare core's time.
 ///
 /// **Capped** (`host.call_stretch_capped`): the stretch stands for all of
-/// a call's wait for a core beyond processor sharing among the calls, so it
-/// caps a call's rate instead of scaling it: a call progresses at
-/// `min(r, 1/s(k))`. With a core to spare (`r` = 1) that is the lossy rule;
-/// while the runnable phases outnumber the cores, sharing the cores with
-/// them already slows the call and the stretch adds only what it exceeds —
-/// the larger of the two waits, not their product (as
-/// `host.call_preempt_absorbed` does for preemptions).
+/// a call's wait for a core beyond processor sharing among the calls (what
+/// the lab measures: a call's wall time with k calls running over the lone
+/// call's times `max(1, k/C)`), so it caps a call's rate instead of scaling
+/// it: a call progresses at `min(r, min(1, C/k) / s(k))`. With the calls
+/// alone on the cores (`r = min(1, C/k)`) that is the lossy rule; while
+/// other phases share the cores too, sharing with them already slows the
+/// call and the stretch adds only what it exceeds — the larger of the two
+/// waits, not their product (as `host.call_preempt_absorbed` does for
+/// preemptions). (Until 2026-12-02 05:30 UTC the cap was `1/s(k)`, which
+/// leaves out the calls' own sharing once they outnumber the cores.)
 ///
 /// **Lag** (`host.lag_ms`, no stretch): a phase's first `lag` ns less what
 /// its thread has run since it last slept ([`SlicedCores::start_lagged`];
@@ -170,7 +173,7 @@ pub enum StretchRule {
     Factor,
     /// A share of work-conserving cores (`host.call_stretch_weighted`).
     Weighted,
-    /// A cap: `min(r, 1/s(k))` (`host.call_stretch_capped`).
+    /// A cap: `min(r, min(1, C/k) / s(k))` (`host.call_stretch_capped`).
     Capped,
 }
 
@@ -276,7 +279,7 @@ impl SlicedCores {
         if self.rule != StretchRule::Weighted || n as f64 <= self.cores {
             let rate = (self.cores / n as f64).min(1.0);
             let call = if self.rule == StretchRule::Capped {
-                rate.min(1.0 / stretch)
+                rate.min((self.cores / k.max(1) as f64).min(1.0) / stretch)
             } else {
                 rate / stretch
             };
@@ -1038,12 +1041,24 @@ mod tests {
             play(&[(1, 100, 0, true), (2, 100, 0, true)]),
             [(1, 150), (2, 150)]
         );
-        // Three calls: sharing gives each 2/3 of a core, under the cap of
-        // 1/1.5, so they run as processor sharing does (the factor: 4/9).
-        // The short one ends at 75, then two at 1/1.5 each.
+        // Three calls alone: the cap is their own sharing, 2/3 of a core,
+        // over 1.5: 4/9 each, the factor. The short one ends at 112.5, then
+        // two at 1/1.5 each.
         assert_eq!(
             play(&[(1, 50, 0, true), (2, 100, 0, true), (3, 100, 0, true)]),
-            [(1, 75), (2, 150), (3, 150)]
+            [(1, 113), (2, 188), (3, 188)]
+        );
+        // Two calls beside two other phases: sharing gives every phase 1/2
+        // of a core, under the cap of 1/1.5, so the calls run as processor
+        // sharing does, not at 1/3 (the factor's product of the two).
+        assert_eq!(
+            play(&[
+                (1, 100, 0, true),
+                (2, 100, 0, true),
+                (3, 100, 0, false),
+                (4, 100, 0, false)
+            ]),
+            [(3, 200), (4, 200), (1, 200), (2, 200)]
         );
     }
 
