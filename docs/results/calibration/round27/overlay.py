@@ -7,10 +7,11 @@
   the wake-ups (``pre_wake_ms``, ``post_wake_ms`` and their ``_busy_ms``) and the client part
   (``client_ms``);
 - ``preempt``: the calls' preemptions (``call_preempt_per_ms``, ``call_preempt_ms``);
-- ``server``: every service's ``pre`` and ``post`` (the server's CPU beyond the calls);
-- ``calls``: every service's runtime call (``gpu`` and its batching's ``batch_ms``).
+- ``server``: every service's ``pre`` and ``post`` (the server's CPU beyond the calls).
 
-Run:  python overlay.py BASE FROM --parts host[,preempt,server,calls] --out OUT.toml
+The runtime calls stay ``BASE``'s: against_demo.py ``--hour-speed`` scales them to the hour.
+
+Run:  python overlay.py BASE FROM --parts host[,preempt,server] --out OUT.toml
       (with bench/calibrate on PYTHONPATH)
 """
 
@@ -35,7 +36,7 @@ HOST = (
     "client_ms",
 )
 PREEMPT = ("call_preempt_per_ms", "call_preempt_ms")
-PARTS = ("host", "preempt", "server", "calls")
+PARTS = ("host", "preempt", "server")
 
 
 def overlay(base: Scenario, source: Scenario, parts: set[str]) -> Scenario:
@@ -48,11 +49,6 @@ def overlay(base: Scenario, source: Scenario, parts: set[str]) -> Scenario:
         o = by_name[s.name]
         if "server" in parts:
             s = replace(s, pre=o.pre, post=o.post)
-        if "calls" in parts:
-            batching = s.batching
-            if batching is not None and o.batching is not None:
-                batching = replace(batching, batch_ms=o.batching.batch_ms)
-            s = replace(s, gpu=o.gpu, batching=batching)
         services.append(s)
     return replace(base, host=host, services=tuple(services))
 
