@@ -1,0 +1,169 @@
+"""Does host_moved.py's verdict on a grid's lowest level tell whether the file predicts the rest
+of the grid? The twenty-eighth round's check of its rule, on committed grids only.
+
+For two files — the 2026-11-29 file (round26/scenarios/committed.toml, read off round 21's
+seed-1 grid) and the 2026-12-02 file (round27/scenarios/seed157-reading.toml, read off round
+27's seed-157 grid, the committed cpu-2core.toml) — and each grid they were judged on, grid by
+grid and scaled to the grid's hour (the markdown tables listed in :data:`TABLES`):
+
+- the verdict: host_moved.judge on the grid's lowest level (simulated afresh here);
+- the truth: the share of the *other* levels' figures up to the knee (p50, p99 and goodput of
+  every variant at the levels whose measured goodput is at least 90 % of the offer) that the
+  committed table puts within 15 % (its errors as printed, rounded to a whole per cent).
+
+The file "predicts the grid" when that share is at least TRUTH (60 %). Counted: pairs where the
+verdict (holds or moved) matches the truth; and beside it, the rules not taken, each the same
+verdict read another way: a figure inside the lab's 95 % interval of its mean counts as met
+(``ci``); the runs a neighbour disturbed left out (``undisturbed``); the host keys' mean
+log-ratio against the reference's within ±KEYS_TOLERANCE (``keys``). A grid judged twice (round
+26's and round 27's tables of the 2026-11-29 file on grids 149 and 151) counts once. Round 28's
+grids (seeds 179 and 181) were run after the rule was chosen.
+
+Run, from the repository root:
+  PYTHONPATH=bench/calibrate .venv/bin/python docs/results/calibration/round28/validate.py
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from dataclasses import asdict
+from pathlib import Path
+
+import host_moved
+from against_demo import GRID_AS_SIMULATED, predicted
+from compare import TARGET, load_runs, measured, undisturbed
+from hour_speed import at_hour, hour_speed
+
+from lanes.sim.scenario import Scenario
+
+C = Path(__file__).resolve().parents[1]
+FILES = {
+    "2026-11-29": (C / "round26/scenarios/committed.toml", C / "round21/grid-seed1"),
+    "2026-12-02": (C / "round27/scenarios/seed157-reading.toml", C / "round27/grid-seed157"),
+}
+TABLES = {
+    "2026-11-29": [
+        *sorted((C / "round26/out/grids").glob("committed-hour-on-grid-seed*.md")),
+        *sorted((C / "round27/out/grids").glob("committed-hour-on-grid-seed*.md")),
+        *sorted((C / "round27/out").glob("r27b-old-hour-on-grid-seed*.md")),
+        *sorted((C / "round28/out").glob("old-hour-on-grid-seed*.md")),
+    ],
+    "2026-12-02": [
+        *sorted((C / "round27/out/grids").glob("seed157-reading-hour-on-grid-seed*.md")),
+        *sorted((C / "round27/out").glob("r27b-new-hour-on-grid-seed*.md")),
+        *sorted((C / "round28/out").glob("new-hour-on-grid-seed*.md")),
+    ],
+}
+TRUTH = 0.60
+KEYS_TOLERANCE = 0.15
+WINDOWS = 100
+
+
+def grid_of(table: Path) -> Path:
+    """The committed grid a table was judged on (its name ends in ``grid-seedN``)."""
+    seed = table.stem.split("grid-seed")[1]
+    (grid,) = C.glob(f"round2*/grid-seed{seed}")
+    return grid
+
+
+def read_another_way(grid: Path, scenario: Scenario, reference: Path) -> tuple[bool, bool]:
+    """The verdict with the lab's 95 % interval counted as met, and without the disturbed runs."""
+    runs = host_moved.lowest([r for r in load_runs(grid) if r["variant"] in GRID_AS_SIMULATED])
+    factor = hour_speed([grid], reference)
+    out = []
+    for kept, ci in ((runs, True), (undisturbed(runs)[0], False)):
+        meas = measured(kept)
+        variants = sorted({v for v, _ in meas})
+        rate = kept[0]["offered"]["rate_rps"]
+        window_s = statistics.median(r["measure_s"] for r in kept)
+        pred = predicted(
+            at_hour(scenario, factor), variants, [rate], WINDOWS, 0, GRID_AS_SIMULATED, window_s
+        )
+        met = figures = 0
+        for v in variants:
+            m, p = meas[(v, rate)], pred[(v, rate)]
+            for name in host_moved.FIGURES:
+                figures += 1
+                near = abs(p[name] - m[name]) <= TARGET * m[name]
+                met += near or (ci and m[name + "_ci_lo"] <= p[name] <= m[name + "_ci_hi"])
+        out.append(met >= host_moved.HOLDS * figures)
+    return out[0], out[1]
+
+
+def rest_met(table: Path) -> float:
+    """The share of the table's figures up to the knee, above its lowest level, within 15 %."""
+    text = table.read_text()
+    below = {
+        m[1]: {float(x) for x in m[2].split(",")}
+        for m in re.finditer(r"^- (\w+) \(([\d, ]+) req/s\)", text, re.M)
+    }
+    rows = []
+    for line in text.splitlines():
+        cells = [c.strip() for c in line.split("|")]
+        if (
+            len(cells) > 8
+            and cells[1] in below
+            and cells[2].isdigit()
+            and float(cells[2]) in below[cells[1]]
+        ):
+            rows.append((float(cells[2]), [float(cells[i].rstrip(" %")) for i in (4, 6, 8)]))
+    lowest = min(rate for rate, _ in rows)
+    errors = [abs(e) for rate, errs in rows if rate != lowest for e in errs]
+    return sum(e <= 15 for e in errors) / len(errors)
+
+
+def keys_rule(grid: Path, reference: Path) -> bool:
+    """The host keys' rule: their mean log-ratio against the reference's within the tolerance."""
+    here, there = asdict(host_moved.host_keys(grid)), asdict(host_moved.host_keys(reference))
+    ratios = [math.log(here[k] / there[k]) for k in here]
+    return abs(statistics.fmean(ratios)) <= KEYS_TOLERANCE
+
+
+def main() -> int:
+    rows = []
+    right = dict.fromkeys(("verdict", "ci", "undisturbed", "keys"), 0)
+    late = dict.fromkeys(right, 0)
+    word = {True: "holds", False: "moved"}
+    for day, tables in TABLES.items():
+        scenario_path, reference = FILES[day]
+        scenario = Scenario.load(scenario_path)
+        judged = {
+            grid_of(t) if "round28" not in str(t) else C / "round28" / t.stem[-12:]: t
+            for t in tables
+        }
+        for grid, table in sorted(judged.items(), key=lambda gt: int(gt[0].name[9:])):
+            verdict, _ = host_moved.judge(grid, scenario, reference, WINDOWS)
+            share = rest_met(table)
+            truth = share >= TRUTH
+            ci, quiet = read_another_way(grid, scenario, reference)
+            got = {
+                "verdict": verdict.holds,
+                "ci": ci,
+                "undisturbed": quiet,
+                "keys": keys_rule(grid, reference),
+            }
+            for name, holds in got.items():
+                right[name] += holds == truth
+                late[name] += holds == truth and grid.parent.name == "round28"
+            rows.append(
+                f"| {day} | {grid.parent.name}/{grid.name} | {verdict.met}/{verdict.figures} "
+                f"| {word[verdict.holds]} | {share:.2f} | {'yes' if truth else 'no'} | "
+                + " | ".join(word[got[k]] for k in ("ci", "undisturbed", "keys"))
+                + " |"
+            )
+    print(
+        "| file | grid | lowest level within 15 % | verdict | rest within 15 % "
+        f"| file predicts the rest (>= {TRUTH:.0%}) | ci | undisturbed | keys |"
+    )
+    print("|---|---|---:|---|---:|---|---|---|---|")
+    print("\n".join(rows))
+    print()
+    for name, n in right.items():
+        print(f"- {name}: matches in {n} of {len(rows)} (round 28's: {late[name]} of 4)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
