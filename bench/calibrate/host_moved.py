@@ -29,6 +29,11 @@ that rests on them is worth a second light grid). The host's own keys read at th
 matched in 37 and in all 4 of round 28's; they are printed beside the verdict, not judged,
 since the figures are what the file is for.
 
+Several grids (two light grids, say) pool their repeats, as against_demo.py pools them. Pooled
+over each round's grids of one hour (2 to 5 grids, 18 pairs of file and round), the verdict
+matched the rest of the round's pooled table in 17 of 18: a *moved* from one light grid is
+worth a second, and the two judged together.
+
 Beside the verdict it prints those keys against REFERENCE's, as the *why*: the hour's speed (the
 calls' CPU), the cores the rest of the host kept busy (:func:`compare.others_cores`), the
 server's CPU per request beyond its calls, the device hold's 90th percentile and the calls'
@@ -36,7 +41,7 @@ preemptions per ms of their CPU (timelines.py's ``preempted``).
 
 Exit status: 0 when the file holds, 1 when the host has moved (2 on a usage error).
 
-Run:  python bench/calibrate/host_moved.py GRID [--scenario FILE] [--reference GRID]
+Run:  python bench/calibrate/host_moved.py GRID [GRID ...] [--scenario FILE] [--reference GRID]
       [--windows 100] [--markdown OUT.md] [--json OUT.json]
 """
 
@@ -102,24 +107,31 @@ def lowest(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [r for r in runs if r["offered"]["rate_rps"] == rate]
 
 
-def host_keys(grid: Path) -> Keys:
-    """:class:`Keys` at ``grid``'s lowest level (its timelines.json by timelines.py)."""
-    path = grid / "timelines.json"
-    if not path.is_file():
-        sys.exit(f"host_moved: {path} is missing (run timelines.py on the grid)")
-    timelines = json.loads(path.read_text())
-    runs = lowest(load_runs(grid))
-    engine = [r for r in runs if r["variant"] in ENGINE_RUNS and r["id"] in timelines]
+def host_keys(grids: list[Path]) -> Keys:
+    """:class:`Keys` at the lowest level of ``grids`` (each with its timelines.json by
+    timelines.py; several pool their runs)."""
+    runs, engine, blocks, holds = [], [], [], []
+    for grid in grids:
+        path = grid / "timelines.json"
+        if not path.is_file():
+            sys.exit(f"host_moved: {path} is missing (run timelines.py on the grid)")
+        timelines = json.loads(path.read_text())
+        level = lowest(load_runs(grid))
+        runs += level
+        for r in level:
+            if r["variant"] in ENGINE_RUNS and r["id"] in timelines:
+                engine.append(r)
+                blocks.append(timelines[r["id"]]["preempted"])
+                holds.append(dict(map(tuple, timelines[r["id"]]["hold_quantiles_ms"]))[HOLD_P])
     if not engine:
-        sys.exit(f"host_moved: {grid}'s lowest level has no fifo or sjf run in timelines.json")
-    blocks = [timelines[r["id"]]["preempted"] for r in engine]
+        names = ", ".join(str(g) for g in grids)
+        sys.exit(f"host_moved: the lowest level of {names} has no fifo or sjf run in timelines")
     server = [
         (r["server"]["process_cpu_s"] / r["server"]["window_s"] - b["cpu_ms"] / b["span_s"] / 1e3)
         / r["load"]["achieved_rps"]
         * 1e3
         for r, b in zip(engine, blocks, strict=True)
     ]
-    holds = [dict(map(tuple, timelines[r["id"]]["hold_quantiles_ms"]))[HOLD_P] for r in engine]
     return Keys(
         others_cores=round(statistics.median(others_cores(r) for r in runs), 4),
         server_ms_per_request=round(statistics.median(server), 4),
@@ -130,16 +142,28 @@ def host_keys(grid: Path) -> Keys:
     )
 
 
-def judge(grid: Path, scenario: Scenario, reference: Path, windows: int) -> tuple[Verdict, str]:
-    """The module docs' rule on ``grid``'s lowest level: the verdict, and the level's table
-    (compare.py's) of measured against predicted figures."""
-    runs = lowest([r for r in load_runs(grid) if r["variant"] in GRID_AS_SIMULATED])
-    if not runs:
-        sys.exit(f"host_moved: {grid} holds no runs of {', '.join(GRID_AS_SIMULATED)}")
+def judge(
+    grids: list[Path], scenario: Scenario, reference: Path, windows: int
+) -> tuple[Verdict, str]:
+    """The module docs' rule on the lowest level of ``grids`` (several pool their repeats, as
+    against_demo.py pools them): the verdict, and the level's table (compare.py's) of measured
+    against predicted figures."""
+    runs, disturbed = [], []
+    for grid in grids:
+        level = lowest([r for r in load_runs(grid) if r["variant"] in GRID_AS_SIMULATED])
+        runs += level
+        disturbed += [
+            r["id"] if len(grids) == 1 else f"{grid.name}:{r['id']}"
+            for r in level
+            if host_noise.disturbed(r.get("server")) is not None
+        ]
+    rates = {r["offered"]["rate_rps"] for r in runs}
+    if len(rates) != 1:
+        sys.exit(f"host_moved: the grids' lowest levels differ ({sorted(rates)} req/s)")
     meas = measured(runs)
     variants = sorted({v for v, _ in meas})
-    rate = runs[0]["offered"]["rate_rps"]
-    factor = hour_speed([grid], reference)
+    rate = rates.pop()
+    factor = hour_speed(grids, reference)
     window_s = statistics.median(r["measure_s"] for r in runs)
     pred = predicted(
         at_hour(scenario, factor), variants, [rate], windows, 0, GRID_AS_SIMULATED, window_s
@@ -150,23 +174,25 @@ def judge(grid: Path, scenario: Scenario, reference: Path, windows: int) -> tupl
         for name in FIGURES
     }
     met = sum(abs(e) <= TARGET * 100 for e in errors.values())
-    disturbed = [r["id"] for r in runs if host_noise.disturbed(r.get("server")) is not None]
     verdict = Verdict(
         met >= HOLDS * len(errors), met, len(errors), rate, factor, errors, sorted(disturbed)
     )
     return verdict, table(meas, pred)
 
 
-def report(grid: Path, scenario_path: Path, reference: Path, verdict: Verdict, level: str) -> str:
+def report(
+    grids: list[Path], scenario_path: Path, reference: Path, verdict: Verdict, level: str
+) -> str:
     """The verdict, the host keys against the reference's, and the level's table."""
-    here, there = host_keys(grid), host_keys(reference)
+    here, there = host_keys(grids), host_keys([reference])
     state = (
         "holds: it still describes this host"
         if verdict.holds
         else "does not hold: the host has moved; read the file again (same_hour.py)"
     )
+    names = ", ".join(str(g) for g in grids)
     lines = [
-        f"{scenario_path.name} on {grid} at {verdict.rate_rps:g} req/s, its calls "
+        f"{scenario_path.name} on {names} at {verdict.rate_rps:g} req/s, its calls "
         f"x{verdict.hour_speed:.3f} (the hour's speed against {reference}): {verdict.met} of "
         f"{verdict.figures} latency figures within {TARGET:.0%} (it holds at "
         f"{HOLDS:.0%}); the file {state}.",
@@ -174,8 +200,8 @@ def report(grid: Path, scenario_path: Path, reference: Path, verdict: Verdict, l
     if verdict.disturbed:
         lines.append(
             f"The rest of the host disturbed {len(verdict.disturbed)} of the level's runs "
-            f"({', '.join(verdict.disturbed)}); they stay in, and a verdict that rests on them "
-            "is worth a second light grid."
+            f"({', '.join(verdict.disturbed)}); they stay in, and a verdict of moved that rests on "
+            "them is worth another light grid, judged with this one."
         )
     lines += [
         "",
@@ -192,7 +218,12 @@ def report(grid: Path, scenario_path: Path, reference: Path, verdict: Verdict, l
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("grid", type=Path, help="a calibration grid (run files and timelines.json)")
+    ap.add_argument(
+        "grid",
+        type=Path,
+        nargs="+",
+        help="a calibration grid (run files and timelines.json); several pool their repeats",
+    )
     ap.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
     ap.add_argument(
         "--reference",
@@ -206,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     if args.windows < 1:
         ap.error(f"--windows {args.windows}: must be at least 1")
-    for path in (args.grid, args.reference):
+    for path in (*args.grid, args.reference):
         if not path.is_dir():
             ap.error(f"{path}: not a grid folder")
     verdict, level = judge(args.grid, Scenario.load(args.scenario), args.reference, args.windows)

@@ -41,7 +41,7 @@ def hm(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
     ],
 )
 def test_each_file_holds_on_its_own_day_and_not_on_the_other(hm, scenario, reference, grid, holds):
-    verdict, level = hm.judge(RESULTS / grid, Scenario.load(scenario), reference, WINDOWS)
+    verdict, level = hm.judge([RESULTS / grid], Scenario.load(scenario), reference, WINDOWS)
     assert verdict.holds is holds
     assert verdict.figures == 8  # p50 and p99 of four variants
     assert verdict.rate_rps == 200
@@ -52,13 +52,29 @@ def test_each_file_holds_on_its_own_day_and_not_on_the_other(hm, scenario, refer
 
 
 def test_the_keys_of_the_reference_against_itself(hm):
-    here = hm.host_keys(NOW_REFERENCE)
+    here = hm.host_keys([NOW_REFERENCE])
     assert 0 < here.others_cores < 1
     assert 0 < here.server_ms_per_request < 2
     assert 0 < here.hold_p90_ms < 5
     assert 0 < here.preempt_per_ms < 1
     # 2026-12-02's neighbours took more of the host than 2026-11-29's (round 27)
-    assert hm.host_keys(THEN_REFERENCE).others_cores < here.others_cores
+    assert hm.host_keys([THEN_REFERENCE]).others_cores < here.others_cores
+
+
+def test_two_grids_pool_their_repeats(hm):
+    scenario = Scenario.load(NOW)
+    one, _ = hm.judge([RESULTS / "round27/grid-seed167"], scenario, NOW_REFERENCE, WINDOWS)
+    two, level = hm.judge(
+        [RESULTS / "round27/grid-seed167", RESULTS / "round27/grid-seed173"],
+        scenario,
+        NOW_REFERENCE,
+        WINDOWS,
+    )
+    assert two.holds and two.figures == 8
+    assert two.hour_speed != one.hour_speed  # read off both grids' calls
+    # the lab's means are over both grids' repeats, so the errors are not one grid's
+    assert two.errors.keys() == one.errors.keys() and two.errors != one.errors
+    assert level.count("| 200 |") == 4
 
 
 def test_the_exit_status_and_the_report(hm, tmp_path, capsys):
@@ -90,3 +106,11 @@ def test_wrong_input_names_the_problem(hm, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         hm.main([str(bare)])
     assert "timelines.json is missing (run timelines.py on the grid)" in str(exit_.value.code)
+    # grids whose lowest levels differ are not pooled
+    other = tmp_path / "other"
+    shutil.copytree(NOW_REFERENCE, other)
+    for path in other.glob("runs/*/L0-r*.json"):
+        path.unlink()
+    with pytest.raises(SystemExit) as exit_:
+        hm.main([str(NOW_REFERENCE), str(other)])
+    assert "the grids' lowest levels differ ([200.0, 400.0] req/s)" in str(exit_.value.code)

@@ -56,6 +56,32 @@ TABLES = {
         *sorted((C / "round28/out").glob("new-hour-on-grid-seed*.md")),
     ],
 }
+ROUNDS = {
+    "22": ("round22", (23, 37, 53, 71, 89)),
+    "23": ("round23", (101, 103, 107)),
+    "24": ("round24", (109, 113)),
+    "25": ("round25", (127, 131)),
+    "26": ("round26", (137, 139)),
+    "26b": ("round26", (149, 151)),
+    "27": ("round27", (157, 163)),
+    "27b": ("round27", (167, 173)),
+    "28": ("round28", (179, 181)),
+}
+"""Each round's grids of one hour, which the pooled tables pool."""
+POOLED = {
+    "2026-11-29": {
+        **{r: C / f"round26/out/committed-hour-r{r}-pooled.md" for r in ROUNDS if r < "27"},
+        "27": C / "round27/out/committed-hour-r27-pooled.md",
+        "27b": C / "round27/out/r27b-old-hour-pooled.md",
+        "28": C / "round28/out/old-hour-pooled.md",
+    },
+    "2026-12-02": {
+        **{r: C / f"round27/out/seed157-reading-hour-r{r}-pooled.md" for r in ROUNDS if r < "27b"},
+        "27b": C / "round27/out/r27b-new-hour-pooled.md",
+        "28": C / "round28/out/new-hour-pooled.md",
+    },
+}
+"""Per file, each round's table of the file on the round's grids pooled, scaled to the hour."""
 TRUTH = 0.60
 KEYS_TOLERANCE = 0.15
 WINDOWS = 100
@@ -116,7 +142,8 @@ def rest_met(table: Path) -> float:
 
 def keys_rule(grid: Path, reference: Path) -> bool:
     """The host keys' rule: their mean log-ratio against the reference's within the tolerance."""
-    here, there = asdict(host_moved.host_keys(grid)), asdict(host_moved.host_keys(reference))
+    here = asdict(host_moved.host_keys([grid]))
+    there = asdict(host_moved.host_keys([reference]))
     ratios = [math.log(here[k] / there[k]) for k in here]
     return abs(statistics.fmean(ratios)) <= KEYS_TOLERANCE
 
@@ -134,7 +161,7 @@ def main() -> int:
             for t in tables
         }
         for grid, table in sorted(judged.items(), key=lambda gt: int(gt[0].name[9:])):
-            verdict, _ = host_moved.judge(grid, scenario, reference, WINDOWS)
+            verdict, _ = host_moved.judge([grid], scenario, reference, WINDOWS)
             share = rest_met(table)
             truth = share >= TRUTH
             ci, quiet = read_another_way(grid, scenario, reference)
@@ -162,7 +189,36 @@ def main() -> int:
     print()
     for name, n in right.items():
         print(f"- {name}: matches in {n} of {len(rows)} (round 28's: {late[name]} of 4)")
+    pooled()
     return 0
+
+
+def pooled() -> None:
+    """The verdict on each round's grids pooled (host_moved.py given them all), against the
+    share of the rest of the round's pooled table within 15 %."""
+    print(
+        "\n| file | round's grids pooled | lowest level within 15 % | verdict "
+        f"| rest within 15 % | file predicts the rest (>= {TRUTH:.0%}) |"
+    )
+    print("|---|---|---:|---|---:|---|")
+    right = total = 0
+    for day, tables in POOLED.items():
+        scenario_path, reference = FILES[day]
+        scenario = Scenario.load(scenario_path)
+        for name, table in tables.items():
+            folder, seeds = ROUNDS[name]
+            grids = [C / folder / f"grid-seed{seed}" for seed in seeds]
+            verdict, _ = host_moved.judge(grids, scenario, reference, WINDOWS)
+            share = rest_met(table)
+            truth = share >= TRUTH
+            right += verdict.holds == truth
+            total += 1
+            print(
+                f"| {day} | {name} ({', '.join(map(str, seeds))}) | {verdict.met}/{verdict.figures}"
+                f" | {'holds' if verdict.holds else 'moved'} | {share:.2f} "
+                f"| {'yes' if truth else 'no'} |"
+            )
+    print(f"\n- pooled: matches in {right} of {total}")
 
 
 if __name__ == "__main__":
