@@ -150,7 +150,10 @@ def judge(
     against predicted figures."""
     runs, disturbed = [], []
     for grid in grids:
-        level = lowest([r for r in load_runs(grid) if r["variant"] in GRID_AS_SIMULATED])
+        kept = [r for r in load_runs(grid) if r["variant"] in GRID_AS_SIMULATED]
+        if not kept:
+            sys.exit(f"host_moved: {grid} holds no runs of {', '.join(GRID_AS_SIMULATED)}")
+        level = lowest(kept)
         runs += level
         disturbed += [
             r["id"] if len(grids) == 1 else f"{grid.name}:{r['id']}"

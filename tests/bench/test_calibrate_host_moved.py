@@ -106,6 +106,16 @@ def test_wrong_input_names_the_problem(hm, tmp_path, capsys):
     with pytest.raises(SystemExit) as exit_:
         hm.main([str(bare)])
     assert "timelines.json is missing (run timelines.py on the grid)" in str(exit_.value.code)
+    # a folder of other variants' runs
+    alien = tmp_path / "alien" / "runs" / "mystery"
+    alien.mkdir(parents=True)
+    for path in (NOW_REFERENCE / "runs" / "fifo").glob("L*-r*.json"):
+        run = json.loads(path.read_text()) | {"variant": "mystery"}
+        (alien / path.name).write_text(json.dumps(run))
+    alien = alien.parents[1]
+    with pytest.raises(SystemExit) as exit_:
+        hm.main([str(alien)])
+    assert "holds no runs of independent, fifo, sjf, default" in str(exit_.value.code)
     # grids whose lowest levels differ are not pooled
     other = tmp_path / "other"
     shutil.copytree(NOW_REFERENCE, other)

@@ -2,8 +2,8 @@
 # A light grid (examples/experiments/calibration-light.toml: the lowest level alone, 12 runs), run
 # from the repository root right after run.sh's grids, and host_moved.py on it for both files:
 # the check as a user runs it. NAME (default light; the second was light2, run because the
-# first's verdict rested on two disturbed runs) names the folder and the reports; after a second,
-# both light grids are judged pooled too (out/moved-*-on-light-pooled.md).
+# first's verdict rested on two disturbed runs; light3 and light4 are run2.sh's) names the folder
+# and the reports; after light2 the first two are judged pooled too (out/moved-*-on-light-pooled.md).
 # Run:  sh docs/results/calibration/round28/light.sh [NAME]
 set -e
 N=${1:-light}
@@ -20,7 +20,7 @@ cd bench/calibrate
 $P host_moved.py $K --markdown $D/out/moved-new-on-$N.md > /dev/null || true
 $P host_moved.py $K --scenario $R/round26/scenarios/committed.toml --reference $R/round21/grid-seed1 \
   --markdown $D/out/moved-old-on-$N.md > /dev/null || true
-if [ "$N" != light ] && [ -d $D/light ]; then
+if [ "$N" = light2 ]; then
   $P host_moved.py $D/light $K --markdown $D/out/moved-new-on-light-pooled.md > /dev/null || true
   $P host_moved.py $D/light $K --scenario $R/round26/scenarios/committed.toml \
     --reference $R/round21/grid-seed1 --markdown $D/out/moved-old-on-light-pooled.md > /dev/null || true
