@@ -29,5 +29,5 @@ $P host_moved.py $K --markdown $O/moved-new-on-grid-seed191.md > /dev/null || tr
 $P host_moved.py $K --scenario $R/round26/scenarios/committed.toml --reference $R/round21/grid-seed1 \
   --markdown $O/moved-old-on-grid-seed191.md > /dev/null || true
 $P $R/round22/count.py $O/*-hour-on-grid-seed191.md > $O/counts-191.txt
-head -qn1 $O/moved-*-on-light3*.md $O/moved-*-on-light4.md $O/moved-*-191.md >> $O/counts-191.txt
+head -qn1 $O/moved-*-on-light3*.md $O/moved-*-on-light4.md $O/moved-*-seed191.md >> $O/counts-191.txt
 date -u >> /tmp/r28/run2.times
