@@ -17,7 +17,7 @@ verdict read another way: a figure inside the lab's 95 % interval of its mean co
 (``ci``); the runs a neighbour disturbed left out (``undisturbed``); the host keys' mean
 log-ratio against the reference's within ±KEYS_TOLERANCE (``keys``). A grid judged twice (round
 26's and round 27's tables of the 2026-11-29 file on grids 149 and 151) counts once. Round 28's
-grids (seeds 179 and 181) were run after the rule was chosen.
+grids (seeds 179, 181 and 191) were run after the rule was chosen.
 
 Run, from the repository root:
   PYTHONPATH=bench/calibrate .venv/bin/python docs/results/calibration/round28/validate.py
@@ -32,8 +32,8 @@ from dataclasses import asdict
 from pathlib import Path
 
 import host_moved
-from against_demo import GRID_AS_SIMULATED, predicted
-from compare import TARGET, load_runs, measured, undisturbed
+from against_demo import GRID_AS_SIMULATED
+from compare import TARGET, load_runs, undisturbed
 from hour_speed import at_hour, hour_speed
 
 from lanes.sim.scenario import Scenario
@@ -97,19 +97,12 @@ def grid_of(table: Path) -> Path:
 def read_another_way(grid: Path, scenario: Scenario, reference: Path) -> tuple[bool, bool]:
     """The verdict with the lab's 95 % interval counted as met, and without the disturbed runs."""
     runs = host_moved.lowest([r for r in load_runs(grid) if r["variant"] in GRID_AS_SIMULATED])
-    factor = hour_speed([grid], reference)
+    at_hour_ = at_hour(scenario, hour_speed([grid], reference))
     out = []
     for kept, ci in ((runs, True), (undisturbed(runs)[0], False)):
-        meas = measured(kept)
-        variants = sorted({v for v, _ in meas})
-        rate = kept[0]["offered"]["rate_rps"]
-        window_s = statistics.median(r["measure_s"] for r in kept)
-        pred = predicted(
-            at_hour(scenario, factor), variants, [rate], WINDOWS, 0, GRID_AS_SIMULATED, window_s
-        )
+        meas, pred = host_moved.at_level(kept, at_hour_, WINDOWS)
         met = figures = 0
-        for v in variants:
-            m, p = meas[(v, rate)], pred[(v, rate)]
+        for m, p in ((meas[k], pred[k]) for k in meas):
             for name in host_moved.FIGURES:
                 figures += 1
                 near = abs(p[name] - m[name]) <= TARGET * m[name]
@@ -152,6 +145,7 @@ def main() -> int:
     rows = []
     right = dict.fromkeys(("verdict", "ci", "undisturbed", "keys"), 0)
     late = dict.fromkeys(right, 0)
+    fresh = 0
     word = {True: "holds", False: "moved"}
     for day, tables in TABLES.items():
         scenario_path, reference = FILES[day]
@@ -171,6 +165,7 @@ def main() -> int:
                 "undisturbed": quiet,
                 "keys": keys_rule(grid, reference),
             }
+            fresh += grid.parent.name == "round28"
             for name, holds in got.items():
                 right[name] += holds == truth
                 late[name] += holds == truth and grid.parent.name == "round28"
@@ -188,7 +183,7 @@ def main() -> int:
     print("\n".join(rows))
     print()
     for name, n in right.items():
-        print(f"- {name}: matches in {n} of {len(rows)} (round 28's: {late[name]} of 4)")
+        print(f"- {name}: matches in {n} of {len(rows)} (round 28's: {late[name]} of {fresh})")
     pooled()
     return 0
 
