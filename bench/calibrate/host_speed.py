@@ -27,7 +27,19 @@ same model or another — and the gap from that call's end to this call's start 
 :data:`WARM_GAPS_MS`), so that a warm call's saving (up to 45 % for ``char_cnn``, round20/warm.py)
 does not count as the host's speed either.
 
+``--between-runs CV,MS`` (the twenty-ninth round): ``host.speed_run_cv``, the run's own speed
+that the simulator draws once per run on top of the epochs. **Rule.** At the levels read (the two
+lightest by default), from the grid's timelines.json (no request traces needed), each run's
+log-speed is the work-weighted mean (weights: batches x ``cpu_ms``) over the cells of
+:data:`MIN_CELL` batches or more, present in every run of its variant and level, of the log of the
+cell's median ``cpu_ms`` over that cell's median across those runs. The between-run variance
+``V`` is the pooled sample variance of the log-speeds about their variant and level's mean. Part
+of it the epochs already make over a run's window ``W`` (the runs' median ``measure_s``):
+``σ² f(W / τ)`` with ``σ² = ln(1 + CV²)``, ``τ = MS`` (the scenario's ``speed_cv`` and
+``speed_ms``) and ``f`` as above. ``speed_run_cv = sqrt(exp(max(0, V - σ² f)) - 1)``.
+
 Run:  python bench/calibrate/host_speed.py RESULTS [--levels 0,1] [--cpu] [--warm] [--json FILE]
+      python bench/calibrate/host_speed.py RESULTS [RESULTS ...] --between-runs 0.1,250
 """
 
 from __future__ import annotations
@@ -199,9 +211,93 @@ def read(
     return replace(found, ratio={w: round(statistics.median(v), 2) for w, v in ratios.items()})
 
 
+@dataclass(frozen=True)
+class RunSpread:
+    """The run's own speed read off grids (``--between-runs``; rule in the module docstring)."""
+
+    speed_run_cv: float
+    between_sd: float
+    """Standard deviation of the runs' log-speed about their variant and level's mean."""
+    epochs_sd: float
+    """What the epochs make of it over a window, as a standard deviation of the log."""
+    window_s: float
+    runs: int
+    groups: int
+
+
+def run_speeds(results: Path, levels: list[int] | None) -> dict[tuple[str, int], list[float]]:
+    """Each run's log-speed at ``levels`` (default: the grid's two lightest), grouped by variant
+    and level index (rule in the module docstring), from ``results``/timelines.json."""
+    path = results / "timelines.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{results}: no timelines.json (run timelines.py on the grid)")
+    timelines = json.loads(path.read_text())
+    level_of = {k: int(k.split("/")[1].split("-")[0][1:]) for k in timelines}
+    if levels is None:
+        levels = sorted(set(level_of.values()))[:2]
+    groups: dict[tuple[str, int], dict[str, Any]] = defaultdict(dict)
+    for key, run in timelines.items():
+        if level_of[key] in levels:
+            groups[(key.split("/")[0], level_of[key])][key] = run.get("models", {})
+    out: dict[tuple[str, int], list[float]] = {}
+    for group, runs in groups.items():
+        cells: dict[tuple[str, str], dict[str, tuple[float, int]]] = defaultdict(dict)
+        for key, models in runs.items():
+            for model, sizes in models.items():
+                for size, cell in sizes.items():
+                    if cell.get("batches", 0) >= MIN_CELL and cell.get("cpu_ms", 0) > 0:
+                        cells[(model, size)][key] = (cell["cpu_ms"], cell["batches"])
+        shared = {c: v for c, v in cells.items() if len(v) == len(runs)}
+        speeds = []
+        for key in runs:
+            num = den = 0.0
+            for per_run in shared.values():
+                median = statistics.median(ms for ms, _ in per_run.values())
+                ms, batches = per_run[key]
+                num += ms * batches * math.log(ms / median)
+                den += ms * batches
+            if den > 0:
+                speeds.append(num / den)
+        if len(speeds) >= 2:
+            out[group] = speeds
+    return out
+
+
+def between_runs(
+    grids: list[Path], speed_cv: float, speed_ms: float, levels: list[int] | None = None
+) -> RunSpread:
+    """``host.speed_run_cv`` off ``grids`` pooled, given the scenario's epochs (rule in the module
+    docstring)."""
+    squares, dof, windows_s = 0.0, 0, []
+    for grid in grids:
+        for speeds in run_speeds(grid, levels).values():
+            mean = statistics.fmean(speeds)
+            squares += sum((x - mean) ** 2 for x in speeds)
+            dof += len(speeds) - 1
+        windows_s += [
+            json.loads(f.read_text()).get("measure_s", 0.0)
+            for f in grid.glob("runs/*/L*-r*.json")
+            if not f.name.endswith(".trace.json")
+        ]
+    if dof == 0:
+        raise FileNotFoundError(f"{', '.join(map(str, grids))}: no level with two runs to compare")
+    window_s = statistics.median([w for w in windows_s if w > 0] or [0.0])
+    v = squares / dof
+    s2 = math.log1p(speed_cv * speed_cv)
+    epochs = s2 * shape(window_s * 1e3 / speed_ms) if speed_cv > 0 and speed_ms > 0 else 0.0
+    cv = math.sqrt(math.expm1(max(0.0, v - epochs)))
+    groups = sum(len(run_speeds(g, levels)) for g in grids)
+    return RunSpread(
+        round(cv, 4), round(math.sqrt(v), 4), round(math.sqrt(epochs), 4), window_s, dof + groups,
+        groups,
+    )  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("results", type=Path, help="a lanes bench run --out folder with timelines")
+    ap.add_argument(
+        "results", type=Path, nargs="+", help="a lanes bench run --out folder with timelines"
+    )
     ap.add_argument("--levels", help="level indices to read, e.g. 0,1 (default: the two lightest)")
     ap.add_argument("--json", type=Path, help="write the fit here as well")
     ap.add_argument(
@@ -212,13 +308,44 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="cells keyed also by the device's previous call (same model or not) and the gap",
     )
+    ap.add_argument(
+        "--between-runs",
+        metavar="CV,MS",
+        help="read host.speed_run_cv off the grids' timelines.json, given the scenario's "
+        "speed_cv and speed_ms (e.g. 0.1,250); several grids pool",
+    )
     args = ap.parse_args(argv)
     try:
         levels = None if args.levels is None else [int(x) for x in args.levels.split(",")]
     except ValueError:
         ap.error(f"--levels {args.levels!r}: must be level indices such as 0,1")
+    if args.between_runs is not None:
+        try:
+            cv, ms = (float(x) for x in args.between_runs.split(","))
+        except ValueError:
+            ap.error(
+                f"--between-runs {args.between_runs!r}: must be speed_cv,speed_ms such as 0.1,250"
+            )
+        if not (cv >= 0 and ms >= 0 and (cv > 0) == (ms > 0)):
+            ap.error(f"--between-runs {args.between_runs!r}: both >= 0, both above 0 or both 0")
+        try:
+            spread = between_runs(args.results, cv, ms, levels)
+        except FileNotFoundError as e:
+            print(f"host_speed: {e}", file=sys.stderr)
+            return 2
+        if args.json:
+            args.json.write_text(json.dumps(asdict(spread), indent=1) + "\n")
+        print(
+            f"{len(args.results)} grid(s), {spread.runs} runs in {spread.groups} cells: the "
+            f"runs' speed spreads {spread.between_sd} (sd of the log), the epochs make "
+            f"{spread.epochs_sd} of it over {spread.window_s:g} s; "
+            f"speed_run_cv = {spread.speed_run_cv}"
+        )
+        return 0
+    if len(args.results) != 1:
+        ap.error("one grid folder (several only with --between-runs)")
     try:
-        got = read(args.results, levels, cpu=args.cpu, warm=args.warm)
+        got = read(args.results[0], levels, cpu=args.cpu, warm=args.warm)
     except FileNotFoundError as e:
         print(f"host_speed: {e}", file=sys.stderr)
         return 2
@@ -226,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         args.json.write_text(text + "\n")
     print(
-        f"{args.results}: {got.runs} runs; speed_cv = {got.speed_cv}, speed_ms = {got.speed_ms} "
+        f"{args.results[0]}: {got.runs} runs; speed_cv = {got.speed_cv}, speed_ms = {got.speed_ms} "
         f"(sigma of the log {got.sigma}); excess variance by window (ms): "
         + ", ".join(f"{w}: {v:.5f}" for w, v in sorted(got.excess.items()))
         + "; over independent draws' by window: "

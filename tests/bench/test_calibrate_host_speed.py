@@ -137,3 +137,71 @@ def test_cpu_and_warm_take_the_wait_and_the_warmth_out_of_the_slowdown(hs):
     assert spread[(True, True)] < 1e-9
     # a device's first call has no previous one: it is left out with --warm
     assert len(hs.slowdowns(events, cpu=True, warm=True)) == len(events) - 1
+
+
+def spread_grid(root: Path, run_sd: float, runs: int = 3, groups: int = 40, seed: int = 2) -> Path:
+    """A grid's timelines.json and run files: each run's calls cost a base x one factor of the
+    run's (log sd ``run_sd``) x their cell's noise, two models at two batch sizes, at levels 0
+    and 1; level 2's runs spread far more and must not be read by default."""
+    rng = random.Random(seed)
+    timelines: dict[str, dict] = {}
+    for g in range(groups):
+        variant, level = f"v{g // 2}", g % 2
+        for level_, sd in ((level, run_sd), (2, 0.5)):
+            for r in range(1, runs + 1):
+                factor = math.exp(rng.gauss(0, sd))
+                models = {
+                    m: {
+                        str(b): {"batches": 50, "cpu_ms": base * b * factor * rng.gauss(1, 0.002)}
+                        for b in (1, 2)
+                    }
+                    for m, base in (("a", 0.7), ("b", 5.0))
+                }
+                models["rare"] = {"1": {"batches": 3, "cpu_ms": 100.0 * rng.random()}}
+                key = f"{variant}/L{level_}-r{r}"
+                timelines[key] = {"models": models}
+                d = root / "runs" / variant
+                d.mkdir(parents=True, exist_ok=True)
+                (d / f"L{level_}-r{r}.json").write_text(json.dumps({"measure_s": 5.0}))
+    (root / "timelines.json").write_text(json.dumps(timelines))
+    return root
+
+
+def test_the_runs_own_speed_is_the_spread_beyond_the_epochs(hs, tmp_path):
+    one = spread_grid(tmp_path / "one", run_sd=0.05)
+    alone = hs.between_runs([one], 0.0, 0.0)
+    # The runs' spread is read back (cells with few batches left out, level 2 not read).
+    assert alone.between_sd == pytest.approx(0.05, rel=0.15)
+    assert alone.epochs_sd == 0 and alone.window_s == 5.0
+    assert alone.speed_run_cv == pytest.approx(alone.between_sd, rel=0.01)
+    # What 250 ms epochs of cv 0.1 make over 5 s windows comes off it.
+    with_epochs = hs.between_runs([one], 0.1, 250.0)
+    epochs = math.sqrt(math.log1p(0.01) * hs.shape(5000 / 250))
+    assert with_epochs.epochs_sd == pytest.approx(epochs, abs=1e-4)
+    want = math.sqrt(math.expm1(alone.between_sd**2 - epochs**2))
+    assert with_epochs.speed_run_cv == pytest.approx(want, abs=2e-4)
+    # Runs no more spread than the epochs make: no run factor.
+    steady = spread_grid(tmp_path / "steady", run_sd=0.01, seed=3)
+    assert hs.between_runs([steady], 0.1, 250.0).speed_run_cv == 0
+    # Grids pool their runs.
+    both = hs.between_runs([one, steady], 0.0, 0.0)
+    assert both.runs == alone.runs * 2 and steady_between(hs, steady) < both.between_sd < 0.05
+
+
+def steady_between(hs, grid: Path) -> float:
+    return hs.between_runs([grid], 0.0, 0.0).between_sd
+
+
+def test_between_runs_on_the_command_line(hs, tmp_path, capsys):
+    root = spread_grid(tmp_path / "g", run_sd=0.05)
+    out = tmp_path / "spread.json"
+    assert hs.main([str(root), "--between-runs", "0.1,250", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["speed_run_cv"] > 0
+    assert "speed_run_cv = " in capsys.readouterr().out
+    assert hs.main([str(tmp_path), "--between-runs", "0.1,250"]) == 2
+    assert "no timelines.json" in capsys.readouterr().err
+    for bad in ("0.1", "x,250", "0.1,0", "-1,-1"):
+        with pytest.raises(SystemExit):
+            hs.main([str(root), "--between-runs", bad])
+    with pytest.raises(SystemExit):  # several grids only with --between-runs
+        hs.main([str(root), str(root)])

@@ -234,6 +234,22 @@ def test_a_speed_series_reaches_the_core_only_when_set(tmp_path: Path) -> None:
     assert (host["speed_series"], host["speed_series_ms"]) == ([1.0, 1.25, 0.9], 250.0)
 
 
+def test_a_runs_own_speed_and_a_neighbour_reach_the_core_only_when_set(tmp_path: Path) -> None:
+    host = Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    assert "speed_run_cv" not in host and "busy_run_cores" not in host
+    text = edit(
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nbusy_cores = 0.5\nspeed_run_cv = 0.03\n"
+        "busy_run_cores = [[0, 0], [0.9, 0.05], [1, 0.7]]",
+    )
+    sc = Scenario.load(write(tmp_path, text))
+    assert sc.host.speed_run_cv == 0.03
+    assert sc.host.busy_run_cores == ((0.0, 0.0), (0.9, 0.05), (1.0, 0.7))
+    host = sc.to_core()["host"]
+    assert host["speed_run_cv"] == 0.03
+    assert host["busy_run_cores"] == [[0.0, 0.0], [0.9, 0.05], [1.0, 0.7]]
+
+
 def test_a_call_on_core_share_reaches_the_core_only_when_below_one(tmp_path: Path) -> None:
     shared = "cpu_cores = 8\nshared_cores = true\ntime_slicing = true"
     plain = Scenario.load(write(tmp_path, edit("cpu_cores = 8", shared + "\ncall_on_core = 1")))
@@ -959,6 +975,37 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\nspeed_series = [1.0]\nspeed_series_ms = 250",
         ["host.speed_series", "time_slicing"],
+    ),
+    (
+        "run-speed-negative",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_run_cv = -0.1",
+        ["host.speed_run_cv"],
+    ),
+    (
+        "run-speed-without-time-slicing",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nspeed_run_cv = 0.03",
+        ["host.speed_run_cv", "time_slicing"],
+    ),
+    (
+        "run-speed-with-a-series",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_run_cv = 0.03\n"
+        "speed_series = [1.0]\nspeed_series_ms = 250",
+        ["host.speed_run_cv", "speed_series"],
+    ),
+    (
+        "neighbour-not-a-quantile-function",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nbusy_run_cores = [[0.1, 0], [1, 0.5]]",
+        ["host.busy_run_cores[0]", "p ascending from 0 to 1"],
+    ),
+    (
+        "neighbour-beyond-the-cores",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nbusy_cores = 1\nbusy_run_cores = [[0, 0], [1, 7]]",
+        ["host.busy_run_cores", "below cpu_cores (8)"],
     ),
     (
         "run-queues-without-time-slicing",

@@ -192,6 +192,16 @@ pub struct Host {
     /// one every `BUSY_SLICE_MS / busy_cores` ms.
     #[serde(default)]
     pub busy_cores: f64,
+    /// A neighbour's cores over a run: `(p, cores)` quantile points (as
+    /// `device_hold_ms`, in cores) of the cores the rest of the host keeps
+    /// busy beyond `busy_cores`, drawn once per run (its own seeded stream)
+    /// and added to `busy_cores` for the whole run. On a shared host most
+    /// runs see none and a few a neighbour's 0.1-0.7 cores, which near the
+    /// knee is a runaway run (docs/results/calibration.md, the twenty-ninth
+    /// round). `busy_cores` plus its largest point must stay below
+    /// `cpu_cores`. Empty (the default): `busy_cores` alone.
+    #[serde(default)]
+    pub busy_run_cores: Vec<(f64, f64)>,
     /// The server is one interpreter with a global lock (`lanes serve` in
     /// Python: the GIL); `None` (the default): no such lock.
     #[serde(default)]
@@ -346,6 +356,13 @@ pub struct Host {
     /// it takes the cores).
     #[serde(default)]
     pub speed_ms: f64,
+    /// The run's own speed ([`crate::speed::HostSpeed`]): one lognormal
+    /// factor of mean 1 and this coefficient of variation, drawn once per
+    /// run, multiplies every phase's cost on top of `speed_cv`'s epochs, so
+    /// that runs of one cell differ in speed as the lab's repeats do. Only
+    /// with `time_slicing` and no `speed_series`. 0 (the default): none.
+    #[serde(default)]
+    pub speed_run_cv: f64,
     /// The host's speed as a measured series instead of `speed_cv`'s
     /// process ([`crate::speed::HostSpeed::series`]): the i-th value is the
     /// factor from `i * speed_series_ms` to `(i + 1) * speed_series_ms`,
@@ -551,6 +568,18 @@ impl Scenario {
                 ));
             }
         }
+        let most = h.busy_run_cores.last().map_or(0.0, |&(_, c)| c);
+        if !(crate::workload::Quantiles::valid(&h.busy_run_cores)
+            && h.busy_cores + most < h.cpu_cores as f64)
+        {
+            return Err(self.invalid(
+                "host.busy_run_cores".into(),
+                format!("{:?}", h.busy_run_cores),
+                "must be empty or [p, cores] points with p ascending from 0 to 1 and cores >= 0 \
+                 not below the previous point's, and host.busy_cores plus the last below \
+                 host.cpu_cores",
+            ));
+        }
         if !crate::workload::Quantiles::valid(&h.device_hold_ms) {
             return Err(self.invalid(
                 "host.device_hold_ms".into(),
@@ -636,6 +665,15 @@ impl Scenario {
                 format!("{} (speed_ms {})", h.speed_cv, h.speed_ms),
                 "speed_cv and speed_ms must be numbers >= 0, both above 0 or both 0, \
                  and only with host.time_slicing",
+            ));
+        }
+        let run_fits = h.speed_run_cv == 0.0 || (h.time_slicing && h.speed_series.is_empty());
+        if !(non_negative(h.speed_run_cv) && run_fits) {
+            return Err(self.invalid(
+                "host.speed_run_cv".into(),
+                h.speed_run_cv,
+                "must be a number >= 0, and above 0 only with host.time_slicing and no \
+                 host.speed_series",
             ));
         }
         let series_ok = h.speed_series.iter().all(|f| f.is_finite() && *f > 0.0);

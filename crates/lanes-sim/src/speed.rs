@@ -20,6 +20,18 @@
 //! grid. The epochs come from their own seeded stream, so a seed's other
 //! draws do not change; with `speed_cv` 0 nothing is drawn.
 //!
+//! **A run's own speed** (`host.speed_run_cv`): on top of the epochs, one
+//! factor for the whole run, drawn once from a lognormal of mean 1 and
+//! that coefficient of variation (from a stream of its own, so the epochs'
+//! draws do not change), multiplies every phase's cost. The lab's repeats
+//! of one cell run at speeds that differ by more than the epochs make over
+//! a window (the twenty-ninth round: 0.043 sd of log between runs against
+//! 0.031 from 250 ms epochs of cv 0.1 over 5 s); near the knee, where the
+//! tail is steep in the load, that spread is what lifts the mean of the
+//! runs' p99 above the p99 of the mean run. Without `speed_cv` the run's
+//! factor is the only one. bench/calibrate/host_speed.py `--between-runs`
+//! reads it.
+//!
 //! **A measured series** (`host.speed_series`, `host.speed_series_ms`)
 //! takes the draws' place: the epochs are the series' bins, each
 //! `speed_series_ms` long, and the i-th has the i-th value as its factor,
@@ -42,6 +54,8 @@ pub struct HostSpeed {
     /// End of the current epoch, ns.
     end: u64,
     now_factor: f64,
+    /// The run's own factor (`host.speed_run_cv`; 1: none).
+    run: f64,
 }
 
 /// Where the epochs and their factors come from.
@@ -53,6 +67,8 @@ enum Source {
         epoch: Exp<f64>,
         factor: LogNormal<f64>,
     },
+    /// No epochs: the run's own factor alone.
+    Still,
     /// A measured series: bins of `bin` ns, `next` the index of the one
     /// after the current.
     Series {
@@ -64,21 +80,37 @@ enum Source {
 
 impl HostSpeed {
     /// The process for a scenario's `speed_cv` and `speed_ms` (validated:
-    /// finite, >= 0, both set or neither); `None` when `cv` is 0.
-    pub fn new(cv: f64, mean_ms: f64, seed: u64) -> Option<Self> {
-        if cv <= 0.0 || mean_ms <= 0.0 {
+    /// finite, >= 0, both set or neither) and `speed_run_cv` (finite,
+    /// >= 0); `None` when both `cv` and `run_cv` are 0.
+    pub fn new(cv: f64, mean_ms: f64, run_cv: f64, seed: u64) -> Option<Self> {
+        let epochs = cv > 0.0 && mean_ms > 0.0;
+        if !epochs && run_cv <= 0.0 {
             return None;
         }
-        let s2 = (1.0 + cv * cv).ln();
+        let run = if run_cv > 0.0 {
+            let mut rng = Pcg64Mcg::seed_from_u64(seed ^ 0x0A11_5EED_0F4E);
+            lognormal_of_mean_one(run_cv)?.sample(&mut rng)
+        } else {
+            1.0
+        };
+        if !epochs {
+            return Some(Self {
+                source: Source::Still,
+                end: u64::MAX,
+                now_factor: 1.0,
+                run,
+            });
+        }
         let mut rng = Pcg64Mcg::seed_from_u64(seed ^ 0x05EE_D0F7_4057);
         let epoch = Exp::new(1.0 / (mean_ms * 1e6)).ok()?;
-        let factor = LogNormal::new(-s2 / 2.0, s2.sqrt()).ok()?;
+        let factor = lognormal_of_mean_one(cv)?;
         let first = epoch.sample(&mut rng);
         let now_factor = factor.sample(&mut rng);
         Some(Self {
             source: Source::Drawn { rng, epoch, factor },
             end: first.ceil() as u64,
             now_factor,
+            run,
         })
     }
 
@@ -99,6 +131,7 @@ impl HostSpeed {
             },
             end: bin,
             now_factor: first,
+            run: 1.0,
         })
     }
 
@@ -115,10 +148,11 @@ impl HostSpeed {
                     *next = (*next + 1) % factors.len();
                     *bin
                 }
+                Source::Still => u64::MAX,
             };
             self.end = self.end.saturating_add(len);
         }
-        self.now_factor
+        self.now_factor * self.run
     }
 
     /// `cost` ns scaled by the factor at `now` (at least 1 ns when `cost` is).
@@ -128,6 +162,13 @@ impl HostSpeed {
         }
         ((cost as f64 * self.factor(now)).round() as u64).max(1)
     }
+}
+
+/// A lognormal of mean 1 and coefficient of variation `cv`
+/// (`σ² = ln(1 + cv²)`, `μ = −σ²/2`).
+fn lognormal_of_mean_one(cv: f64) -> Option<LogNormal<f64>> {
+    let s2 = (1.0 + cv * cv).ln();
+    LogNormal::new(-s2 / 2.0, s2.sqrt()).ok()
 }
 
 #[cfg(test)]
@@ -143,13 +184,13 @@ mod tests {
 
     #[test]
     fn no_cv_no_process() {
-        assert!(HostSpeed::new(0.0, 100.0, 1).is_none());
-        assert!(HostSpeed::new(0.1, 0.0, 1).is_none());
+        assert!(HostSpeed::new(0.0, 100.0, 0.0, 1).is_none());
+        assert!(HostSpeed::new(0.1, 0.0, 0.0, 1).is_none());
     }
 
     #[test]
     fn epochs_have_the_factor_and_length_asked_for() {
-        let mut s = HostSpeed::new(0.2, 10.0, 7).unwrap();
+        let mut s = HostSpeed::new(0.2, 10.0, 0.0, 7).unwrap();
         // One sample per epoch: step far past each epoch's end.
         let (mut factors, mut lens, mut t) = (Vec::new(), Vec::new(), 0u64);
         for _ in 0..20_000 {
@@ -173,8 +214,8 @@ mod tests {
 
     #[test]
     fn the_factor_holds_within_an_epoch_and_is_seeded() {
-        let mut a = HostSpeed::new(0.3, 5.0, 3).unwrap();
-        let mut b = HostSpeed::new(0.3, 5.0, 3).unwrap();
+        let mut a = HostSpeed::new(0.3, 5.0, 0.0, 3).unwrap();
+        let mut b = HostSpeed::new(0.3, 5.0, 0.0, 3).unwrap();
         let end = a.end;
         let f = a.factor(0);
         assert_eq!(a.factor(end - 1), f, "same epoch, same factor");
@@ -185,8 +226,40 @@ mod tests {
             a.scale(1_000, end),
             (1_000.0 * a.factor(end)).round() as u64
         );
-        let mut c = HostSpeed::new(0.3, 5.0, 4).unwrap();
-        assert_ne!(c.factor(0), HostSpeed::new(0.3, 5.0, 3).unwrap().factor(0));
+        let mut c = HostSpeed::new(0.3, 5.0, 0.0, 4).unwrap();
+        assert_ne!(
+            c.factor(0),
+            HostSpeed::new(0.3, 5.0, 0.0, 3).unwrap().factor(0)
+        );
+    }
+
+    #[test]
+    fn a_run_has_one_factor_of_its_own_on_top_of_the_epochs() {
+        // Alone: one factor for the whole run, seeded, of the mean and cv
+        // asked for over many runs.
+        let factors: Vec<f64> = (0..20_000u64)
+            .map(|seed| HostSpeed::new(0.0, 0.0, 0.05, seed).unwrap().factor(0))
+            .collect();
+        let (mean, cv) = moments(&factors);
+        assert!((mean - 1.0).abs() < 0.002, "run factor mean {mean}");
+        assert!((cv - 0.05).abs() < 0.002, "run factor cv {cv}");
+        let mut alone = HostSpeed::new(0.0, 0.0, 0.05, 9).unwrap();
+        let f = alone.factor(0);
+        assert_ne!(f, 1.0);
+        assert_eq!(
+            alone.factor(u64::MAX - 1),
+            f,
+            "no epochs: the run's factor throughout"
+        );
+        assert_eq!(HostSpeed::new(0.0, 0.0, 0.05, 9).unwrap().factor(5), f);
+        // With epochs: their draws do not change, each is scaled by the run's.
+        let mut epochs = HostSpeed::new(0.2, 10.0, 0.0, 9).unwrap();
+        let mut both = HostSpeed::new(0.2, 10.0, 0.05, 9).unwrap();
+        for i in 0..1_000u64 {
+            let t = i * 3_000_000;
+            let ratio = both.factor(t) / epochs.factor(t);
+            assert!((ratio - f).abs() < 1e-12, "at {t} ns: {ratio} against {f}");
+        }
     }
 
     #[test]
@@ -210,7 +283,7 @@ mod tests {
     #[test]
     fn correlation_decays_as_exp_of_lag_over_mean_epoch() {
         // Sample the log-factor every 1 ms; lag-10 ms autocorrelation ~ e^-1.
-        let mut s = HostSpeed::new(0.2, 10.0, 11).unwrap();
+        let mut s = HostSpeed::new(0.2, 10.0, 0.0, 11).unwrap();
         let xs: Vec<f64> = (0..400_000u64)
             .map(|i| s.factor(i * 1_000_000).ln())
             .collect();

@@ -5,7 +5,9 @@
 //! last and the more the load; bad keys are refused. A measured series
 //! (`host.speed_series`) of ones is the steady host exactly, and a slow
 //! spell in it lengthens the tail where a steady host of the same mean
-//! speed does not.
+//! speed does not. A run's own speed (`host.speed_run_cv`) spreads the runs
+//! of one cell: near the knee their mean p99 rises, at light load the mean
+//! throughput holds.
 
 mod common;
 
@@ -148,4 +150,64 @@ fn bad_series_are_refused() {
         matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.speed_series"),
         "{err}"
     );
+}
+
+fn run_own(run_cv: f64, load: f64, seeds: usize) -> Vec<lanes_sim::PointResult> {
+    (0..seeds as u64)
+        .map(|seed| {
+            let mut sc = cpu_like();
+            sc.host.speed_cv = 0.05;
+            sc.host.speed_ms = 50.0;
+            sc.host.speed_run_cv = run_cv;
+            simulate(&sc, &mode("fifo"), load, seed, 8_000).unwrap()
+        })
+        .collect()
+}
+
+#[test]
+fn a_runs_own_speed_spreads_the_runs_of_one_cell() {
+    // Runs of one cell (seeds) at a load near the knee: with a factor of
+    // their own their mean latencies spread far more than the epochs alone
+    // spread them, while light load's mean throughput holds.
+    let spread = |rs: &[lanes_sim::PointResult]| {
+        let logs: Vec<f64> = rs.iter().map(|r| r.latency_ms.mean.ln()).collect();
+        let m = logs.iter().sum::<f64>() / logs.len() as f64;
+        (logs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (logs.len() - 1) as f64).sqrt()
+    };
+    let (steady, own) = (run_own(0.0, 0.8, 24), run_own(0.08, 0.8, 24));
+    assert!(
+        spread(&own) > 1.5 * spread(&steady),
+        "runs' spread {} against {}",
+        spread(&own),
+        spread(&steady)
+    );
+    let tput = |rs: &[lanes_sim::PointResult]| {
+        rs.iter().map(|r| r.throughput_rps).sum::<f64>() / rs.len() as f64
+    };
+    let moved = tput(&run_own(0.08, 0.3, 8)) / tput(&run_own(0.0, 0.3, 8)) - 1.0;
+    assert!(moved.abs() < 0.02, "light load's throughput moved {moved}");
+}
+
+#[test]
+fn bad_run_speeds_are_refused() {
+    for (run_cv, sliced, series) in [
+        (-0.1, true, vec![]),
+        (f64::NAN, true, vec![]),
+        (f64::INFINITY, true, vec![]),
+        (0.05, false, vec![]),
+        (0.05, true, vec![1.0]),
+    ] {
+        let mut sc = cpu_like();
+        sc.host.speed_run_cv = run_cv;
+        sc.host.time_slicing = sliced;
+        if !series.is_empty() {
+            sc.host.speed_series = series;
+            sc.host.speed_series_ms = 10.0;
+        }
+        let err = simulate(&sc, &mode("fifo"), 0.5, 1, 1_000).unwrap_err();
+        assert!(
+            matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.speed_run_cv"),
+            "run_cv {run_cv}, sliced {sliced}: {err}"
+        );
+    }
 }

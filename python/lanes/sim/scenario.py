@@ -48,7 +48,7 @@ _HOST_KEYS = (
     "post_wake_ms", "client_ms", "call_stretch", "pre_wake_busy_ms", "post_wake_busy_ms",
     "run_queues", "call_stretch_weighted", "call_on_core", "speed_cv", "speed_ms",
     "lag_ms", "lag_among_calls", "call_preempt_absorbed", "speed_series", "speed_series_ms",
-    "call_stretch_capped",
+    "call_stretch_capped", "speed_run_cv", "busy_run_cores",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -241,6 +241,16 @@ class Host:
     rate, ``min(min(1, C/n), 1 / call_stretch[k-1])``, not a factor on it — it stands for all of
     a call's wait for a core, so where sharing the cores with the other phases already slows the
     call it adds only what it exceeds. False: the factor."""
+    speed_run_cv: float = 0.0
+    """With ``time_slicing`` and no ``speed_series``: the run's own speed — one lognormal factor
+    of mean 1 and this coefficient of variation, drawn once per run, multiplies the cost of every
+    phase on top of ``speed_cv``'s epochs, so that runs of one cell differ in speed as the lab's
+    repeats do (host_speed.py ``--between-runs`` reads it). 0: none."""
+    busy_run_cores: tuple[tuple[float, float], ...] = ()
+    """A neighbour's cores over a run: ``(p, cores)`` quantile points of the cores the rest of the
+    host keeps busy beyond ``busy_cores``, drawn once per run and added to ``busy_cores`` for all
+    of it (bench/calibrate/neighbour.py reads them off grids). ``busy_cores`` plus the last point
+    stays below ``cpu_cores``. Empty: ``busy_cores`` alone."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -290,6 +300,10 @@ class Host:
             core["lag_among_calls"] = True
         if self.call_preempt_absorbed:
             core["call_preempt_absorbed"] = True
+        if self.speed_run_cv:
+            core["speed_run_cv"] = self.speed_run_cv
+        if self.busy_run_cores:
+            core["busy_run_cores"] = [list(p) for p in self.busy_run_cores]
         if self.speed_series:
             core["speed_series"] = list(self.speed_series)
             core["speed_series_ms"] = self.speed_series_ms
@@ -577,6 +591,17 @@ def _host(t: Table) -> Host:
         t.fail("speed_series", "must not be given with speed_cv > 0 (one speed process)")
     if series and not slicing:
         t.fail("speed_series", "needs time_slicing = true")
+    run_cv = t.number("speed_run_cv", low=0, default=0.0)
+    if run_cv and not slicing:
+        t.fail("speed_run_cv", "needs time_slicing = true")
+    if run_cv and series:
+        t.fail("speed_run_cv", "must not be given with speed_series (a run replayed as measured)")
+    busy_run = _quantiles(t, "busy_run_cores")
+    if busy_run and busy + busy_run[-1][1] >= cpu_cores:
+        t.fail(
+            "busy_run_cores",
+            f"busy_cores plus its last point must stay below cpu_cores ({cpu_cores})",
+        )
     lag = t.number("lag_ms", low=0, default=0.0)
     if lag and not (shared and slicing and not slice_ms and not run_queues):
         t.fail(
@@ -616,6 +641,7 @@ def _host(t: Table) -> Host:
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
         busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues, weighted,
         on_core, speed_cv, speed_ms, lag, among_calls, absorbed, tuple(series), series_ms, capped,
+        run_cv, busy_run,
     )  # fmt: skip
 
 

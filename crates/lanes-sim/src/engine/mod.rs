@@ -67,7 +67,7 @@ mod semaphore;
 use lanes_serving::{Action, ServingState};
 use serde::Serialize;
 
-use rand::SeedableRng;
+use rand::{Rng, SeedableRng};
 use rand_pcg::Pcg64Mcg;
 
 use crate::config::{Cost, Dist, Interpreter, Mode, Scenario, SimError, BUSY_SLICE_MS};
@@ -208,6 +208,18 @@ fn runtimes(sc: &Scenario, mode: Mode) -> usize {
         Mode::Semaphore => sc.host.semaphore,
     };
     sc.host.gpus * per_gpu as usize
+}
+
+/// The cores work outside the served requests keeps busy over the run
+/// seeded `seed`: `host.busy_cores`, plus one draw of `host.busy_run_cores`
+/// (a neighbour's, from a stream of its own) when it is given.
+fn busy_cores(sc: &Scenario, seed: u64) -> f64 {
+    let extra = Quantiles::new(&sc.host.busy_run_cores).map_or(0.0, |q| {
+        let mut rng = Pcg64Mcg::seed_from_u64(seed ^ 0x0B05_7AB0_0C0E);
+        // Quantiles keeps its points x 1e6 (ms as ns); these are cores.
+        q.at(rng.random::<f64>()) / 1e6
+    });
+    sc.host.busy_cores + extra
 }
 
 /// Simulates `requests` arrivals of `scenario` under `mode` at `load`.
@@ -377,17 +389,21 @@ impl<'a> Sim<'a> {
             hold_busy: (!sc.host.device_hold_busy_ms.is_empty() && crowded)
                 .then(|| Quantiles::new(&sc.host.device_hold_busy_ms)),
             hold_busy_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0B05_7C0E_4E1D),
-            speed: HostSpeed::new(sc.host.speed_cv, sc.host.speed_ms, seed)
-                .or_else(|| HostSpeed::series(&sc.host.speed_series, sc.host.speed_series_ms)),
+            speed: HostSpeed::new(
+                sc.host.speed_cv,
+                sc.host.speed_ms,
+                sc.host.speed_run_cv,
+                seed,
+            )
+            .or_else(|| HostSpeed::series(&sc.host.speed_series, sc.host.speed_series_ms)),
             // Among calls the lag is each call's own: no thread's runs to keep.
             runs: (sc.host.lag_ms > 0.0 && !sc.host.lag_among_calls)
                 .then(|| Runs::new(mode, g, n, (sc.host.lag_ms * 1e6).round() as u64)),
             calls_on: 0,
             busy_slice: (BUSY_SLICE_MS * 1e6) as u64,
-            busy_period: if sc.host.busy_cores > 0.0 {
-                (BUSY_SLICE_MS * 1e6 / sc.host.busy_cores).round().max(1.0) as u64
-            } else {
-                0
+            busy_period: match busy_cores(sc, seed) {
+                busy if busy > 0.0 => (BUSY_SLICE_MS * 1e6 / busy).round().max(1.0) as u64,
+                _ => 0,
             },
             gpus: (0..g).map(|_| Gpu::with_queue(sc.host.gpu_queue)).collect(),
             state,
