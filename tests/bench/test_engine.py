@@ -396,7 +396,9 @@ def test_merged_runs_add_their_schedules_and_their_sends(http_server: Server) ->
 def test_constant_sends_have_a_dispersion_far_below_poissons(http_server: Server) -> None:
     # Wide bounds on purpose: a clock gives ~0 and Poisson ~1 (with 100 bins its estimate has a
     # spread of ~0.14). A client that stalls clumps its sends and pushes both up, by about
-    # rate x stall: hence a low rate with 10 sends per 40 ms bin.
+    # rate x stall: hence a low rate with 10 sends per 40 ms bin, and Poisson's bound at 3, not 2
+    # (a neighbour on this shared host once took a clean run's to 2.01). A generator that sent in
+    # bursts would still fail it: bursts of 10 give about 10.
     kw: dict[str, Any] = {"rate": 250, "duration": 4.0, "connections": 16}
     constant = run(http_server.url, arrival="constant", **kw)
     poisson = run(http_server.url, arrival="poisson", **kw)
@@ -404,7 +406,7 @@ def test_constant_sends_have_a_dispersion_far_below_poissons(http_server: Server
     d_poisson = poisson.dispersion(bin_ms=40)
     assert d_constant is not None and d_poisson is not None
     assert d_constant < 0.5, d_constant
-    assert 0.5 <= d_poisson <= 2.0, d_poisson
+    assert 0.5 <= d_poisson <= 3.0, d_poisson
     # The default bins are the recorded 10 ms ones (too fine here to bound: 2 or 3 sends each
     # for the clock, and a stall of a few ms moves a whole bin's worth); and a window.
     assert constant.dispersion() == constant.dispersion(bin_ms=10, start_s=0.0)
