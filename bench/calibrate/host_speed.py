@@ -268,12 +268,13 @@ def between_runs(
 ) -> RunSpread:
     """``host.speed_run_cv`` off ``grids`` pooled, given the scenario's epochs (rule in the module
     docstring)."""
-    squares, dof, windows_s = 0.0, 0, []
+    squares, dof, groups, windows_s = 0.0, 0, 0, []
     for grid in grids:
         for speeds in run_speeds(grid, levels).values():
             mean = statistics.fmean(speeds)
             squares += sum((x - mean) ** 2 for x in speeds)
             dof += len(speeds) - 1
+            groups += 1
         windows_s += [
             json.loads(f.read_text()).get("measure_s", 0.0)
             for f in grid.glob("runs/*/L*-r*.json")
@@ -286,7 +287,6 @@ def between_runs(
     s2 = math.log1p(speed_cv * speed_cv)
     epochs = s2 * shape(window_s * 1e3 / speed_ms) if speed_cv > 0 and speed_ms > 0 else 0.0
     cv = math.sqrt(math.expm1(max(0.0, v - epochs)))
-    groups = sum(len(run_speeds(g, levels)) for g in grids)
     return RunSpread(
         round(cv, 4), round(math.sqrt(v), 4), round(math.sqrt(epochs), 4), window_s, dof + groups,
         groups,
