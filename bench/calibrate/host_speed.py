@@ -54,6 +54,8 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from compare import load_runs  # beside this file
+
 WINDOWS_MS = (10, 20, 50, 100, 200, 500, 1000)
 """The window lengths the excess variance is read at."""
 MIN_CELL = 20
@@ -275,11 +277,7 @@ def between_runs(
             squares += sum((x - mean) ** 2 for x in speeds)
             dof += len(speeds) - 1
             groups += 1
-        windows_s += [
-            json.loads(f.read_text()).get("measure_s", 0.0)
-            for f in grid.glob("runs/*/L*-r*.json")
-            if not f.name.endswith(".trace.json")
-        ]
+        windows_s += [r.get("measure_s", 0.0) for r in load_runs(grid)]
     if dof == 0:
         raise FileNotFoundError(f"{', '.join(map(str, grids))}: no level with two runs to compare")
     window_s = statistics.median([w for w in windows_s if w > 0] or [0.0])

@@ -24,6 +24,8 @@ import statistics
 import sys
 from pathlib import Path
 
+import numpy as np
+
 PROBABILITIES = (0.0, 0.5, 0.75, 0.9, 0.95, 0.98, 0.99, 1.0)
 """Where the quantile function is read (both ends, as the simulator requires)."""
 
@@ -40,14 +42,6 @@ def others(grid: Path) -> list[float]:
     return out
 
 
-def quantile(xs: list[float], p: float) -> float:
-    """The ``p`` quantile of sorted ``xs``, linear between order statistics."""
-    at = p * (len(xs) - 1)
-    lo = int(at)
-    hi = min(lo + 1, len(xs) - 1)
-    return xs[lo] + (xs[hi] - xs[lo]) * (at - lo)
-
-
 def busy_run_cores(grids: list[Path]) -> tuple[list[tuple[float, float]], int, float]:
     """``(points, runs, median)``: the quantile points of the runs' extra cores (rule above),
     how many runs they were read off, and the median taken off."""
@@ -57,8 +51,9 @@ def busy_run_cores(grids: list[Path]) -> tuple[list[tuple[float, float]], int, f
             f"{', '.join(map(str, grids))}: fewer than two runs with server.other_cores"
         )
     median = statistics.median(cores)
-    extra = sorted(max(0.0, c - median) for c in cores)
-    points = [(p, round(quantile(extra, p), 4)) for p in PROBABILITIES]
+    extra = [max(0.0, c - median) for c in cores]
+    quantiles = np.quantile(extra, PROBABILITIES)  # linear between order statistics
+    points = [(p, round(float(q), 4)) for p, q in zip(PROBABILITIES, quantiles, strict=True)]
     return points, len(cores), median
 
 

@@ -19,7 +19,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from against_demo import GRID_AS_SIMULATED
-from compare import load_runs, scenario_rate
+from compare import WARM_SHARE, load_runs, scenario_rate
 from default_question import with_threads
 from hour_speed import at_hour, hour_speed
 
@@ -39,8 +39,6 @@ SCENARIO = C / "round27/scenarios/seed157-reading.toml"
 REFERENCE = C / "round27/grid-seed157"
 RATES = (400.0, 600.0, 800.0)
 WINDOWS = 100
-WARM_SHARE = 0.05
-"""The simulator's warm-up share of a window's arrivals (compare.py's)."""
 
 
 def lab(runs: list[dict]) -> dict[tuple[str, float, str], float]:
