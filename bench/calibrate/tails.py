@@ -25,7 +25,14 @@ no per-request records, so each request's time *inside* the server's scheduling 
   draw of ``host.device_hold_ms`` and a Poisson count of ``host.call_preempt_ms`` draws at
   ``host.call_preempt_per_ms`` per ms of cost; ``SAMPLES`` draws).
 - **The simulator** (``--sim``): the scenario as given (no figure read off the run) at the
-  same offered rates, per service p50/p90/p99 and mean batch size (mean over ``--seeds``).
+  same offered rates, per service p50/p90/p99 and mean batch size (mean over ``--seeds``); and
+  its device timelines (``lanes.sim.timeline``, one per seed, measured batches only) taken
+  apart by the same rule — a simulated batch's ``oldest_ms`` is its oldest request's entry into
+  the serving state, its call ``end_ms - called_ms`` — so that the same tables, the slowest
+  1 %'s parts and the per-size call and device times, stand beside the lab's (levels named
+  ``sim VARIANT RATE req/s``). The simulator knows each request's wait exactly; the rule
+  rebuilds the total of those waits to within 1 % on its timelines
+  (crates/lanes-sim/tests/calls.rs).
 
 Run:  python bench/calibrate/tails.py RESULTS --variant fifo --rates 400,600
       [--scenario FILE] [--sim] [--seeds 3] [--requests 40000] [--markdown OUT.md]
@@ -120,9 +127,12 @@ def cv(xs: list[float]) -> float:
 
 @dataclass
 class Level:
-    """One (variant, rate) of the lab, repeats pooled."""
+    """One (variant, rate) of the lab (repeats pooled) or of the simulator (seeds pooled)."""
 
-    runs: list[dict[str, Any]]
+    count: str
+    """What was pooled, e.g. ``3 runs``."""
+    measured: dict[str | None, str]
+    """Per model (``None``: all requests) the measured ``p50 / p90 / p99``, mean over runs."""
     inside: dict[str, list[dict[str, float]]]
     """Per model, each request's parts."""
     by_size: dict[tuple[str, int], list[Batch]]
@@ -141,7 +151,41 @@ def read_level(results: Path, runs: list[dict[str, Any]]) -> Level:
             by_size[(b.model, b.size)].append(b)
         for model, bs in per_model.items():
             inside[model] += requests_inside(bs)
-    return Level(runs, dict(inside), dict(by_size))
+    measured = {m: measured_q(runs, m) for m in [*inside, None]}
+    return Level(f"{len(runs)} runs", measured, dict(inside), dict(by_size))
+
+
+def sim_level(scenario: Scenario, variant: str, rate: float, seeds: int, n: int) -> Level:
+    """The simulator's device timelines at ``rate`` (seeds 1..``seeds``, ``n`` requests each)
+    taken apart as the lab's (module docs); measured figures are the points' own."""
+    load = rate / scenario_rate(scenario)
+    inside: dict[str, list[dict[str, float]]] = defaultdict(list)
+    by_size: dict[tuple[str, int], list[Batch]] = defaultdict(list)
+    points = []
+    for seed in range(1, seeds + 1):
+        point, spans = sim.timeline(scenario, variant, load, seed=seed, requests=n)
+        points.append(point)
+        per_model: dict[str, list[Batch]] = defaultdict(list)
+        for sp in sorted((sp for sp in spans if sp["measured"]), key=lambda sp: sp["start_ms"]):
+            b = Batch(
+                model=sp["service"],
+                size=int(sp["size"]),
+                oldest=sp["oldest_ms"],
+                dispatched=sp["start_ms"],
+                done=sp["end_ms"],
+                call=sp["end_ms"] - sp["called_ms"],
+            )
+            per_model[b.model].append(b)
+            by_size[(b.model, b.size)].append(b)
+        for model, bs in per_model.items():
+            inside[model] += requests_inside(bs)
+
+    def figs(model: str | None) -> str:
+        lat = [p["latency_ms"] if model is None else p["services"][model] for p in points]
+        return " / ".join(f"{statistics.fmean(x[q] for x in lat):.2f}" for q in QS)
+
+    measured = {m: figs(m) for m in [*inside, None]}
+    return Level(f"{seeds} seeds x {n} requests", measured, dict(inside), dict(by_size))
 
 
 def measured_q(runs: list[dict[str, Any]], model: str | None) -> str:
@@ -166,7 +210,7 @@ def slowest(reqs: list[dict[str, float]], share: float = 0.01) -> str:
 def level_tables(name: str, lv: Level) -> str:
     """The inside-vs-measured table and the slowest requests' parts of one level."""
     lines = [
-        f"#### {name}: {len(lv.runs)} runs",
+        f"#### {name}: {lv.count}",
         "",
         "| model | requests rebuilt | inside p50 / p90 / p99 ms | measured p50 / p90 / p99 ms "
         "| slowest 1 % inside: batcher | queue | hold | call | total ms |",
@@ -177,11 +221,11 @@ def level_tables(name: str, lv: Level) -> str:
         reqs = lv.inside[model]
         lines.append(
             f"| {model} | {len(reqs)} | {q3([r['total'] for r in reqs])} | "
-            f"{measured_q(lv.runs, model)} | {slowest(reqs)} |"
+            f"{lv.measured[model]} | {slowest(reqs)} |"
         )
     lines.append(
         f"| all | {len(every)} | {q3([r['total'] for r in every])} | "
-        f"{measured_q(lv.runs, None)} | {slowest(every)} |"
+        f"{lv.measured[None]} | {slowest(every)} |"
     )
     return "\n".join(lines) + "\n"
 
@@ -325,6 +369,11 @@ def main(argv: list[str] | None = None) -> int:
         name = f"{args.variant} {rate:.0f} req/s"
         levels[name] = lv = read_level(args.results, these)
         parts.append(level_tables(name, lv) + f"\nmean batch: {lab_batches(lv)}\n")
+    if args.sim:
+        for rate in rates:
+            name = f"sim {args.variant} {rate:.0f} req/s"
+            levels[name] = lv = sim_level(scenario, args.variant, rate, args.seeds, args.requests)
+            parts.append(level_tables(name, lv) + f"\nmean batch: {lab_batches(lv)}\n")
     parts.append(size_table(levels, scenario))
     if args.sim:
         parts.append(sim_table(scenario, args.variant, rates, args.seeds, args.requests))

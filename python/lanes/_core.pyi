@@ -59,8 +59,9 @@ def simulate_timeline(
     requests: int,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """One ``(policy, load, seed)`` point as :func:`simulate` gives it, and every batch's span on
-    its device (``service``, ``device``, ``size``, ``start_ms``, ``called_ms``, ``end_ms``,
-    ``cost_ms``, ``measured``; ms from the first arrival), in the order the batches ended."""
+    its device (``service``, ``device``, ``size``, ``oldest_ms``, ``start_ms``, ``called_ms``,
+    ``end_ms``, ``cost_ms``, ``measured``; ms from the first arrival), in the order the batches
+    ended."""
 
 def capacity(
     scenario: dict[str, Any],

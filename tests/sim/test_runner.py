@@ -141,6 +141,7 @@ def test_timeline_is_the_runs_point_with_every_batch(core) -> None:
         "service",
         "device",
         "size",
+        "oldest_ms",
         "start_ms",
         "called_ms",
         "end_ms",
@@ -153,7 +154,7 @@ def test_timeline_is_the_runs_point_with_every_batch(core) -> None:
         measured = sum(1 for s in ours if s["measured"])
         counted = sum(t["batches"] for t in service["batches"].values())
         assert 0 <= counted - measured <= 4
-        assert all(s["start_ms"] <= s["called_ms"] < s["end_ms"] for s in ours)
+        assert all(s["oldest_ms"] <= s["start_ms"] <= s["called_ms"] < s["end_ms"] for s in ours)
     with pytest.raises(LanesError) as info:
         timeline("ocr", "fifo", -1.0)
     assert info.value.code == "bad_argument"

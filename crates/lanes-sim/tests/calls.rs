@@ -133,12 +133,53 @@ fn the_timeline_holds_every_batch_as_the_result_counts_it() {
         let counted: u64 = s.batches.values().map(|t| t.batches).sum();
         // Batches that started but had not ended by the end are counted, not in the timeline.
         assert!(measured.len() as u64 <= counted && counted - measured.len() as u64 <= 4);
+        // A lane takes its oldest requests first: by dispatch, its batches' oldest
+        // requests entered in order; and at this load some batches waited.
+        let mut by_start = measured.clone();
+        by_start.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+        for w in by_start.windows(2) {
+            assert!(
+                w[0].oldest_ms <= w[1].oldest_ms,
+                "{:?} then {:?}",
+                w[0],
+                w[1]
+            );
+        }
+        assert!(
+            measured.iter().any(|b| b.start_ms - b.oldest_ms > 0.1),
+            "{name}"
+        );
         for b in &measured {
             assert!(b.start_ms <= b.called_ms && b.called_ms < b.end_ms, "{b:?}");
+            assert!(0.0 <= b.oldest_ms && b.oldest_ms <= b.start_ms, "{b:?}");
             assert!(b.end_ms - b.called_ms >= b.cost_ms - 1e-6, "{b:?}");
             assert!((b.device as usize) < sc.host.gpus && b.size >= 1);
         }
     }
+    // Each request's wait from its pre's end to its batch's dispatch is at most its
+    // batch's oldest's, and the lab's rebuild (bench/calibrate/tails.py: the batch's
+    // requests spread evenly from its oldest to its dispatch) comes close to the total.
+    let waits = |rebuild: bool| -> f64 {
+        let spans = timeline.iter().filter(|b| b.measured);
+        spans
+            .map(|b| {
+                let n = f64::from(b.size);
+                let share = if rebuild { (n + 1.0) / 2.0 } else { n };
+                (b.start_ms - b.oldest_ms) * share / 1e3
+            })
+            .sum()
+    };
+    let queue = r.gpu_time_s.queue;
+    assert!(
+        queue > 0.0 && waits(false) >= queue,
+        "{queue} {}",
+        waits(false)
+    );
+    assert!(
+        (waits(true) / queue - 1.0).abs() < 0.1,
+        "{queue} {}",
+        waits(true)
+    );
     // One device runs one batch at a time (gpu_capacity 1): its spans do not overlap.
     for g in 0..sc.host.gpus as u32 {
         let mut spans: Vec<_> = timeline.iter().filter(|b| b.device == g).collect();

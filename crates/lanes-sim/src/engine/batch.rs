@@ -53,6 +53,8 @@ pub(super) struct SimBatch {
     measured: bool,
     /// Its model (the service's index).
     service: u32,
+    /// When its oldest request entered the serving state (its pre done).
+    oldest: u64,
     /// What that thread had run since it last slept as its call started.
     pub(super) ran: u64,
     /// When its runtime call asked for its device's runtime (after any hold).
@@ -148,10 +150,11 @@ impl Sim<'_> {
             }
         };
         let mut reqs = std::mem::take(&mut self.batches[slot as usize].reqs);
-        let (mut work, mut measured) = (0u64, false);
+        let (mut work, mut measured, mut oldest) = (0u64, false, self.now);
         for q in &batch.requests {
             let r = q.id as u32;
             reqs.push(r);
+            oldest = oldest.min(self.reqs[r as usize].waiting_since);
             self.end_wait(r);
             let req = &mut self.reqs[r as usize];
             req.gpu = batch.device as u16;
@@ -172,6 +175,7 @@ impl Sim<'_> {
             start: self.now,
             measured,
             service: service as u32,
+            oldest,
             ran: 0,
             called: self.now,
             preempt: 0,
@@ -336,6 +340,7 @@ impl Sim<'_> {
                 service: self.sc.services[batch.service as usize].name.clone(),
                 device: batch.device as u32,
                 size: batch.reqs.len() as u32,
+                oldest_ms: ms(batch.oldest),
                 start_ms: ms(batch.start),
                 called_ms: ms(batch.called),
                 end_ms: ms(self.now),

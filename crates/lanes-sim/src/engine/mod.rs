@@ -185,6 +185,9 @@ pub struct BatchSpan {
     pub device: u32,
     /// Requests in the batch.
     pub size: u32,
+    /// Its oldest request entered the serving state (its pre done): the
+    /// lab's `start_ms - queue_wait_ms`.
+    pub oldest_ms: f64,
     /// Dispatched to its device.
     pub start_ms: f64,
     /// Its runtime call began (after its interpreter work and device hold).

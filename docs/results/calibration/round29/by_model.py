@@ -9,12 +9,14 @@ each variant as against_demo.py ``--grid`` sets it; per variant, level and model
 ``sim / lab - 1`` and how many grids were short by more than 15 %.
 
 Run, from the repository root (after the rounds' grids are committed):
-  PYTHONPATH=bench/calibrate .venv/bin/python docs/results/calibration/round29/by_model.py
+  PYTHONPATH=bench/calibrate .venv/bin/python docs/results/calibration/round29/by_model.py \
+    [SCENARIO]   (default: the committed file's source, round27/scenarios/seed157-reading.toml)
 """
 
 from __future__ import annotations
 
 import statistics
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -67,8 +69,8 @@ def simulated(scenario: Scenario, window_s: float) -> dict[tuple[str, float, str
     return out
 
 
-def main() -> int:
-    base = Scenario.load(SCENARIO)
+def main(argv: list[str]) -> int:
+    base = Scenario.load(argv[0] if argv else SCENARIO)
     errors: dict[tuple[str, float, str], list[float]] = defaultdict(list)
     for grid in GRIDS:
         runs = load_runs(grid)
@@ -89,4 +91,4 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    raise SystemExit(main(sys.argv[1:]))

@@ -2,11 +2,12 @@
 # A scenario judged on every grid of this host state (rounds 25-29), from the repository root:
 # grid by grid and pooled per round (an hour's grids), scaled to each grid's hour against grid 157
 # (which the committed file was read off), 100 windows per level. Tables in
-# out/NAME-hour-r*-pooled.md and out/grids/NAME-hour-on-*.md.
-# Run:  sh docs/results/calibration/round29/judge_all.sh SCENARIO NAME
+# OUT/NAME-hour-r*-pooled.md and OUT/grids/NAME-hour-on-*.md (OUT: round29/out unless given).
+# Run:  sh docs/results/calibration/round29/judge_all.sh SCENARIO NAME [OUT]
 set -e
 S=$(realpath $1); N=$2
-ROOT=$PWD; P=$ROOT/.venv/bin/python; D=$ROOT/docs/results/calibration/round29; O=$D/out
+ROOT=$PWD; P=$ROOT/.venv/bin/python; D=$ROOT/docs/results/calibration/round29; O=${3:-$D/out}
+mkdir -p $O; O=$(realpath $O)
 R=$ROOT/docs/results/calibration; REF=$R/round27/grid-seed157
 . $D/grids.sh
 mkdir -p $O/grids
