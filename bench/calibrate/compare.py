@@ -303,6 +303,10 @@ MIN_BATCHES = 10
 MIN_RUNS = 3
 """Rule 0: a cost-curve point is read off the timelines when this many runs have its cell."""
 
+MIN_POOLED = 30
+"""Rule 0 with ``pooled_ratio``: an unread point takes the grid's own ratio to the point below
+when the runs that hold both sizes hold this many batches of it."""
+
 
 def in_situ(
     timelines: dict[str, Any],
@@ -312,6 +316,7 @@ def in_situ(
     hold_on_cost: bool = False,
     call_cpu: bool = False,
     cost_mean: bool = False,
+    pooled_ratio: bool = False,
 ) -> tuple[InSitu, ...]:
     """Rule 0 of the module docs: each service's measured points, factor and the median hold
     (on every point with ``hold_on_cost``); each cell's runtime call x ``on_core(run)`` (rule
@@ -320,9 +325,20 @@ def in_situ(
     of all its calls over the runs (each cell's ``cpu_mean_ms`` weighted by its batches), not
     the median over the runs of the cells' medians: the simulator's cost is a mean, and a
     batch's CPU is skewed to the right (the calls of round 19's batches of 8 of ``line_rnn_zh``
-    have a mean 4 % above their median)."""
+    have a mean 4 % above their median).
+
+    ``pooled_ratio`` (the thirtieth round): a point not read off (too few runs with
+    :data:`MIN_BATCHES` of its size) is the nearest point set below it (read, or set so, in
+    ascending order) times the grid's own ratio between the two sizes, when it has the batches
+    (:func:`pooled_ratio_of`), else times the scenario's; instead of the scenario's ratio to the
+    nearest point read. The scenario's curve beyond the sizes a grid reads comes from
+    measure.py's batches on an idle core; against the lab's own batches of 15 grids it ran
+    6-18 % cheap at each step to ``line_rnn_en``'s 4 and 8 and ``char_cnn``'s 16 (docs/results/
+    calibration.md, the thirtieth round). Needs ``call_cpu``."""
     if cost_mean and not call_cpu:
         raise ValueError("in_situ: cost_mean reads the calls' own CPU (call_cpu)")
+    if pooled_ratio and not call_cpu:
+        raise ValueError("in_situ: pooled_ratio reads the calls' own CPU (call_cpu)")
     by_name = {s.name: s for s in scenario.services}
     cells: dict[tuple[str, int], list[float]] = {}
     pooled: dict[tuple[str, int], list[tuple[float, int]]] = {}
@@ -375,14 +391,44 @@ def in_situ(
             if n in read:
                 ms = read[n]
             elif read:
-                # The scenario's curve from the nearest point read off (below n if any).
-                m = max((k for k in read if k < n), default=min(read))
-                ms = read[m] * (batch_cost(s, n) - carried) / (batch_cost(s, m) - carried)
+                # The scenario's curve from the nearest point read off (below n if any); with
+                # pooled_ratio from the nearest point set below (read, or set so), at the grid's
+                # own ratio where its batches suffice.
+                base = {k: p[0] - added for k, p in points.items()} if pooled_ratio else read
+                m = max((k for k in base if k < n), default=min(read))
+                own = pooled_ratio_of(timelines, name, n, m) if pooled_ratio else None
+                if own is not None:
+                    ms = base[m] * own
+                else:
+                    ms = base[m] * (batch_cost(s, n) - carried) / (batch_cost(s, m) - carried)
             else:
                 ms = batch_cost(s, n) * factor
             points[n] = (ms + added, n in read)
         out.append(InSitu(name, factor, added, tuple(sorted(points.items()))))
     return tuple(out)
+
+
+def pooled_ratio_of(timelines: dict[str, Any], model: str, n: int, m: int) -> float | None:
+    """A batch of ``n``'s CPU over a batch of ``m``'s, as the grid's own batches give it.
+
+    **Rule.** Over the engine policies' runs that hold batches of both sizes (any number),
+    ``sum(b_n x mean_n) / sum(b_n x mean_m)``: each run's mean CPU (timelines.py's
+    ``cpu_mean_ms``) at each size, weighted by its batches of ``n``, so that a run's own speed
+    cancels out of the ratio. None when those runs hold fewer than :data:`MIN_POOLED` batches of
+    ``n``."""
+    num = den = 0.0
+    count = 0
+    for run, t in timelines.items():
+        if run.split("/")[0] not in ENGINE_POLICIES:
+            continue
+        per_size = t["models"].get(model, {})
+        a, b = per_size.get(str(n)), per_size.get(str(m))
+        if not a or not b or "cpu_mean_ms" not in a or "cpu_mean_ms" not in b:
+            continue
+        count += a["batches"]
+        num += a["batches"] * a["cpu_mean_ms"]
+        den += a["batches"] * b["cpu_mean_ms"]
+    return num / den if count >= MIN_POOLED and den > 0 else None
 
 
 def pooled_mean(cells: list[tuple[float, int]]) -> float:
@@ -572,12 +618,14 @@ def fit(
     busy_hold: bool = True,
     call_cpu: bool = False,
     cost_mean: bool = False,
+    pooled_ratio: bool = False,
 ) -> Fit:
     """The run's figures the model takes, by the rules in the module docs; ``scenario`` has
     measure.py's device costs (rule 0 scales them when ``timelines`` are given; rule 3 reads
     ``lone`` when given; rule 4 splits them by ``threads`` when given; rule 6's ``preempt``
     enters the scenario, and rule 3's fit with it; ``call_cpu``: rule 0's cells are the calls'
-    own CPU, and ``cost_mean`` their mean, see :func:`in_situ`)."""
+    own CPU, and ``cost_mean`` their mean, ``pooled_ratio`` the unread points' ratio, see
+    :func:`in_situ`)."""
     costs: tuple[InSitu, ...] = ()
     hold: tuple[tuple[float, float], ...] = ()
     hold_busy: tuple[tuple[float, float], ...] = ()
@@ -591,6 +639,7 @@ def fit(
             hold_on_cost=hold_median,
             call_cpu=call_cpu,
             cost_mean=cost_mean,
+            pooled_ratio=pooled_ratio,
         )
         scenario = with_costs(scenario, costs)
         if not hold_median:

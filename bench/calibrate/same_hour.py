@@ -99,6 +99,11 @@ of its calls over the runs (timelines.py's ``cpu_mean_ms`` weighted by the cells
 the median over the runs of the cells' medians. The simulator's cost is a mean, and a batch's
 CPU is skewed to the right: the median reads the batches of 2 to 8 requests 2 to 8 % cheap.
 
+``--pooled-ratio`` (the thirtieth round): with ``--call-cpu``, a cost point the grid reads
+too few runs of (``line_rnn_en``'s 4 and 8, ``char_cnn``'s 16 on a grid of this host) is the
+nearest point read below times the ratio the grid's own batches give between the two sizes
+(compare.pooled_ratio_of, at least 30 batches), not the base scenario's.
+
 ``--absorbed`` (the nineteenth round): the calls' preemption waits stand for all of their
 waiting for a core, not on top of the shared cores' (``host.call_preempt_absorbed``): drawn as
 before, held after the call for what they exceed its wait on the cores. Not with
@@ -413,6 +418,12 @@ def main(argv: list[str] | None = None) -> int:
         "median of the runs' medians (the simulator's cost is a mean)",
     )
     ap.add_argument(
+        "--pooled-ratio",
+        action="store_true",
+        help="with --call-cpu: a cost point too few runs read is the point below x the grid's "
+        "own ratio between the sizes (at least 30 batches), not the base scenario's",
+    )
+    ap.add_argument(
         "--absorbed",
         action="store_true",
         help="the calls' preemption waits net of the shared cores' wait: held after the call "
@@ -459,6 +470,8 @@ def main(argv: list[str] | None = None) -> int:
         ap.error("--costs-by-level needs --call-cpu")
     if args.cost_mean and not args.call_cpu:
         ap.error("--cost-mean reads the calls' own CPU: it needs --call-cpu")
+    if args.pooled_ratio and not args.call_cpu:
+        ap.error("--pooled-ratio reads the calls' own CPU: it needs --call-cpu")
     if args.call_cpu and (args.wall_time or args.on_core):
         ap.error("--call-cpu is a per-thread CPU cost: not with --wall-time or --on-core")
     if args.absorbed and (args.no_preempt or args.on_core):
@@ -521,6 +534,7 @@ def main(argv: list[str] | None = None) -> int:
         preempt=preempt,
         call_cpu=args.call_cpu,
         cost_mean=args.cost_mean,
+        pooled_ratio=args.pooled_ratio,
     )
     entries = lowest(json.loads(args.waits.read_text()))
     scenario = calibrated(base, f)
@@ -611,7 +625,14 @@ def main(argv: list[str] | None = None) -> int:
                 ids = {r["id"] for r in runs if r["offered"]["rate_rps"] == rate}
                 own = {k: t for k, t in timelines.items() if k in ids}
                 level = with_costs(
-                    level, in_situ(own, base, call_cpu=True, cost_mean=args.cost_mean)
+                    level,
+                    in_situ(
+                        own,
+                        base,
+                        call_cpu=True,
+                        cost_mean=args.cost_mean,
+                        pooled_ratio=args.pooled_ratio,
+                    ),
                 )
             pred.update(simulate(level, variants, [rate], args.seeds, args.requests, AS_SIMULATED))
     else:
@@ -628,6 +649,8 @@ def main(argv: list[str] | None = None) -> int:
         cost_reading = "the calls' own CPU (cpu_ms)"
     if args.cost_mean:
         cost_reading = "the calls' own CPU, each point their mean (cpu_mean_ms)"
+    if args.pooled_ratio:
+        cost_reading += ", the unread points at the grid's own ratio"
     head = (
         f"{args.results}: {len(runs)} runs{against}; the scenario read off them "
         f"({args.scenario.name}'s other keys): device costs in situ, "

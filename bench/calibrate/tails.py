@@ -34,8 +34,12 @@ no per-request records, so each request's time *inside* the server's scheduling 
   rebuilds the total of those waits to within 1 % on its timelines
   (crates/lanes-sim/tests/calls.rs).
 
+``--hour-speed REF`` scales the scenario's runtime calls to the results' hour against the grid
+REF it was read off (hour_speed.py's factor and rule), as against_demo.py does.
+
 Run:  python bench/calibrate/tails.py RESULTS --variant fifo --rates 400,600
-      [--scenario FILE] [--sim] [--seeds 3] [--requests 40000] [--markdown OUT.md]
+      [--scenario FILE] [--hour-speed REF] [--sim] [--seeds 3] [--requests 40000]
+      [--markdown OUT.md]
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from pathlib import Path
 from typing import Any
 
 from compare import DEFAULT_SCENARIO, emit, load_runs, scenario_rate  # beside this file
+from hour_speed import at_hour, hour_speed
 from timelines import quantile
 
 from lanes import sim
@@ -352,6 +357,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--variant", default="fifo")
     ap.add_argument("--rates", default="400,600", help="offered req/s, comma-separated")
     ap.add_argument("--scenario", type=Path, default=DEFAULT_SCENARIO)
+    ap.add_argument(
+        "--hour-speed",
+        type=Path,
+        metavar="REF",
+        help="scale the scenario's calls to the results' hour against REF (the grid read)",
+    )
     ap.add_argument("--sim", action="store_true", help="also the simulator on the scenario")
     ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--requests", type=int, default=40_000)
@@ -359,6 +370,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     rates = [float(x) for x in args.rates.split(",")]
     scenario = Scenario.load(args.scenario)
+    if args.hour_speed is not None:
+        scenario = at_hour(scenario, hour_speed([args.results], args.hour_speed))
     runs = [r for r in load_runs(args.results) if r["variant"] == args.variant]
     levels: dict[str, Level] = {}
     parts = []

@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -297,6 +298,62 @@ def test_with_cost_mean_a_point_is_its_calls_mean_over_the_runs(sh):
     del timelines["fifo/L0-r2"]["models"][name]["1"]["cpu_mean_ms"]
     with pytest.raises(SystemExit, match="carry no cpu_mean_ms"):
         compare.in_situ(timelines, base, call_cpu=True, cost_mean=True)
+
+
+def test_with_pooled_ratio_an_unread_point_takes_the_grids_own_ratio(sh):
+    from lanes.sim.scenario import Scenario
+
+    compare = importlib.import_module("compare")
+    base = Scenario.load(compare.DEFAULT_SCENARIO)
+    s = next(s for s in base.services if s.batching is not None)
+
+    def grid(per_run: int) -> dict[str, Any]:
+        # Four runs read at 1 and 2 (20 batches each); at 4 too few batches a run to be read
+        # (per_run < MIN_BATCHES), at 3.6 ms of CPU against 2.0 at 2 in the same runs: 1.8x.
+        def cells(name: str) -> dict[str, Any]:
+            out = {
+                "1": {"batches": 20, "measured_ms": 1.5, "cpu_ms": 1.0, "cpu_mean_ms": 1.0},
+                "2": {"batches": 20, "measured_ms": 2.5, "cpu_ms": 2.0, "cpu_mean_ms": 2.0},
+            }
+            if name == s.name:
+                out["4"] = {"batches": per_run, "measured_ms": 4, "cpu_ms": 3.6, "cpu_mean_ms": 3.6}
+            return out
+
+        return {
+            f"{v}/L0-r{k}": {
+                "hold_ms": 0.1,
+                "models": {x.name: cells(x.name) for x in base.services},
+            }
+            for v in ("fifo", "sjf")
+            for k in (1, 2)
+        }
+
+    def points(timelines: dict[str, Any], pooled: bool) -> dict[int, tuple[float, bool]]:
+        got = compare.in_situ(timelines, base, call_cpu=True, pooled_ratio=pooled)
+        return dict(next(c for c in got if c.name == s.name).points)
+
+    def scenario_ratio(n: int, m: int) -> float:
+        return compare.batch_cost(s, n) / compare.batch_cost(s, m)
+
+    enough = grid(8)  # 32 batches of 4 over the runs: at least MIN_POOLED
+    assert compare.pooled_ratio_of(enough, s.name, 4, 2) == pytest.approx(1.8)
+    assert points(enough, True)[4] == (pytest.approx(3.6), False)
+    # 8 has no batches: the scenario's ratio, from the point set at 4
+    assert points(enough, True)[8][0] == pytest.approx(3.6 * scenario_ratio(8, 4))
+    # without the option, or with too few batches, the scenario's ratio from the point read at 2
+    assert points(enough, False)[4][0] == pytest.approx(2.0 * scenario_ratio(4, 2))
+    few = grid(7)  # 28 batches
+    assert compare.pooled_ratio_of(few, s.name, 4, 2) is None
+    assert points(few, True) == points(few, False)
+    with pytest.raises(ValueError, match="call_cpu"):
+        compare.in_situ(enough, base, pooled_ratio=True)
+
+
+def test_pooled_ratio_needs_call_cpu(sh, tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        sh.main([str(tmp_path), str(tmp_path / "w.json"), "--pooled-ratio"])
+    assert info.value.code == 2
+    assert "--pooled-ratio reads the calls' own CPU" in capsys.readouterr().err
 
 
 def test_cost_mean_needs_call_cpu(sh, tmp_path, capsys):
