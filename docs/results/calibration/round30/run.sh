@@ -16,7 +16,7 @@ $P $ROOT/bench/calibrate/tails.py $T/grid-seed193 --variant sjf --rates 600,800 
 # 2. The lab's batches' cost curve over the fifteen grids, and the variants judged on them.
 GRIDS=$(D=$R/round29; . $R/round29/grids.sh; echo $R25 $R26 $R26b $R27 $R27b $R28 $R28b $R29)
 $P $D/curve.py $GRIDS > $O/curve.md
-for v in en-curve en-mean seed157-pooled; do
+for v in en-curve en-mean seed157-pooled speed-deep speed-wall speed-deeper; do
   sh $R/round29/judge_all.sh $D/scenarios/$v.toml $v $O
   $P $R/round29/by_model.py $D/scenarios/$v.toml > $O/by-model-$v.md
 done
@@ -40,10 +40,33 @@ for g in 193 197; do
   done
 done > $O/host-speed-by-level.txt
 # 6. The counts: every variant's tables pooled per hour and grid by grid, and their sums.
-for v in en-curve en-mean seed157-pooled; do
+for v in en-curve en-mean seed157-pooled speed-deep speed-wall speed-deeper; do
   for f in "$O/$v-hour-r*-pooled.md" "$O/grids/$v-hour-on-*.md"; do
     $P $R/round22/count.py $f | tee -a $O/counts.tmp | awk -v v=$v -v f="$f" \
       '{w += $2; t += $4} END {print v ": " w " of " t " within 15 % (" (f ~ /grids/ ? "grid by grid" : "pooled per hour") ")"}'
   done
 done > $O/counts-sums.txt
 mv $O/counts.tmp $O/counts.txt
+# 7. Would slower spells of the host's speed give the short models the lab's spread? The file's
+#    source with longer epochs (speed_ms 1000) and deeper ones (speed_cv 0.15, 0.2).
+for name in long deep deeper; do
+  for rate in 600 800; do
+    $P $D/spread.py $D/scenarios/speed-$name.toml $rate > $O/spread-speed-$name-$rate.md
+  done
+done
+# 8. The speed as host_speed.py reads it off the calls' wall time, lab against simulated: the
+#    speed process the simulator needs so that its own reading meets the lab's (sim_speed.py).
+mkdir -p /tmp/r30-speed
+for cv in 0.15 0.17 0.19; do
+  for ms in 70 100 150; do
+    sed -e "s/^speed_cv = 0.1$/speed_cv = $cv/" -e "s/^speed_ms = 250.0$/speed_ms = $ms.0/" \
+      $D/scenarios/seed157-pooled.toml > /tmp/r30-speed/cv$cv-ms$ms.toml
+  done
+done
+for g in 193 197; do
+  for lv in "2 600" "3 800"; do
+    set -- $lv
+    $P $D/sim_speed.py $T/grid-seed$g $1 $2 $D/scenarios/seed157-pooled.toml \
+      $D/scenarios/speed-deep.toml $D/scenarios/speed-wall.toml /tmp/r30-speed/*.toml
+  done
+done > $O/sim-speed.txt
