@@ -101,8 +101,8 @@ CPU is skewed to the right: the median reads the batches of 2 to 8 requests 2 to
 
 ``--pooled-ratio`` (the thirtieth round): with ``--call-cpu``, a cost point the grid reads
 too few runs of (``line_rnn_en``'s 4 and 8, ``char_cnn``'s 16 on a grid of this host) is the
-nearest point read below times the ratio the grid's own batches give between the two sizes
-(compare.pooled_ratio_of, at least 30 batches), not the base scenario's.
+nearest point below it (read, or set so) times the ratio the grid's own batches give between
+the two sizes (compare.pooled_ratio_of, at least 30 batches), not the base scenario's.
 
 ``--absorbed`` (the nineteenth round): the calls' preemption waits stand for all of their
 waiting for a core, not on top of the shared cores' (``host.call_preempt_absorbed``): drawn as
