@@ -1,7 +1,7 @@
 #!/bin/sh
 # The thirtieth round's analyses (docs/results/calibration.md, "The thirtieth round"), from the
 # repository root; round 29's grids with their request traces in /tmp/r29 (run.sh of round 29),
-# the committed grids of rounds 25-29 otherwise. No lab run: every figure is read off those.
+# the committed grids of rounds 25-29 otherwise (part 6, the one fresh grid: lab.sh, judge.sh).
 # Outputs in out/.
 set -e
 ROOT=$PWD; P=$ROOT/.venv/bin/python; D=$ROOT/docs/results/calibration/round30; O=$D/out
