@@ -50,6 +50,7 @@ import math
 import statistics
 import sys
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -199,17 +200,27 @@ def read(
     files = traces(results, levels)
     if not files:
         raise FileNotFoundError(f"{results}: no runs/*/L*-r*.trace.json at those levels")
+    return read_runs((json.loads(f.read_text()) for f in files), cpu=cpu, warm=warm)
+
+
+def read_runs(
+    runs: Iterable[dict[str, Any] | list[dict[str, Any]]], *, cpu: bool = False, warm: bool = False
+) -> Fit:
+    """The fit over runs given as device timelines (a trace or its events; the simulator's, as
+    round30/sim_speed.py makes them, as well); ``cpu`` and ``warm`` as :func:`slowdowns`."""
     per_window: dict[int, list[float]] = defaultdict(list)
     ratios: dict[int, list[float]] = defaultdict(list)
-    for f in files:
-        calls = slowdowns(json.loads(f.read_text()), cpu=cpu, warm=warm)
+    count = 0
+    for trace in runs:
+        count += 1
+        calls = slowdowns(trace, cpu=cpu, warm=warm)
         for w in WINDOWS_MS:
             got = windows(calls, w)
             if got is not None:
                 per_window[w].append(got[0] - got[1])
                 if got[1] > 0:
                     ratios[w].append(got[0] / got[1])
-    found = fit({w: statistics.median(v) for w, v in per_window.items()}, len(files))
+    found = fit({w: statistics.median(v) for w, v in per_window.items()}, count)
     return replace(found, ratio={w: round(statistics.median(v), 2) for w, v in ratios.items()})
 
 

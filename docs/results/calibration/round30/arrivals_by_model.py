@@ -28,7 +28,7 @@ from against_demo import GRID_AS_SIMULATED
 from compare import scenario_rate
 from default_question import with_threads
 from hour_speed import at_hour, hour_speed
-from replay import arrivals, with_arrivals
+from replay import Run, arrivals, with_arrivals
 
 from lanes import sim
 from lanes._core import parse_policy
@@ -72,9 +72,10 @@ def main(argv: list[str] | None = None) -> int:
                 if rate not in rates:
                     continue
                 trace = json.loads(path.with_name(path.stem + ".trace.json").read_text())
-                run = _Run(f"{variant}/{path.stem}", arrivals(trace))
+                p99 = float(result["load"]["latency_ms"]["p99"])
+                run = Run(f"{variant}/{path.stem}", variant, rate, p99, arrivals(trace), ())
                 every = sorted(t for ts in run.arrivals.values() for t in ts)
-                replayed, replay_rate = with_arrivals(sc0, run)  # type: ignore[arg-type]
+                replayed, replay_rate = with_arrivals(sc0, run)
                 forms = {
                     "poisson": (sc0, rate, round(rate * every[-1])),
                     "arrivals": (replayed, replay_rate, len(every)),
@@ -102,14 +103,6 @@ def main(argv: list[str] | None = None) -> int:
             f"{statistics.fmean(f['dispersion']):.2f} | {lab:.1f} | {cells[0]} | {cells[1]} |"
         )
     return 0
-
-
-class _Run:
-    """What replay.with_arrivals reads of a run: its id and its arrivals."""
-
-    def __init__(self, id: str, arrivals: dict[str, tuple[float, ...]]) -> None:
-        self.id = id
-        self.arrivals = arrivals
 
 
 if __name__ == "__main__":

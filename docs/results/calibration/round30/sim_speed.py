@@ -20,12 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 from compare import WARM_SHARE, load_runs, scenario_rate
-from host_speed import WINDOWS_MS, fit, slowdowns, windows
+from host_speed import read_runs
 from hour_speed import at_hour, hour_speed
 
 from lanes import sim
@@ -38,14 +37,7 @@ VARIANTS = ("fifo", "sjf")
 
 def read(runs: list[list[dict[str, Any]]], cpu: bool = False) -> str:
     """host_speed.py's fit over ``runs`` (each a list of trace events)."""
-    per_window: dict[int, list[float]] = defaultdict(list)
-    for events in runs:
-        calls = slowdowns(events, cpu=cpu)
-        for w in WINDOWS_MS:
-            got = windows(calls, w)
-            if got is not None:
-                per_window[w].append(got[0] - got[1])
-    f = fit({w: statistics.median(v) for w, v in per_window.items()}, len(runs))
+    f = read_runs(runs, cpu=cpu)
     return f"speed_cv {f.speed_cv:.3f}, speed_ms {f.speed_ms:.0f}"
 
 
