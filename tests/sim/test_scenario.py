@@ -250,6 +250,18 @@ def test_a_runs_own_speed_and_a_neighbour_reach_the_core_only_when_set(tmp_path:
     assert host["busy_run_cores"] == [[0.0, 0.0], [0.9, 0.05], [1.0, 0.7]]
 
 
+def test_spells_by_load_reach_the_core_only_when_set(tmp_path: Path) -> None:
+    speed = "cpu_cores = 8\ntime_slicing = true\nspeed_cv = 0.05\nspeed_ms = 250"
+    plain = Scenario.load(write(tmp_path, edit("cpu_cores = 8", speed)))
+    assert plain.host.speed_cv_busy is None
+    assert "speed_cv_busy" not in plain.to_core()["host"]
+    for busy in (0.0, 0.18):
+        text = edit("cpu_cores = 8", f"{speed}\nspeed_cv_busy = {busy}")
+        sc = Scenario.load(write(tmp_path, text))
+        assert sc.host.speed_cv_busy == busy
+        assert sc.to_core()["host"]["speed_cv_busy"] == busy
+
+
 def test_a_call_on_core_share_reaches_the_core_only_when_below_one(tmp_path: Path) -> None:
     shared = "cpu_cores = 8\nshared_cores = true\ntime_slicing = true"
     plain = Scenario.load(write(tmp_path, edit("cpu_cores = 8", shared + "\ncall_on_core = 1")))
@@ -975,6 +987,18 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\nspeed_series = [1.0]\nspeed_series_ms = 250",
         ["host.speed_series", "time_slicing"],
+    ),
+    (
+        "speed-by-load-negative",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_cv = 0.1\nspeed_ms = 250\nspeed_cv_busy = -0.1",
+        ["host.speed_cv_busy"],
+    ),
+    (
+        "speed-by-load-without-epochs",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_cv_busy = 0.15",
+        ["host.speed_cv_busy", "speed_cv"],
     ),
     (
         "run-speed-negative",

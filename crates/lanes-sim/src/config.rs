@@ -356,6 +356,14 @@ pub struct Host {
     /// it takes the cores).
     #[serde(default)]
     pub speed_ms: f64,
+    /// With `speed_cv`: the epochs' cv when the cores were all busy since
+    /// the previous epoch's draw; an epoch's cv is `speed_cv + (speed_cv_busy
+    /// − speed_cv) · u`, `u` the cores' utilisation over that stretch, so
+    /// the spells deepen with load as the lab's do
+    /// ([`crate::speed::HostSpeed::by_load`]). `speed_cv` is then an idle
+    /// host's. Absent (the default): every epoch at `speed_cv`.
+    #[serde(default)]
+    pub speed_cv_busy: Option<f64>,
     /// The run's own speed ([`crate::speed::HostSpeed`]): one lognormal
     /// factor of mean 1 and this coefficient of variation, drawn once per
     /// run, multiplies every phase's cost on top of `speed_cv`'s epochs, so
@@ -666,6 +674,16 @@ impl Scenario {
                 "speed_cv and speed_ms must be numbers >= 0, both above 0 or both 0, \
                  and only with host.time_slicing",
             ));
+        }
+        if let Some(busy) = h.speed_cv_busy {
+            if !(non_negative(busy) && h.speed_cv > 0.0) {
+                return Err(self.invalid(
+                    "host.speed_cv_busy".into(),
+                    busy,
+                    "must be a number >= 0, and only with host.speed_cv > 0 (the epochs \
+                     it sets the depth of)",
+                ));
+            }
         }
         let run_fits = h.speed_run_cv == 0.0 || (h.time_slicing && h.speed_series.is_empty());
         if !(non_negative(h.speed_run_cv) && run_fits) {

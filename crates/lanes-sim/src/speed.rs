@@ -20,6 +20,19 @@
 //! grid. The epochs come from their own seeded stream, so a seed's other
 //! draws do not change; with `speed_cv` 0 nothing is drawn.
 //!
+//! **Spells that deepen with load** (`host.speed_cv_busy`): the lab's
+//! spells are deeper the busier the host (the thirty-first round: its
+//! calls' wall time reads cv 0.10–0.11 at 600 req/s and 0.13–0.14 at 800 on
+//! three grids, where one constant cv gives the simulator 0.10 at both).
+//! With the key, each epoch's cv is `speed_cv + (speed_cv_busy − speed_cv)
+//! · u`, where `u` in [0, 1] is the cores' utilisation since the previous
+//! epoch's factor was drawn: the core-time the cores have accounted over
+//! that stretch, over `cpu_cores` times its length. `speed_cv` is then the
+//! cv of an idle host and `speed_cv_busy` that of one whose cores were all
+//! busy. The factor is the same standard normal draw `z` put through the
+//! lognormal of that cv (`exp(μ + σ z)`), so the stream of draws, and with
+//! the key absent every factor, is what it was.
+//!
 //! **A run's own speed** (`host.speed_run_cv`): on top of the epochs, one
 //! factor for the whole run, drawn once from a lognormal of mean 1 and
 //! that coefficient of variation (from a stream of its own, so the epochs'
@@ -43,8 +56,9 @@
 //! Queries must come in non-decreasing time (the event loop's clock does):
 //! past epochs are dropped as time passes, O(1) amortised per query.
 
+use rand::Rng;
 use rand::SeedableRng;
-use rand_distr::{Distribution, Exp, LogNormal};
+use rand_distr::{Distribution, Exp, LogNormal, StandardNormal};
 use rand_pcg::Pcg64Mcg;
 
 /// The host's speed factor over time; see the module docs for the rule.
@@ -66,6 +80,10 @@ enum Source {
         rng: Pcg64Mcg,
         epoch: Exp<f64>,
         factor: LogNormal<f64>,
+        /// `speed_cv`.
+        cv: f64,
+        /// With `speed_cv_busy`: the cv by the cores' utilisation.
+        busy: Option<ByLoad>,
     },
     /// No epochs: the run's own factor alone.
     Still,
@@ -76,6 +94,36 @@ enum Source {
         bin: u64,
         next: usize,
     },
+}
+
+/// The epochs' cv by the cores' utilisation since the last draw
+/// (`host.speed_cv_busy`; see the module docs).
+#[derive(Debug, Clone)]
+struct ByLoad {
+    /// The cv of an idle host (`speed_cv`) and of a busy one.
+    idle: f64,
+    full: f64,
+    /// `cpu_cores`.
+    cores: f64,
+    /// When the last factor was drawn, ns, and the cores' busy core-ns then.
+    at: u64,
+    busy_then: u64,
+    /// The utilisation the last factor was drawn at (kept for a draw that
+    /// comes at the same instant).
+    u: f64,
+}
+
+impl ByLoad {
+    /// The lognormal for a draw at `now` with `busy` core-ns accounted.
+    fn factor(&mut self, now: u64, busy: u64) -> Option<LogNormal<f64>> {
+        if now > self.at {
+            let span = self.cores * (now - self.at) as f64;
+            self.u = (busy.saturating_sub(self.busy_then) as f64 / span).clamp(0.0, 1.0);
+            self.at = now;
+            self.busy_then = busy;
+        }
+        lognormal_of_mean_one(self.idle + (self.full - self.idle) * self.u)
+    }
 }
 
 impl HostSpeed {
@@ -107,11 +155,36 @@ impl HostSpeed {
         let first = epoch.sample(&mut rng);
         let now_factor = factor.sample(&mut rng);
         Some(Self {
-            source: Source::Drawn { rng, epoch, factor },
+            source: Source::Drawn {
+                rng,
+                epoch,
+                factor,
+                cv,
+                busy: None,
+            },
             end: first.ceil() as u64,
             now_factor,
             run,
         })
+    }
+
+    /// With `speed_cv_busy` (validated: finite, >= 0): each epoch after the
+    /// first draws its factor at the cv for the cores' utilisation since
+    /// the draw before (see the module docs); the first, at time 0, is drawn
+    /// at `speed_cv`. `cores` is `cpu_cores`. A process without epochs is
+    /// returned as it is.
+    pub fn by_load(mut self, cv_busy: f64, cores: usize) -> Self {
+        if let Source::Drawn { busy, cv, .. } = &mut self.source {
+            *busy = Some(ByLoad {
+                idle: *cv,
+                full: cv_busy,
+                cores: cores.max(1) as f64,
+                at: 0,
+                busy_then: 0,
+                u: 0.0,
+            });
+        }
+        self
     }
 
     /// The process for a measured series of factors, each `bin_ms` long
@@ -136,11 +209,30 @@ impl HostSpeed {
     }
 
     /// The factor in effect at `now` (ns; non-decreasing across calls).
+    /// Without `speed_cv_busy`; with it, [`Self::factor_at`] gives the cores'
+    /// busy time.
     pub fn factor(&mut self, now: u64) -> f64 {
+        self.factor_at(now, 0)
+    }
+
+    /// The factor in effect at `now` (ns; non-decreasing across calls),
+    /// `busy` the core-ns the cores have accounted by then (non-decreasing;
+    /// read only with `speed_cv_busy`, to draw a new epoch's factor).
+    pub fn factor_at(&mut self, now: u64, busy: u64) -> f64 {
         while now >= self.end {
             let len = match &mut self.source {
-                Source::Drawn { rng, epoch, factor } => {
-                    self.now_factor = factor.sample(rng);
+                Source::Drawn {
+                    rng,
+                    epoch,
+                    factor,
+                    busy: by_load,
+                    ..
+                } => {
+                    let z: f64 = rng.sample(StandardNormal);
+                    self.now_factor = match by_load.as_mut().and_then(|b| b.factor(now, busy)) {
+                        Some(at_load) => at_load.from_zscore(z),
+                        None => factor.from_zscore(z),
+                    };
                     epoch.sample(rng).ceil().max(1.0) as u64
                 }
                 Source::Series { factors, bin, next } => {
@@ -155,12 +247,13 @@ impl HostSpeed {
         self.now_factor * self.run
     }
 
-    /// `cost` ns scaled by the factor at `now` (at least 1 ns when `cost` is).
-    pub fn scale(&mut self, cost: u64, now: u64) -> u64 {
+    /// `cost` ns scaled by the factor at `now` (at least 1 ns when `cost`
+    /// is), `busy` as for [`Self::factor_at`].
+    pub fn scale(&mut self, cost: u64, now: u64, busy: u64) -> u64 {
         if cost == 0 {
             return 0;
         }
-        ((cost as f64 * self.factor(now)).round() as u64).max(1)
+        ((cost as f64 * self.factor_at(now, busy)).round() as u64).max(1)
     }
 }
 
@@ -221,9 +314,9 @@ mod tests {
         assert_eq!(a.factor(end - 1), f, "same epoch, same factor");
         assert_ne!(a.factor(end), f, "the next epoch draws again");
         assert_eq!(b.factor(end), a.factor(end), "same seed, same process");
-        assert_eq!(a.scale(0, end), 0);
+        assert_eq!(a.scale(0, end, 0), 0);
         assert_eq!(
-            a.scale(1_000, end),
+            a.scale(1_000, end, 0),
             (1_000.0 * a.factor(end)).round() as u64
         );
         let mut c = HostSpeed::new(0.3, 5.0, 0.0, 4).unwrap();
@@ -262,6 +355,71 @@ mod tests {
         }
     }
 
+    /// One factor per epoch of `s`, the cores (2) kept busy at `u` of their
+    /// capacity throughout.
+    fn factors_at_load(s: &mut HostSpeed, u: f64, n: usize) -> Vec<f64> {
+        let (mut out, mut t) = (Vec::new(), 0u64);
+        for _ in 0..n {
+            out.push(s.factor_at(t, (2.0 * u * t as f64) as u64));
+            t = s.end;
+        }
+        out
+    }
+
+    #[test]
+    fn by_load_the_cv_runs_from_idle_to_busy() {
+        // The first epoch is drawn at time 0, at speed_cv; the rest by load.
+        for (u, want) in [(0.0, 0.05), (0.5, 0.125), (1.0, 0.2)] {
+            let mut s = HostSpeed::new(0.05, 10.0, 0.0, 5).unwrap().by_load(0.2, 2);
+            let f = factors_at_load(&mut s, u, 20_000);
+            let (mean, cv) = moments(&f[1..]);
+            assert!((mean - 1.0).abs() < 0.01, "u {u}: factor mean {mean}");
+            assert!(
+                (cv - want).abs() < 0.01,
+                "u {u}: factor cv {cv}, want {want}"
+            );
+        }
+        // Busy time beyond the cores' capacity counts as full.
+        let mut over = HostSpeed::new(0.05, 10.0, 0.0, 5).unwrap().by_load(0.2, 2);
+        let mut full = HostSpeed::new(0.05, 10.0, 0.0, 5).unwrap().by_load(0.2, 2);
+        assert_eq!(
+            factors_at_load(&mut over, 3.0, 100),
+            factors_at_load(&mut full, 1.0, 100)
+        );
+    }
+
+    #[test]
+    fn by_load_keeps_the_draws_and_the_epochs() {
+        // speed_cv_busy = speed_cv is the process without the key, factor
+        // for factor; another cv moves each factor along the same z: the
+        // same epochs, the same sign of each factor's log.
+        let mut plain = HostSpeed::new(0.1, 10.0, 0.0, 8).unwrap();
+        let mut same = HostSpeed::new(0.1, 10.0, 0.0, 8).unwrap().by_load(0.1, 2);
+        let mut deep = HostSpeed::new(0.1, 10.0, 0.0, 8).unwrap().by_load(0.3, 2);
+        let mut t = 0u64;
+        for i in 0..2_000u64 {
+            let busy = 2 * t;
+            let (p, s, d) = (
+                plain.factor(t),
+                same.factor_at(t, busy),
+                deep.factor_at(t, busy),
+            );
+            assert_eq!(p, s, "epoch {i}");
+            assert_eq!(plain.end, deep.end, "epoch {i}: same epochs");
+            if i > 0 {
+                // exp(mu + sigma z): log f + sigma^2 / 2 has z's sign.
+                let s2 = |cv: f64| (1.0f64 + cv * cv).ln();
+                let zp = (p.ln() + s2(0.1) / 2.0) / s2(0.1).sqrt();
+                let zd = (d.ln() + s2(0.3) / 2.0) / s2(0.3).sqrt();
+                assert!((zp - zd).abs() < 1e-9, "epoch {i}: z {zp} against {zd}");
+            }
+            t = plain.end;
+        }
+        // Without epochs there is nothing to deepen.
+        let still = HostSpeed::new(0.0, 0.0, 0.05, 9).unwrap().by_load(0.3, 2);
+        assert!(matches!(still.source, Source::Still));
+    }
+
     #[test]
     fn a_series_gives_its_values_bin_by_bin_and_repeats() {
         assert!(HostSpeed::series(&[], 10.0).is_none());
@@ -275,7 +433,7 @@ mod tests {
         // Past its end the series starts again; a query may skip bins.
         assert_eq!(s.factor(ms(31.0)), 1.0);
         assert_eq!(s.factor(ms(55.0)), 0.8);
-        assert_eq!(s.scale(1_000, ms(55.0)), 800);
+        assert_eq!(s.scale(1_000, ms(55.0), 0), 800);
         let mut one = HostSpeed::series(&[1.2], 1.0).unwrap();
         assert_eq!(one.factor(ms(1_000.0)), 1.2);
     }

@@ -7,7 +7,10 @@
 //! spell in it lengthens the tail where a steady host of the same mean
 //! speed does not. A run's own speed (`host.speed_run_cv`) spreads the runs
 //! of one cell: near the knee their mean p99 rises, at light load the mean
-//! throughput holds.
+//! throughput holds. Spells that deepen with load (`host.speed_cv_busy`)
+//! are the steady-depth process when both cvs agree, leave a light load's
+//! tail near the idle depth's and lengthen a heavy load's towards the busy
+//! depth's.
 
 mod common;
 
@@ -208,6 +211,59 @@ fn bad_run_speeds_are_refused() {
         assert!(
             matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.speed_run_cv"),
             "run_cv {run_cv}, sliced {sliced}: {err}"
+        );
+    }
+}
+
+fn run_by_load(cv: f64, cv_busy: Option<f64>, load: f64) -> lanes_sim::PointResult {
+    let mut sc = cpu_like();
+    sc.host.speed_cv = cv;
+    sc.host.speed_ms = 100.0;
+    sc.host.speed_cv_busy = cv_busy;
+    simulate(&sc, &mode("fifo"), load, 5, 30_000).unwrap()
+}
+
+#[test]
+fn spells_deepen_with_load() {
+    // Both cvs alike: the process without the key, to the last figure.
+    let plain = run_by_load(0.15, None, 0.7);
+    let same = run_by_load(0.15, Some(0.15), 0.7);
+    assert_eq!(plain.latency_ms.p99, same.latency_ms.p99);
+    assert_eq!(plain.latency_ms.p50, same.latency_ms.p50);
+    // Idle 0.02, busy 0.3: at a light load near the shallow process, at a
+    // heavy one past the process of the same cv everywhere that the light
+    // load's utilisation would give.
+    let p99 = |cv: f64, busy: Option<f64>, load: f64| run_by_load(cv, busy, load).latency_ms.p99;
+    let (light, light_shallow) = (p99(0.02, Some(0.3), 0.2), p99(0.02, None, 0.2));
+    let (heavy, heavy_shallow) = (p99(0.02, Some(0.3), 0.8), p99(0.02, None, 0.8));
+    let light_rise = light / light_shallow - 1.0;
+    let heavy_rise = heavy / heavy_shallow - 1.0;
+    assert!(
+        heavy_rise > 2.0 * light_rise.max(0.01),
+        "p99 over the shallow process: +{:.1} % at load 0.8, +{:.1} % at 0.2",
+        100.0 * heavy_rise,
+        100.0 * light_rise
+    );
+}
+
+#[test]
+fn bad_busy_depths_are_refused() {
+    for (cv, busy) in [
+        (0.1, -0.1),
+        (0.1, f64::NAN),
+        (0.1, f64::INFINITY),
+        (0.0, 0.2),
+    ] {
+        let mut sc = cpu_like();
+        if cv > 0.0 {
+            sc.host.speed_cv = cv;
+            sc.host.speed_ms = 100.0;
+        }
+        sc.host.speed_cv_busy = Some(busy);
+        let err = simulate(&sc, &mode("fifo"), 0.5, 1, 1_000).unwrap_err();
+        assert!(
+            matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.speed_cv_busy"),
+            "cv {cv}, busy {busy}: {err}"
         );
     }
 }

@@ -48,7 +48,7 @@ _HOST_KEYS = (
     "post_wake_ms", "client_ms", "call_stretch", "pre_wake_busy_ms", "post_wake_busy_ms",
     "run_queues", "call_stretch_weighted", "call_on_core", "speed_cv", "speed_ms",
     "lag_ms", "lag_among_calls", "call_preempt_absorbed", "speed_series", "speed_series_ms",
-    "call_stretch_capped", "speed_run_cv", "busy_run_cores",
+    "call_stretch_capped", "speed_run_cv", "busy_run_cores", "speed_cv_busy",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -251,6 +251,11 @@ class Host:
     host keeps busy beyond ``busy_cores``, drawn once per run and added to ``busy_cores`` for all
     of it (bench/calibrate/neighbour.py reads them off grids). ``busy_cores`` plus the last point
     stays below ``cpu_cores``. Empty: ``busy_cores`` alone."""
+    speed_cv_busy: float | None = None
+    """With ``speed_cv``: spells that deepen with load — each speed epoch's cv is ``speed_cv +
+    (speed_cv_busy - speed_cv) x u``, ``u`` the cores' utilisation since the previous epoch's
+    draw, so ``speed_cv`` is an idle host's and this one a host whose cores were all busy
+    (round31/sim_speed.py reads both off a traced grid). None: every epoch at ``speed_cv``."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -304,6 +309,8 @@ class Host:
             core["speed_run_cv"] = self.speed_run_cv
         if self.busy_run_cores:
             core["busy_run_cores"] = [list(p) for p in self.busy_run_cores]
+        if self.speed_cv_busy is not None:
+            core["speed_cv_busy"] = self.speed_cv_busy
         if self.speed_series:
             core["speed_series"] = list(self.speed_series)
             core["speed_series_ms"] = self.speed_series_ms
@@ -591,6 +598,9 @@ def _host(t: Table) -> Host:
         t.fail("speed_series", "must not be given with speed_cv > 0 (one speed process)")
     if series and not slicing:
         t.fail("speed_series", "needs time_slicing = true")
+    cv_busy = t.number("speed_cv_busy", low=0) if "speed_cv_busy" in t.raw else None
+    if cv_busy is not None and not speed_cv:
+        t.fail("speed_cv_busy", "needs speed_cv > 0 (the epochs whose depth it sets by load)")
     run_cv = t.number("speed_run_cv", low=0, default=0.0)
     if run_cv and not slicing:
         t.fail("speed_run_cv", "needs time_slicing = true")
@@ -641,7 +651,7 @@ def _host(t: Table) -> Host:
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
         busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues, weighted,
         on_core, speed_cv, speed_ms, lag, among_calls, absorbed, tuple(series), series_ms, capped,
-        run_cv, busy_run,
+        run_cv, busy_run, cv_busy,
     )  # fmt: skip
 
 

@@ -117,11 +117,14 @@ impl Sim<'_> {
     /// `token` asks for a core: first come, first served, or with
     /// `host.time_slicing` it runs at once on the time-sliced cores. With
     /// `host.speed_cv` its cost is first scaled by the host's speed factor
-    /// now ([`crate::speed::HostSpeed`]).
+    /// now ([`crate::speed::HostSpeed`]; with `host.speed_cv_busy` a new
+    /// epoch's factor is drawn by the cores' utilisation, read off
+    /// [`Self::cpu_busy`]).
     #[inline]
     pub(super) fn take_core(&mut self, token: u32, cost: u64) {
+        let busy = self.cpu_busy();
         let cost = match self.speed.as_mut() {
-            Some(speed) => speed.scale(cost, self.now),
+            Some(speed) => speed.scale(cost, self.now, busy),
             None => cost,
         };
         if let Some(cores) = self.sliced.as_mut() {

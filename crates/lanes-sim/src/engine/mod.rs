@@ -398,6 +398,10 @@ impl<'a> Sim<'a> {
                 sc.host.speed_run_cv,
                 seed,
             )
+            .map(|s| match sc.host.speed_cv_busy {
+                Some(cv_busy) => s.by_load(cv_busy, sc.host.cpu_cores),
+                None => s,
+            })
             .or_else(|| HostSpeed::series(&sc.host.speed_series, sc.host.speed_series_ms)),
             // Among calls the lag is each call's own: no thread's runs to keep.
             runs: (sc.host.lag_ms > 0.0 && !sc.host.lag_among_calls)
