@@ -203,11 +203,31 @@ def read(
     return read_runs((json.loads(f.read_text()) for f in files), cpu=cpu, warm=warm)
 
 
+def sim_events(spans: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The simulator's device timeline (``lanes.sim.timeline``'s spans) as the trace events
+    :func:`read_runs` reads (µs; measured batches only), each call's wall time its
+    ``end_ms - called_ms``."""
+    return [
+        {
+            "ph": "X",
+            "ts": s["start_ms"] * 1e3,
+            "dur": (s["end_ms"] - s["start_ms"]) * 1e3,
+            "args": {
+                "model": s["service"],
+                "batch_size": s["size"],
+                "measured_ms": s["end_ms"] - s["called_ms"],
+            },
+        }
+        for s in spans
+        if s["measured"]
+    ]
+
+
 def read_runs(
     runs: Iterable[dict[str, Any] | list[dict[str, Any]]], *, cpu: bool = False, warm: bool = False
 ) -> Fit:
     """The fit over runs given as device timelines (a trace or its events; the simulator's, as
-    round30/sim_speed.py makes them, as well); ``cpu`` and ``warm`` as :func:`slowdowns`."""
+    :func:`sim_events` makes them, as well); ``cpu`` and ``warm`` as :func:`slowdowns`."""
     per_window: dict[int, list[float]] = defaultdict(list)
     ratios: dict[int, list[float]] = defaultdict(list)
     count = 0

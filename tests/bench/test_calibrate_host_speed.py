@@ -6,6 +6,7 @@ the command line refuses a folder without timelines."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import math
@@ -205,3 +206,28 @@ def test_between_runs_on_the_command_line(hs, tmp_path, capsys):
             hs.main([str(root), "--between-runs", bad])
     with pytest.raises(SystemExit):  # several grids only with --between-runs
         hs.main([str(root), str(root)])
+
+
+def test_the_simulators_timeline_is_read_as_the_labs(hs):
+    """sim_events turns the simulator's device timeline into trace events: its speed process is
+    read back near what the scenario sets, and with ``speed_cv_busy`` it reads deeper at a heavy
+    load than at a light one, where one depth reads alike."""
+    from lanes import sim
+    from lanes.sim.scenario import Scenario
+
+    base = Scenario.load(Path(__file__).resolve().parents[2] / "examples/scenarios/cpu-2core.toml")
+
+    def cv(host_change: dict, load: float) -> float:
+        sc = dataclasses.replace(base, host=dataclasses.replace(base.host, **host_change))
+        runs = [hs.sim_events(sim.timeline(sc, "fifo", load, seed, 6_000)[1]) for seed in (1, 2)]
+        return hs.read_runs(runs).speed_cv
+
+    events = hs.sim_events(sim.timeline(base, "fifo", 0.5, 1, 2_000)[1])
+    assert events and all(e["ph"] == "X" and e["args"]["measured_ms"] > 0 for e in events)
+    flat = {"speed_cv": 0.15, "speed_ms": 250.0}
+    deep = {"speed_cv": 0.02, "speed_ms": 250.0, "speed_cv_busy": 0.3}
+    flat_light, flat_heavy = cv(flat, 0.25), cv(flat, 0.8)
+    deep_light, deep_heavy = cv(deep, 0.25), cv(deep, 0.8)
+    assert 0.08 < flat_light < 0.2 and 0.08 < flat_heavy < 0.2, (flat_light, flat_heavy)
+    assert deep_heavy > deep_light + 0.05, (deep_light, deep_heavy)
+    assert deep_heavy - deep_light > (flat_heavy - flat_light) + 0.04

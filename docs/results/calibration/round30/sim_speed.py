@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from compare import WARM_SHARE, load_runs, scenario_rate
-from host_speed import read_runs
+from host_speed import read_runs, sim_events
 from hour_speed import at_hour, hour_speed
 
 from lanes import sim
@@ -44,20 +44,7 @@ def read(runs: list[list[dict[str, Any]]], cpu: bool = False) -> str:
 def simulated(scenario: Scenario, variant: str, rate: float, seed: int, n: int) -> list[dict]:
     """One simulated timeline as trace events host_speed.py reads (µs, measured batches)."""
     _, spans = sim.timeline(scenario, variant, rate / scenario_rate(scenario), seed, n)
-    return [
-        {
-            "ph": "X",
-            "ts": s["start_ms"] * 1e3,
-            "dur": (s["end_ms"] - s["start_ms"]) * 1e3,
-            "args": {
-                "model": s["service"],
-                "batch_size": s["size"],
-                "measured_ms": s["end_ms"] - s["called_ms"],
-            },
-        }
-        for s in spans
-        if s["measured"]
-    ]
+    return sim_events(spans)
 
 
 def main(argv: list[str] | None = None) -> int:
