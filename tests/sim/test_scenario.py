@@ -260,6 +260,11 @@ def test_spells_by_load_reach_the_core_only_when_set(tmp_path: Path) -> None:
         sc = Scenario.load(write(tmp_path, text))
         assert sc.host.speed_cv_busy == busy
         assert sc.to_core()["host"]["speed_cv_busy"] == busy
+        assert "speed_busy_exponent" not in sc.to_core()["host"]
+    text = edit("cpu_cores = 8", f"{speed}\nspeed_cv_busy = 0.2\nspeed_busy_exponent = 4")
+    sc = Scenario.load(write(tmp_path, text))
+    assert sc.host.speed_busy_exponent == 4.0
+    assert sc.to_core()["host"]["speed_busy_exponent"] == 4.0
 
 
 def test_a_call_on_core_share_reaches_the_core_only_when_below_one(tmp_path: Path) -> None:
@@ -999,6 +1004,19 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\ntime_slicing = true\nspeed_cv_busy = 0.15",
         ["host.speed_cv_busy", "speed_cv"],
+    ),
+    (
+        "speed-by-load-exponent-zero",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_cv = 0.1\nspeed_ms = 250\nspeed_cv_busy = 0.2\n"
+        "speed_busy_exponent = 0",
+        ["host.speed_busy_exponent"],
+    ),
+    (
+        "speed-by-load-exponent-alone",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_cv = 0.1\nspeed_ms = 250\nspeed_busy_exponent = 2",
+        ["host.speed_busy_exponent", "speed_cv_busy"],
     ),
     (
         "run-speed-negative",

@@ -358,12 +358,16 @@ pub struct Host {
     pub speed_ms: f64,
     /// With `speed_cv`: the epochs' cv when the cores were all busy since
     /// the previous epoch's draw; an epoch's cv is `speed_cv + (speed_cv_busy
-    /// − speed_cv) · u`, `u` the cores' utilisation over that stretch, so
-    /// the spells deepen with load as the lab's do
+    /// − speed_cv) · u^speed_busy_exponent`, `u` the cores' utilisation over
+    /// that stretch, so the spells deepen with load as the lab's do
     /// ([`crate::speed::HostSpeed::by_load`]). `speed_cv` is then an idle
     /// host's. Absent (the default): every epoch at `speed_cv`.
     #[serde(default)]
     pub speed_cv_busy: Option<f64>,
+    /// With `speed_cv_busy`: the power of the utilisation in the epochs'
+    /// cv (> 0; 1, the default: linear).
+    #[serde(default = "whole")]
+    pub speed_busy_exponent: f64,
     /// The run's own speed ([`crate::speed::HostSpeed`]): one lognormal
     /// factor of mean 1 and this coefficient of variation, drawn once per
     /// run, multiplies every phase's cost on top of `speed_cv`'s epochs, so
@@ -684,6 +688,14 @@ impl Scenario {
                      it sets the depth of)",
                 ));
             }
+        }
+        let exponent_ok = h.speed_busy_exponent.is_finite() && h.speed_busy_exponent > 0.0;
+        if !exponent_ok || (h.speed_busy_exponent != 1.0 && h.speed_cv_busy.is_none()) {
+            return Err(self.invalid(
+                "host.speed_busy_exponent".into(),
+                h.speed_busy_exponent,
+                "must be a number > 0, and other than 1 only with host.speed_cv_busy",
+            ));
         }
         let run_fits = h.speed_run_cv == 0.0 || (h.time_slicing && h.speed_series.is_empty());
         if !(non_negative(h.speed_run_cv) && run_fits) {

@@ -25,8 +25,10 @@
 //! calls' wall time reads cv 0.10–0.11 at 600 req/s and 0.13–0.14 at 800 on
 //! three grids, where one constant cv gives the simulator 0.10 at both).
 //! With the key, each epoch's cv is `speed_cv + (speed_cv_busy − speed_cv)
-//! · u`, where `u` in [0, 1] is the cores' utilisation since the previous
-//! epoch's factor was drawn: the core-time the cores have accounted over
+//! · u^e`, where `u` in [0, 1] is the cores' utilisation since the previous
+//! epoch's factor was drawn and `e` is `host.speed_busy_exponent` (1 by
+//! default; above 1 the depth stays near `speed_cv` until the cores are
+//! nearly all busy, as the lab's does, which rises at the knee): the core-time the cores have accounted over
 //! that stretch, over `cpu_cores` times its length. `speed_cv` is then the
 //! cv of an idle host and `speed_cv_busy` that of one whose cores were all
 //! busy. The factor is the same standard normal draw `z` put through the
@@ -103,6 +105,8 @@ struct ByLoad {
     /// The cv of an idle host (`speed_cv`) and of a busy one.
     idle: f64,
     full: f64,
+    /// `speed_busy_exponent`: the utilisation's power.
+    exponent: f64,
     /// `cpu_cores`.
     cores: f64,
     /// When the last factor was drawn, ns, and the cores' busy core-ns then.
@@ -122,7 +126,7 @@ impl ByLoad {
             self.at = now;
             self.busy_then = busy;
         }
-        lognormal_of_mean_one(self.idle + (self.full - self.idle) * self.u)
+        lognormal_of_mean_one(self.idle + (self.full - self.idle) * self.u.powf(self.exponent))
     }
 }
 
@@ -168,16 +172,17 @@ impl HostSpeed {
         })
     }
 
-    /// With `speed_cv_busy` (validated: finite, >= 0): each epoch after the
-    /// first draws its factor at the cv for the cores' utilisation since
-    /// the draw before (see the module docs); the first, at time 0, is drawn
-    /// at `speed_cv`. `cores` is `cpu_cores`. A process without epochs is
-    /// returned as it is.
-    pub fn by_load(mut self, cv_busy: f64, cores: usize) -> Self {
+    /// With `speed_cv_busy` (validated: finite, >= 0) and
+    /// `speed_busy_exponent` (finite, > 0): each epoch after the first draws
+    /// its factor at the cv for the cores' utilisation since the draw before
+    /// (see the module docs); the first, at time 0, is drawn at `speed_cv`.
+    /// `cores` is `cpu_cores`. A process without epochs is returned as it is.
+    pub fn by_load(mut self, cv_busy: f64, exponent: f64, cores: usize) -> Self {
         if let Source::Drawn { busy, cv, .. } = &mut self.source {
             *busy = Some(ByLoad {
                 idle: *cv,
                 full: cv_busy,
+                exponent,
                 cores: cores.max(1) as f64,
                 at: 0,
                 busy_then: 0,
@@ -370,7 +375,9 @@ mod tests {
     fn by_load_the_cv_runs_from_idle_to_busy() {
         // The first epoch is drawn at time 0, at speed_cv; the rest by load.
         for (u, want) in [(0.0, 0.05), (0.5, 0.125), (1.0, 0.2)] {
-            let mut s = HostSpeed::new(0.05, 10.0, 0.0, 5).unwrap().by_load(0.2, 2);
+            let mut s = HostSpeed::new(0.05, 10.0, 0.0, 5)
+                .unwrap()
+                .by_load(0.2, 1.0, 2);
             let f = factors_at_load(&mut s, u, 20_000);
             let (mean, cv) = moments(&f[1..]);
             assert!((mean - 1.0).abs() < 0.01, "u {u}: factor mean {mean}");
@@ -379,9 +386,22 @@ mod tests {
                 "u {u}: factor cv {cv}, want {want}"
             );
         }
+        // An exponent of 2: half busy is a quarter of the way.
+        let mut s = HostSpeed::new(0.05, 10.0, 0.0, 5)
+            .unwrap()
+            .by_load(0.2, 2.0, 2);
+        let (_, cv) = moments(&factors_at_load(&mut s, 0.5, 20_000)[1..]);
+        assert!(
+            (cv - 0.0875).abs() < 0.01,
+            "u 0.5, exponent 2: factor cv {cv}"
+        );
         // Busy time beyond the cores' capacity counts as full.
-        let mut over = HostSpeed::new(0.05, 10.0, 0.0, 5).unwrap().by_load(0.2, 2);
-        let mut full = HostSpeed::new(0.05, 10.0, 0.0, 5).unwrap().by_load(0.2, 2);
+        let mut over = HostSpeed::new(0.05, 10.0, 0.0, 5)
+            .unwrap()
+            .by_load(0.2, 1.0, 2);
+        let mut full = HostSpeed::new(0.05, 10.0, 0.0, 5)
+            .unwrap()
+            .by_load(0.2, 1.0, 2);
         assert_eq!(
             factors_at_load(&mut over, 3.0, 100),
             factors_at_load(&mut full, 1.0, 100)
@@ -394,8 +414,12 @@ mod tests {
         // for factor; another cv moves each factor along the same z: the
         // same epochs, the same sign of each factor's log.
         let mut plain = HostSpeed::new(0.1, 10.0, 0.0, 8).unwrap();
-        let mut same = HostSpeed::new(0.1, 10.0, 0.0, 8).unwrap().by_load(0.1, 2);
-        let mut deep = HostSpeed::new(0.1, 10.0, 0.0, 8).unwrap().by_load(0.3, 2);
+        let mut same = HostSpeed::new(0.1, 10.0, 0.0, 8)
+            .unwrap()
+            .by_load(0.1, 1.0, 2);
+        let mut deep = HostSpeed::new(0.1, 10.0, 0.0, 8)
+            .unwrap()
+            .by_load(0.3, 1.0, 2);
         let mut t = 0u64;
         for i in 0..2_000u64 {
             let busy = 2 * t;
@@ -416,7 +440,9 @@ mod tests {
             t = plain.end;
         }
         // Without epochs there is nothing to deepen.
-        let still = HostSpeed::new(0.0, 0.0, 0.05, 9).unwrap().by_load(0.3, 2);
+        let still = HostSpeed::new(0.0, 0.0, 0.05, 9)
+            .unwrap()
+            .by_load(0.3, 1.0, 2);
         assert!(matches!(still.source, Source::Still));
     }
 

@@ -266,4 +266,16 @@ fn bad_busy_depths_are_refused() {
             "cv {cv}, busy {busy}: {err}"
         );
     }
+    for (busy, exponent) in [(Some(0.2), 0.0), (Some(0.2), f64::NAN), (None, 2.0)] {
+        let mut sc = cpu_like();
+        sc.host.speed_cv = 0.1;
+        sc.host.speed_ms = 100.0;
+        sc.host.speed_cv_busy = busy;
+        sc.host.speed_busy_exponent = exponent;
+        let err = simulate(&sc, &mode("fifo"), 0.5, 1, 1_000).unwrap_err();
+        assert!(
+            matches!(&err, SimError::InvalidScenario { key, .. } if key == "host.speed_busy_exponent"),
+            "busy {busy:?}, exponent {exponent}: {err}"
+        );
+    }
 }

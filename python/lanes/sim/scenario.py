@@ -49,6 +49,7 @@ _HOST_KEYS = (
     "run_queues", "call_stretch_weighted", "call_on_core", "speed_cv", "speed_ms",
     "lag_ms", "lag_among_calls", "call_preempt_absorbed", "speed_series", "speed_series_ms",
     "call_stretch_capped", "speed_run_cv", "busy_run_cores", "speed_cv_busy",
+    "speed_busy_exponent",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -253,9 +254,13 @@ class Host:
     stays below ``cpu_cores``. Empty: ``busy_cores`` alone."""
     speed_cv_busy: float | None = None
     """With ``speed_cv``: spells that deepen with load — each speed epoch's cv is ``speed_cv +
-    (speed_cv_busy - speed_cv) x u``, ``u`` the cores' utilisation since the previous epoch's
-    draw, so ``speed_cv`` is an idle host's and this one a host whose cores were all busy
-    (round31/sim_speed.py reads both off a traced grid). None: every epoch at ``speed_cv``."""
+    (speed_cv_busy - speed_cv) x u ** speed_busy_exponent``, ``u`` the cores' utilisation since
+    the previous epoch's draw, so ``speed_cv`` is an idle host's and this one a host whose cores
+    were all busy (round31/depth.py sets the lab's reading by level beside the simulator's). None:
+    every epoch at ``speed_cv``."""
+    speed_busy_exponent: float = 1.0
+    """With ``speed_cv_busy``: the power of the utilisation in the epochs' cv, > 0; above 1 the
+    depth stays near ``speed_cv`` until the cores are nearly all busy. 1: linear."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -311,6 +316,8 @@ class Host:
             core["busy_run_cores"] = [list(p) for p in self.busy_run_cores]
         if self.speed_cv_busy is not None:
             core["speed_cv_busy"] = self.speed_cv_busy
+        if self.speed_busy_exponent != 1.0:
+            core["speed_busy_exponent"] = self.speed_busy_exponent
         if self.speed_series:
             core["speed_series"] = list(self.speed_series)
             core["speed_series_ms"] = self.speed_series_ms
@@ -601,6 +608,9 @@ def _host(t: Table) -> Host:
     cv_busy = t.number("speed_cv_busy", low=0) if "speed_cv_busy" in t.raw else None
     if cv_busy is not None and not speed_cv:
         t.fail("speed_cv_busy", "needs speed_cv > 0 (the epochs whose depth it sets by load)")
+    busy_exponent = t.number("speed_busy_exponent", low=0, low_open=True, default=1.0)
+    if busy_exponent != 1.0 and cv_busy is None:
+        t.fail("speed_busy_exponent", "needs speed_cv_busy (the depth by load it shapes)")
     run_cv = t.number("speed_run_cv", low=0, default=0.0)
     if run_cv and not slicing:
         t.fail("speed_run_cv", "needs time_slicing = true")
@@ -651,7 +661,7 @@ def _host(t: Table) -> Host:
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
         busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues, weighted,
         on_core, speed_cv, speed_ms, lag, among_calls, absorbed, tuple(series), series_ms, capped,
-        run_cv, busy_run, cv_busy,
+        run_cv, busy_run, cv_busy, busy_exponent,
     )  # fmt: skip
 
 
