@@ -1015,7 +1015,8 @@ MALFORMED = [
     (
         "speed-by-load-exponent-alone",
         "cpu_cores = 8",
-        "cpu_cores = 8\ntime_slicing = true\nspeed_cv = 0.1\nspeed_ms = 250\nspeed_busy_exponent = 2",
+        "cpu_cores = 8\ntime_slicing = true\nspeed_cv = 0.1\nspeed_ms = 250\n"
+        "speed_busy_exponent = 2",
         ["host.speed_busy_exponent", "speed_cv_busy"],
     ),
     (
