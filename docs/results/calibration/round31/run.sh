@@ -37,3 +37,6 @@ for g in $R/round30/grid-seed199 $D/grid-seed201; do
   done
 done
 (cd $O && $P $R/round22/count.py fresh/*.md) > $O/counts-fresh.txt
+# 5. The speed probe's spread within a run, every grid of the earlier host and this one.
+$P $D/probe_spread.py $R/round2[5-9]/grid-seed* $R/round30/grid-seed199 $D/grid-seed201 \
+  > $O/probe-spread.txt
