@@ -451,3 +451,21 @@ fn only_a_cpu_sessions_batch_may_run_on_the_drivers_thread() {
     assert!(!model.inline(1));
     assert!(!model.inline(7));
 }
+
+/// The rule behind the two idle-wake tests: a reading worker that parks a
+/// second time while its batch runs is not a sibling woken; a sibling's
+/// unpark and park on most calls is.
+#[test]
+fn the_wake_rule_tells_a_sibling_from_a_second_park() {
+    let parked_twice = vec![vec![4, 0]; 60];
+    assert_eq!(woken(&parked_twice, "call"), None);
+    let mut sibling = vec![vec![2, 2]; 45];
+    sibling.extend(vec![vec![2, 0]; 15]);
+    assert!(
+        woken(&sibling, "call").is_some(),
+        "a sibling on 3 calls in 4"
+    );
+    let mut noisy = vec![vec![2, 0]; 30];
+    noisy.extend(vec![vec![2, 2]; 30]);
+    assert_eq!(woken(&noisy, "call"), None, "a shared host's wakes on half");
+}
