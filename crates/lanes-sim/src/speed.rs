@@ -20,20 +20,21 @@
 //! grid. The epochs come from their own seeded stream, so a seed's other
 //! draws do not change; with `speed_cv` 0 nothing is drawn.
 //!
-//! **Spells that deepen with load** (`host.speed_cv_busy`): the lab's
-//! spells are deeper the busier the host (the thirty-first round: its
-//! calls' wall time reads cv 0.10–0.11 at 600 req/s and 0.13–0.14 at 800 on
-//! three grids, where one constant cv gives the simulator 0.10 at both).
-//! With the key, each epoch's cv is `speed_cv + (speed_cv_busy − speed_cv)
-//! · u^e`, where `u` in [0, 1] is the cores' utilisation since the previous
-//! epoch's factor was drawn and `e` is `host.speed_busy_exponent` (1 by
+//! **Spells that deepen with load** (`host.speed_cv_busy`,
+//! `host.speed_busy_exponent`): the lab's spells are deeper the busier the
+//! host (the thirtieth and thirty-first rounds: its calls' wall time reads
+//! cv 0.10–0.11 at 600 req/s and 0.13–0.14 at 800 on three grids, where one
+//! constant cv gives the simulator 0.10 at both). With the key, each epoch's
+//! cv is `speed_cv + (speed_cv_busy − speed_cv) · u^e`, where `u` in [0, 1]
+//! is the cores' utilisation since the previous epoch's factor was drawn
+//! (the core-time the cores have accounted over that stretch, over
+//! `cpu_cores` times its length) and `e` is `speed_busy_exponent` (1 by
 //! default; above 1 the depth stays near `speed_cv` until the cores are
-//! nearly all busy, as the lab's does, which rises at the knee): the core-time the cores have accounted over
-//! that stretch, over `cpu_cores` times its length. `speed_cv` is then the
-//! cv of an idle host and `speed_cv_busy` that of one whose cores were all
-//! busy. The factor is the same standard normal draw `z` put through the
-//! lognormal of that cv (`exp(μ + σ z)`), so the stream of draws, and with
-//! the key absent every factor, is what it was.
+//! nearly all busy). `speed_cv` is then the cv of an idle host and
+//! `speed_cv_busy` that of one whose cores were all busy. The factor is the
+//! same standard normal draw `z` put through the lognormal of that cv
+//! (`exp(μ + σ z)`), so the stream of draws, and with the key absent every
+//! factor, is what it was.
 //!
 //! **A run's own speed** (`host.speed_run_cv`): on top of the epochs, one
 //! factor for the whole run, drawn once from a lognormal of mean 1 and
@@ -82,8 +83,6 @@ enum Source {
         rng: Pcg64Mcg,
         epoch: Exp<f64>,
         factor: LogNormal<f64>,
-        /// `speed_cv`.
-        cv: f64,
         /// With `speed_cv_busy`: the cv by the cores' utilisation.
         busy: Option<ByLoad>,
     },
@@ -163,7 +162,6 @@ impl HostSpeed {
                 rng,
                 epoch,
                 factor,
-                cv,
                 busy: None,
             },
             end: first.ceil() as u64,
@@ -175,12 +173,13 @@ impl HostSpeed {
     /// With `speed_cv_busy` (validated: finite, >= 0) and
     /// `speed_busy_exponent` (finite, > 0): each epoch after the first draws
     /// its factor at the cv for the cores' utilisation since the draw before
-    /// (see the module docs); the first, at time 0, is drawn at `speed_cv`.
-    /// `cores` is `cpu_cores`. A process without epochs is returned as it is.
-    pub fn by_load(mut self, cv_busy: f64, exponent: f64, cores: usize) -> Self {
-        if let Source::Drawn { busy, cv, .. } = &mut self.source {
+    /// (see the module docs); the first, at time 0, is drawn at `cv`, the
+    /// process's `speed_cv`. `cores` is `cpu_cores`. A process without epochs
+    /// is returned as it is.
+    pub fn by_load(mut self, cv: f64, cv_busy: f64, exponent: f64, cores: usize) -> Self {
+        if let Source::Drawn { busy, .. } = &mut self.source {
             *busy = Some(ByLoad {
-                idle: *cv,
+                idle: cv,
                 full: cv_busy,
                 exponent,
                 cores: cores.max(1) as f64,
@@ -377,7 +376,7 @@ mod tests {
         for (u, want) in [(0.0, 0.05), (0.5, 0.125), (1.0, 0.2)] {
             let mut s = HostSpeed::new(0.05, 10.0, 0.0, 5)
                 .unwrap()
-                .by_load(0.2, 1.0, 2);
+                .by_load(0.05, 0.2, 1.0, 2);
             let f = factors_at_load(&mut s, u, 20_000);
             let (mean, cv) = moments(&f[1..]);
             assert!((mean - 1.0).abs() < 0.01, "u {u}: factor mean {mean}");
@@ -389,7 +388,7 @@ mod tests {
         // An exponent of 2: half busy is a quarter of the way.
         let mut s = HostSpeed::new(0.05, 10.0, 0.0, 5)
             .unwrap()
-            .by_load(0.2, 2.0, 2);
+            .by_load(0.05, 0.2, 2.0, 2);
         let (_, cv) = moments(&factors_at_load(&mut s, 0.5, 20_000)[1..]);
         assert!(
             (cv - 0.0875).abs() < 0.01,
@@ -398,10 +397,10 @@ mod tests {
         // Busy time beyond the cores' capacity counts as full.
         let mut over = HostSpeed::new(0.05, 10.0, 0.0, 5)
             .unwrap()
-            .by_load(0.2, 1.0, 2);
+            .by_load(0.05, 0.2, 1.0, 2);
         let mut full = HostSpeed::new(0.05, 10.0, 0.0, 5)
             .unwrap()
-            .by_load(0.2, 1.0, 2);
+            .by_load(0.05, 0.2, 1.0, 2);
         assert_eq!(
             factors_at_load(&mut over, 3.0, 100),
             factors_at_load(&mut full, 1.0, 100)
@@ -416,10 +415,10 @@ mod tests {
         let mut plain = HostSpeed::new(0.1, 10.0, 0.0, 8).unwrap();
         let mut same = HostSpeed::new(0.1, 10.0, 0.0, 8)
             .unwrap()
-            .by_load(0.1, 1.0, 2);
+            .by_load(0.1, 0.1, 1.0, 2);
         let mut deep = HostSpeed::new(0.1, 10.0, 0.0, 8)
             .unwrap()
-            .by_load(0.3, 1.0, 2);
+            .by_load(0.1, 0.3, 1.0, 2);
         let mut t = 0u64;
         for i in 0..2_000u64 {
             let busy = 2 * t;
@@ -442,7 +441,7 @@ mod tests {
         // Without epochs there is nothing to deepen.
         let still = HostSpeed::new(0.0, 0.0, 0.05, 9)
             .unwrap()
-            .by_load(0.3, 1.0, 2);
+            .by_load(0.0, 0.3, 1.0, 2);
         assert!(matches!(still.source, Source::Still));
     }
 

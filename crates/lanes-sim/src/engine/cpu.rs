@@ -122,6 +122,8 @@ impl Sim<'_> {
     /// [`Self::cpu_busy`]).
     #[inline]
     pub(super) fn take_core(&mut self, token: u32, cost: u64) {
+        // The cores' accounted time: a field read, needed only by a new
+        // epoch's draw under `host.speed_cv_busy`.
         let busy = self.cpu_busy();
         let cost = match self.speed.as_mut() {
             Some(speed) => speed.scale(cost, self.now, busy),

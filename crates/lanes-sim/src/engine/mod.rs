@@ -399,7 +399,12 @@ impl<'a> Sim<'a> {
                 seed,
             )
             .map(|s| match sc.host.speed_cv_busy {
-                Some(cv_busy) => s.by_load(cv_busy, sc.host.speed_busy_exponent, sc.host.cpu_cores),
+                Some(cv_busy) => s.by_load(
+                    sc.host.speed_cv,
+                    cv_busy,
+                    sc.host.speed_busy_exponent,
+                    sc.host.cpu_cores,
+                ),
                 None => s,
             })
             .or_else(|| HostSpeed::series(&sc.host.speed_series, sc.host.speed_series_ms)),
