@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lanes.errors import LanesError
-from lanes.sim import Bursty, Poisson, Scenario, Trace, builtin_scenarios
+from lanes.sim import Bursty, Poisson, Scenario, Trace, builtin_scenarios, timeline
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "scenarios"
@@ -1221,3 +1221,20 @@ def test_batching_table_round_trips(tmp_path: Path) -> None:
         "batch_ms": [[4, 8.0], [16, 20.5]],
     }
     assert "batching" not in core["services"][1]  # absent: batches of one
+
+
+def test_client_connections_reach_the_core_only_when_set(tmp_path: Path) -> None:
+    text = edit("share = 0.4", "share = 0.4\nclient_connections = 64")
+    a, b = Scenario.load(write(tmp_path, text)).to_core()["services"]
+    assert "client_connections" not in a
+    assert b["client_connections"] == 64
+    # The core takes it and runs (a limit on one service only).
+    point, spans = timeline(Scenario.load(write(tmp_path, text)), "fifo", 0.5, 1, 2_000)
+    assert point["throughput_rps"] > 0 and spans
+
+
+@pytest.mark.parametrize("value", ["0", "-3", "2.5", '"many"', "true"])
+def test_bad_client_connections_are_named(tmp_path: Path, value: str) -> None:
+    text = edit("share = 0.4", f"share = 0.4\nclient_connections = {value}")
+    with pytest.raises(LanesError, match=r"client_connections"):
+        Scenario.load(write(tmp_path, text))

@@ -90,6 +90,12 @@ pub struct Service {
     pub slo_ms: Option<f64>,
     #[serde(default)]
     pub deadline_ms: Option<f64>,
+    /// The client's connections for this service (`lanes bench`'s
+    /// `connections`, one request in flight on each): at most this many of
+    /// its requests are in the server at once, the rest wait at the client
+    /// in arrival order ([`crate::engine`]); `None`: no limit.
+    #[serde(default)]
+    pub client_connections: Option<u32>,
     #[serde(default)]
     pub batching: BatchingSpec,
 }
@@ -852,6 +858,9 @@ impl Scenario {
             }
             if let Some(d) = s.deadline_ms.filter(|v| !positive(*v)) {
                 return Err(self.invalid(key("deadline_ms"), d, "must be a number > 0"));
+            }
+            if s.client_connections == Some(0) {
+                return Err(self.invalid(key("client_connections"), 0, "must be an integer >= 1"));
             }
             let b = &s.batching;
             if !(1..=4096).contains(&b.max_batch_size) {

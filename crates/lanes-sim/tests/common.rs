@@ -33,6 +33,7 @@ fn service(
         post: cost(Dist::Lognormal, post, 0.3),
         slo_ms: None,
         deadline_ms: None,
+        client_connections: None,
         batching: Default::default(),
     }
 }
@@ -164,6 +165,7 @@ pub fn single_server(gpu: Cost) -> Scenario {
             post: cost(Dist::Constant, 0.0, 0.0),
             slo_ms: None,
             deadline_ms: None,
+            client_connections: None,
             batching: Default::default(),
         }],
     }

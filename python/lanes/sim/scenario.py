@@ -54,7 +54,7 @@ _HOST_KEYS = (
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
     "name", "share", "workers_per_gpu", "arrival", "pre", "gpu", "post", "slo_ms", "deadline_ms",
-    "batching",
+    "batching", "client_connections",
 )  # fmt: skip
 _COST_KEYS = ("dist", "mean_ms", "cv")
 _BATCHING_KEYS = ("max_batch_size", "batch_timeout_micros", "num_batch_threads", "batch_ms")
@@ -395,6 +395,10 @@ class Service:
     """Hard deadline: a request still unfinished this long after arrival is dropped."""
     batching: Batching | None = None
     """How requests are batched and what a batch costs; ``None``: batches of one."""
+    client_connections: int | None = None
+    """The load generator's connections for this service, one request in flight on each (the
+    lab's ``connections``): the rest wait at the client, their latency counted from their
+    arrival; ``None``: no limit."""
 
     def to_core(self) -> dict[str, Any]:
         return {
@@ -408,6 +412,11 @@ class Service:
             "slo_ms": self.slo_ms,
             "deadline_ms": self.deadline_ms,
             **({"batching": self.batching.to_core()} if self.batching else {}),
+            **(
+                {"client_connections": self.client_connections}
+                if self.client_connections is not None
+                else {}
+            ),
         }
 
 
@@ -713,6 +722,9 @@ def _service(t: Table, slo_ms: float, base_dir: Path) -> Service:
         deadline_ms=t.optional_number("deadline_ms", low=0, low_open=True),
         batching=_batching(t.table("batching", needs=_BATCHING_NEEDS), gpu_ms)
         if t.has("batching")
+        else None,
+        client_connections=t.integer("client_connections", low=1, high=1_000_000)
+        if t.has("client_connections")
         else None,
     )
 

@@ -77,19 +77,19 @@ impl Sim<'_> {
         q.waiting_since = self.now;
         let svc = &self.services[q.service as usize];
         let model = u32::from(q.service);
-        let deadline = svc.deadline.map(|d| q.arrival + d);
+        let deadline = svc.deadline.map(|d| q.sent + d);
         if state.admit(self.now, model, 1, deadline).is_err() {
             self.record_drop(r);
-            self.free.push(r);
+            self.leave(r);
             return;
         }
         let request = Queued {
             id: u64::from(r),
             rows: 1,
-            arrival: q.arrival,
+            arrival: q.sent,
             enqueued: self.now,
             deadline,
-            target: Some(q.arrival + svc.slo),
+            target: Some(q.sent + svc.slo),
         };
         let mut actions = std::mem::take(&mut self.actions);
         state.enqueue(self.now, model, request, &mut actions);
@@ -108,7 +108,7 @@ impl Sim<'_> {
                         let r = request as u32;
                         self.end_wait(r);
                         self.record_drop(r);
-                        self.free.push(r);
+                        self.leave(r);
                     }
                     // Grants are never external here.
                     Action::Ask { .. } | Action::Withdraw { .. } | Action::Release { .. } => {}

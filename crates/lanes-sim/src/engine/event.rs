@@ -2,8 +2,8 @@
 //!
 //! Events are arrivals (one pending per service), CPU-phase ends, GPU
 //! completions, the serving state's wake-ups, background slices, the
-//! interpreter lock's hand-overs, threads waking and the time-sliced cores'
-//! ends. The queue pops them in time order, ties in
+//! interpreter lock's hand-overs, threads waking, the time-sliced cores'
+//! ends and requests leaving the client for a freed connection. The queue pops them in time order, ties in
 //! the order they were scheduled: each push takes the next sequence number,
 //! and an event is one packed word. A heap entry compares by its key alone,
 //! `time · 2^64 + sequence` as one 128-bit integer (keys are unique, so the
@@ -34,6 +34,10 @@ pub(super) enum Ev {
     /// beyond the cores' are over: its device is free
     /// (`host.call_preempt_absorbed`).
     Preempted(u32),
+    /// A request that waited at the client for one of its service's
+    /// connections has one now: it reaches the server
+    /// (`client_connections`).
+    Send(u32),
 }
 
 impl Ev {
@@ -51,6 +55,7 @@ impl Ev {
             Self::Cores(v) => 7 << 56 | u64::from(v),
             Self::Held(slot) => 8 << 56 | u64::from(slot),
             Self::Preempted(slot) => 9 << 56 | u64::from(slot),
+            Self::Send(r) => 10 << 56 | u64::from(r),
         }
     }
 
@@ -66,7 +71,8 @@ impl Ev {
             6 => Self::Woken(word as u32),
             7 => Self::Cores(word as u32),
             8 => Self::Held(word as u32),
-            _ => Self::Preempted(word as u32),
+            9 => Self::Preempted(word as u32),
+            _ => Self::Send(word as u32),
         }
     }
 }

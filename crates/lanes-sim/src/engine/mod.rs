@@ -466,6 +466,7 @@ impl<'a> Sim<'a> {
                 Ev::Cores(version) => self.on_cores_done(version),
                 Ev::Held(slot) => self.hold_done(slot),
                 Ev::Preempted(slot) => self.preempted_done(slot),
+                Ev::Send(r) => self.send(r),
             }
         }
     }

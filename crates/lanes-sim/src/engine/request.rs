@@ -1,4 +1,5 @@
-//! A request's lifecycle: arrival, waits, drop or completion.
+//! A request's lifecycle: arrival, the client's connection, waits, drop or
+//! completion.
 //!
 //! Each service has its own arrival process and random stream, seeded by
 //! (seed, service) so that a seed's arrivals and costs do not depend on the
@@ -9,6 +10,21 @@
 //! ends completed (latency = end − arrival, against its own cost pre + GPU +
 //! post and its service's SLO) or dropped (past its deadline, counting as
 //! an SLO miss); either way its slot is freed.
+//!
+//! **The client's connections** (`client_connections`, the rule of
+//! `lanes bench`'s open-loop pacer, crates/lanes-load/src/pacer.rs): a
+//! service's load generator has that many connections, one request in
+//! flight on each. A request that arrives while all of them are in the
+//! server waits at the client, first come first served; when one of the
+//! service's requests ends (completed or dropped), the connection it held
+//! takes the longest-waiting one (an event at that instant). The server
+//! sees a request from when it was *sent*: its serving-state arrival, its
+//! deadline and its SLO target count from then, as `lanes serve`'s do from
+//! when the request reached it; its latency still counts from its arrival
+//! (the schedule's time), as the lab measures it. Without the key a request
+//! is sent as it arrives, and nothing else changes.
+
+use std::collections::VecDeque;
 
 use rand::SeedableRng;
 use rand_pcg::Pcg64Mcg;
@@ -31,6 +47,9 @@ pub(super) struct Req {
     pub(super) phase: Phase,
     pub(super) measured: bool,
     pub(super) arrival: u64,
+    /// When it reached the server: its arrival, or later when it waited
+    /// at the client for a connection.
+    pub(super) sent: u64,
     pub(super) pre: u64,
     pub(super) work: u64,
     pub(super) post: u64,
@@ -52,6 +71,11 @@ pub(super) struct ServiceRt {
     last: u64,
     pub(super) slo: u64,
     pub(super) deadline: Option<u64>,
+    /// The client's connections (`None`: no limit), how many of them hold
+    /// a request in the server, and the requests waiting for one.
+    connections: Option<u32>,
+    in_server: u32,
+    at_client: VecDeque<u32>,
 }
 
 /// The services of `sc` at `load` (shared by share) with `seed`'s streams.
@@ -72,6 +96,9 @@ pub(super) fn services(sc: &Scenario, load: f64, seed: u64) -> Vec<ServiceRt> {
             last: 0,
             slo: (s.slo_ms.unwrap_or(sc.slo_ms) * 1e6) as u64,
             deadline: s.deadline_ms.map(|d| (d * 1e6) as u64),
+            connections: s.client_connections,
+            in_server: 0,
+            at_client: VecDeque::new(),
         })
         .collect()
 }
@@ -102,6 +129,7 @@ impl Sim<'_> {
             phase: Phase::Pre,
             measured: index >= self.warmup,
             arrival: self.now,
+            sent: self.now,
             pre: s.pre.sample(&mut s.rng),
             work: s.gpu.sample(&mut s.rng).max(1),
             post: s.post.sample(&mut s.rng),
@@ -120,9 +148,41 @@ impl Sim<'_> {
             }
         };
         self.schedule_arrival(service);
+        let s = &mut self.services[service];
+        match s.connections {
+            Some(c) if s.in_server >= c => s.at_client.push_back(r),
+            _ => {
+                s.in_server += 1;
+                self.send(r);
+            }
+        }
+    }
+
+    /// Request `r` reaches the server, on a connection already counted as
+    /// holding it.
+    pub(super) fn send(&mut self, r: u32) {
+        let q = &mut self.reqs[r as usize];
+        q.sent = self.now;
+        q.waiting_since = self.now;
+        let service = q.service as usize;
         match self.mode {
             Mode::Engine(_) | Mode::Independent => self.begin_cpu(r, Phase::Pre),
             Mode::Semaphore => self.bind_worker(r, service),
+        }
+    }
+
+    /// Request `r` has left the server (completed or dropped): its slot is
+    /// freed, and with `client_connections` its connection takes the
+    /// request that has waited longest at the client, sent by an event now.
+    pub(super) fn leave(&mut self, r: u32) {
+        self.free.push(r);
+        let s = &mut self.services[self.reqs[r as usize].service as usize];
+        if s.connections.is_none() {
+            return;
+        }
+        match s.at_client.pop_front() {
+            Some(next) => self.at(self.now, Ev::Send(next)),
+            None => s.in_server -= 1,
         }
     }
 
@@ -136,7 +196,7 @@ impl Sim<'_> {
         let q = &self.reqs[r as usize];
         self.services[q.service as usize]
             .deadline
-            .is_some_and(|d| self.now > q.arrival + d)
+            .is_some_and(|d| self.now > q.sent + d)
     }
 
     /// Request `r`'s post is done: it is recorded and its slot freed.
@@ -158,7 +218,7 @@ impl Sim<'_> {
             Mode::Engine(_) | Mode::Independent => {}
             Mode::Semaphore => self.release_worker(&q),
         }
-        self.free.push(r);
+        self.leave(r);
     }
 
     pub(super) fn record_drop(&mut self, r: u32) {

@@ -69,7 +69,7 @@ impl Sim<'_> {
         self.end_wait(r);
         if self.expired(r) {
             self.record_drop(r);
-            self.free.push(r);
+            self.leave(r);
             return false;
         }
         if self.mode == Mode::Semaphore {
