@@ -3,11 +3,12 @@
 //! Events are arrivals (one pending per service), CPU-phase ends, GPU
 //! completions, the serving state's wake-ups, background slices, the
 //! interpreter lock's hand-overs, threads waking, the time-sliced cores'
-//! ends and requests leaving the client for a freed connection. The queue pops them in time order, ties in
-//! the order they were scheduled: each push takes the next sequence number,
-//! and an event is one packed word. A heap entry compares by its key alone,
-//! `time · 2^64 + sequence` as one 128-bit integer (keys are unique, so the
-//! packed event never decides), which compiles to a branch-free comparison.
+//! ends and requests leaving the client for a freed connection. The queue
+//! pops them in time order, ties in the order they were scheduled: each
+//! push takes the next sequence number, and an event is one packed word. A
+//! heap entry compares by its key alone, `time · 2^64 + sequence` as one
+//! 128-bit integer (keys are unique, so the packed event never decides),
+//! which compiles to a branch-free comparison.
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;

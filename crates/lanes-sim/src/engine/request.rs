@@ -150,8 +150,9 @@ impl Sim<'_> {
         self.schedule_arrival(service);
         let s = &mut self.services[service];
         match s.connections {
+            None => self.send(r),
             Some(c) if s.in_server >= c => s.at_client.push_back(r),
-            _ => {
+            Some(_) => {
                 s.in_server += 1;
                 self.send(r);
             }
