@@ -24,10 +24,14 @@ $P same_hour.py $RD /tmp/r33/read-waits.json --busy-wakes --deconvolved --agains
 sed -e 's/^call_preempt_absorbed = true$/call_preempt_absorbed = true\ncall_stretch = [1.0, 1.25, 1.16, 1.0]\nspeed_cv = 0.1\nspeed_ms = 250.0/' \
   /tmp/r33/seed203-read.toml > $D/scenarios/seed203-reading.toml
 grep -q '^speed_cv = 0.1$' $D/scenarios/seed203-reading.toml
+# the reading with the lab's 64 connections per load generator (round 32's client_connections)
+sed -e 's/^\(name = "[a-z_]*"\)$/\1\nclient_connections = 64/' $D/scenarios/seed203-reading.toml \
+  > $D/scenarios/seed203-reading-conn64.toml
+test "$(grep -c '^client_connections = 64$' $D/scenarios/seed203-reading-conn64.toml)" = 3
 $P $R/round27/overlay.py $ROOT/examples/scenarios/cpu-2core.toml $D/scenarios/seed203-reading.toml \
   --parts host,preempt,server --out $D/scenarios/file-host-203.toml
 # the reading as it is; the overlay's calls are the file's, scaled to the hour as the file's are
-for s in seed203-reading file-host-203; do
+for s in seed203-reading seed203-reading-conn64 file-host-203; do
   H=""; [ $s = file-host-203 ] && H="--hour-speed $R/round27/grid-seed157"
   for g in $A $B; do
     $P against_demo.py $g --grid --scenario $D/scenarios/$s.toml --windows 100 $H \
