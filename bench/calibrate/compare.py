@@ -972,7 +972,7 @@ def lab_goodput(point: dict[str, Any]) -> float:
 
     The simulator's own ``goodput_rps`` divides by the window from the first counted arrival to
     the last counted completion; past the knee that window grows by the backlog's drain, and the
-    figure falls below the lab's for the same attainment (on a slow hour at 800 req/s, 445 against
+    figure falls below the lab's for the same attainment (on a slow hour at 800 req/s, 443 against
     the 600 its attainment gives, where the lab measured 560)."""
     return float(point["slo_attainment"]) * float(point["offered_rps"])
 
