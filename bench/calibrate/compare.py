@@ -925,7 +925,8 @@ def predicted(
     window_s: float | None = None,
 ) -> dict[tuple[str, float], dict[str, float]]:
     """The simulator at the same offered rates: mean over seeds of ``p50``, ``p99`` and
-    ``goodput`` (as the lab measures it: :func:`lab_goodput`). Besides: ``cpu_idle``, the share
+    ``goodput`` (per second of the sending window, as the lab's ``good / measure_s``: the
+    simulator's rule since the thirty-third round, docs/sim.md). Besides: ``cpu_idle``, the share
     of core time left idle; ``gpu_busy``, the devices' busy share; and ``wait_per_ms:NAME`` for
     each service NAME, how long its runtime calls waited per ms of their cost (``call_ms /
     call_cost_ms - 1``, the lab's ``off_per_cpu`` when the costs are CPU time).
@@ -953,7 +954,7 @@ def predicted(
             out[(variant, rate)] = {
                 "p50": statistics.mean(p["latency_ms"]["p50"] for p in pts),
                 "p99": statistics.mean(p["latency_ms"]["p99"] for p in pts),
-                "goodput": statistics.mean(lab_goodput(p) for p in pts),
+                "goodput": statistics.mean(p["goodput_rps"] for p in pts),
                 "cpu_idle": statistics.mean(p["cpu_idle"] for p in pts),
                 "gpu_busy": statistics.mean(p["gpu_busy"] for p in pts),
             } | {
@@ -963,18 +964,6 @@ def predicted(
                 for svc in scenario.services
             }
     return out
-
-
-def lab_goodput(point: dict[str, Any]) -> float:
-    """A simulated point's goodput as the lab measures it (the thirty-third round): the requests
-    within the SLO per second of the *sending* window — the lab's ``good / measure_s``
-    (lanes.lab.runner.load_block), so the SLO attainment times the offered rate.
-
-    The simulator's own ``goodput_rps`` divides by the window from the first counted arrival to
-    the last counted completion; past the knee that window grows by the backlog's drain, and the
-    figure falls below the lab's for the same attainment (on a slow hour at 800 req/s, 443 against
-    the 600 its attainment gives, where the lab measured 560)."""
-    return float(point["slo_attainment"]) * float(point["offered_rps"])
 
 
 def call_wait(service: dict[str, Any]) -> float:

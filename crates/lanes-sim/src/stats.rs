@@ -7,8 +7,10 @@
 //!   latency ÷ own work;
 //! - SLO attainment: completed within the service's SLO ÷ (completed +
 //!   dropped); goodput: completions within SLO per second;
-//! - throughput and goodput are over the measurement window, from the first
-//!   counted arrival to the last counted completion;
+//! - throughput is over the measurement window, from the first counted
+//!   arrival to the last counted completion; goodput over the sending window,
+//!   from the first counted arrival to the last (as a load generator counts
+//!   it: past the knee the backlog's drain does not dilute it);
 //! - GPU time: *effective* = solo GPU work; *overlap* = time GPU phases spent
 //!   on a device beyond their solo work (sharing); *queue* = time waiting for
 //!   GPU access (engine queue, or worker and semaphore queues);

@@ -124,12 +124,13 @@ fn bad_preemption_keys_are_refused() {
 }
 
 /// `cpu-like-held` sjf at 0.5 before `call_preempt_per_ms` existed (commit
-/// 64e5475, `print_golden`).
+/// 64e5475, `print_golden`; the goodput per second of the sending window, as
+/// [`common::GOLDEN`]'s).
 const GOLDEN_HELD: Figures = (
     19000,
     0,
     3.735551,
     13.385727,
     4.418828092631578,
-    912.3005318658084,
+    912.4400755274539,
 );

@@ -170,6 +170,8 @@ struct Sim<'a> {
     at_window_start: Snapshot,
     gpu_time: GpuTimeNs,
     last_done: u64,
+    /// The last measured arrival: the sending window's end.
+    last_arrival: u64,
     /// Every batch as it ended, when the run keeps its timeline
     /// ([`simulate_timeline`]).
     timeline: Option<Vec<BatchSpan>>,
@@ -434,6 +436,7 @@ impl<'a> Sim<'a> {
             at_window_start: Snapshot::default(),
             gpu_time: GpuTimeNs::default(),
             last_done: 0,
+            last_arrival: 0,
             timeline: None,
         };
         for i in 0..n {

@@ -122,6 +122,9 @@ impl Sim<'_> {
         if index == self.warmup {
             self.open_window();
         }
+        if index >= self.warmup {
+            self.last_arrival = self.now;
+        }
         let s = &mut self.services[service];
         let req = Req {
             service: service as u8,

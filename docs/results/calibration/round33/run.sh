@@ -1,8 +1,8 @@
 #!/bin/sh
 # The thirty-third round (docs/results/calibration.md), from the repository root, in the order it
 # ran on 2026-12-03: two grids of this machine, the threads and preemptions beside them, the
-# same-hour reading, then the judgements with the goodput as the lab measures it (compare.py's
-# lab_goodput). Each timed step under the lab lock. Outputs in out/.
+# same-hour reading, then the judgements (rerun at 06:58-07:12 UTC with the simulator's goodput per
+# second of sending, as the lab counts it). Each timed step under the lab lock. Outputs in out/.
 set -e
 ROOT=$PWD; P=$ROOT/.venv/bin/python; R=$ROOT/docs/results/calibration; D=$R/round33; O=$D/out
 L="flock /tmp/lanes-bench.lock"
