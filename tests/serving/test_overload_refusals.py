@@ -51,8 +51,10 @@ def test_a_burst_past_capacity_is_refused_with_429_and_504_and_serving_goes_on(
 ) -> None:
     counts = asyncio.run(burst(f"{server.url}/v2/models/slow/infer"))
     assert set(counts) == {200, 429, 504}, counts
-    # 32 rows fit in the queue; the device serves 4 per 20 ms, so most queued ones expire.
-    assert counts[429] >= BURST // 2, counts
+    # 32 rows fit in the queue; the device serves 4 per 20 ms, so most of the burst is refused:
+    # at the bound (429) while the queue is full, at the deadline (504) once queued. How the two
+    # split depends on how fast the client sends: on a host a neighbour slowed, 277 and 18.
+    assert counts[429] + counts[504] >= BURST // 2, counts
 
     with urllib.request.urlopen(f"{server.url}/v2/models/slow/stats", timeout=10) as r:
         stats = json.loads(r.read())["model_stats"][0]
