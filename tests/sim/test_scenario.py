@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from lanes.errors import LanesError
-from lanes.sim import Bursty, Poisson, Scenario, Trace, builtin_scenarios, timeline
+from lanes.sim import Bursty, Poisson, Scenario, Trace, builtin_scenarios, run, timeline
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "scenarios"
@@ -338,6 +338,23 @@ def test_wakes_and_the_client_reach_the_core_only_when_set(tmp_path: Path) -> No
     assert host["pre_wake_ms"] == [[0.0, 0.02], [0.99, 1.2], [1.0, 4.0]]
     assert host["post_wake_ms"] == [[0.0, 0.01], [1.0, 3.0]]
     assert host["client_ms"] == [[0.0, 0.1], [0.5, 0.36], [1.0, 3.0]]
+
+
+def test_wake_spells_reach_the_core_only_when_set(tmp_path: Path) -> None:
+    tables = (
+        "cpu_cores = 8\npre_wake_ms = [[0, 0.02], [1, 0.2]]\npost_wake_ms = [[0, 0.01], [1, 0.1]]"
+    )
+    plain = Scenario.load(write(tmp_path, edit("cpu_cores = 8", tables))).to_core()["host"]
+    assert "wake_spell_ms" not in plain and "wake_spell_share" not in plain
+    text = edit("cpu_cores = 8", f"{tables}\nwake_spell_ms = 4\nwake_spell_share = 0.9")
+    sc = Scenario.load(write(tmp_path, text))
+    assert (sc.host.wake_spell_ms, sc.host.wake_spell_share) == (4.0, 0.9)
+    host = sc.to_core()["host"]
+    assert (host["wake_spell_ms"], host["wake_spell_share"]) == (4.0, 0.9)
+    # the simulator takes it: a run with the spells differs from one without
+    sim_plain = run(write(tmp_path, edit("cpu_cores = 8", tables)), ["fifo"], [0.6], [1], 5000)
+    sim_spell = run(write(tmp_path, text), ["fifo"], [0.6], [1], 5000)
+    assert sim_plain.points[0]["latency_ms"] != sim_spell.points[0]["latency_ms"]
 
 
 def test_busy_wake_ups_reach_the_core_only_when_set(tmp_path: Path) -> None:
@@ -1097,6 +1114,38 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\npost_wake_ms = [[0, 0.01], [1, 2]]\ninterpreter = { batch_ms = 1 }",
         ["host.post_wake_ms", "[host.interpreter]"],
+    ),
+    (
+        "wake-spell-without-a-table",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nwake_spell_ms = 4\nwake_spell_share = 0.9",
+        ["host.wake_spell_ms", "pre_wake_ms or post_wake_ms"],
+    ),
+    (
+        "wake-spell-without-a-share",
+        "cpu_cores = 8",
+        "cpu_cores = 8\npre_wake_ms = [[0, 0.01], [1, 2]]\nwake_spell_ms = 4",
+        ["host.wake_spell_ms", "both > 0"],
+    ),
+    (
+        "wake-spell-share-alone",
+        "cpu_cores = 8",
+        "cpu_cores = 8\npre_wake_ms = [[0, 0.01], [1, 2]]\nwake_spell_share = 0.5",
+        ["host.wake_spell_share", "both > 0"],
+    ),
+    (
+        "wake-spell-share-above-one",
+        "cpu_cores = 8",
+        "cpu_cores = 8\npre_wake_ms = [[0, 0.01], [1, 2]]\nwake_spell_ms = 4\n"
+        "wake_spell_share = 1.5",
+        ["host.wake_spell_share"],
+    ),
+    (
+        "wake-spell-negative",
+        "cpu_cores = 8",
+        "cpu_cores = 8\npre_wake_ms = [[0, 0.01], [1, 2]]\nwake_spell_ms = -1\n"
+        "wake_spell_share = 0.5",
+        ["host.wake_spell_ms"],
     ),
     (
         "client-falling",

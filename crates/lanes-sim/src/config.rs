@@ -266,6 +266,18 @@ pub struct Host {
     /// The same for the wake-up before each post (with `post_wake_ms`).
     #[serde(default)]
     pub post_wake_busy_ms: Vec<(f64, f64)>,
+    /// With `pre_wake_ms` or `post_wake_ms`: the wake-ups come in spells
+    /// ([`crate::wake_spell`]) — each wait's quantile level follows a latent
+    /// process with this time constant, ms, shared by the wake-ups near it
+    /// in time; every wait keeps its table's distribution. 0 (the default):
+    /// each wake-up's level is drawn on its own.
+    #[serde(default)]
+    pub wake_spell_ms: f64,
+    /// With `wake_spell_ms`: the share of a wake-up's normal score that is
+    /// the spell's, in (0, 1]; two wake-ups `dt` apart share
+    /// `wake_spell_share * exp(-dt / wake_spell_ms)` of it.
+    #[serde(default)]
+    pub wake_spell_share: f64,
     /// What the client's side adds to each request's latency (its send and
     /// receive, the kernel's socket queues): a draw per request from this
     /// empirical distribution (`(p, ms)` points), added at its end, nothing
@@ -701,6 +713,28 @@ impl Scenario {
                 "host.speed_busy_exponent".into(),
                 h.speed_busy_exponent,
                 "must be a number > 0, and other than 1 only with host.speed_cv_busy",
+            ));
+        }
+        let tables = !(h.pre_wake_ms.is_empty() && h.post_wake_ms.is_empty());
+        let spell_on = h.wake_spell_ms > 0.0;
+        if !(non_negative(h.wake_spell_ms) && (!spell_on || tables)) {
+            return Err(self.invalid(
+                "host.wake_spell_ms".into(),
+                h.wake_spell_ms,
+                "must be a number >= 0, and above 0 only with host.pre_wake_ms or \
+                 host.post_wake_ms (the tables whose draws it ties together)",
+            ));
+        }
+        let share_ok = if spell_on {
+            h.wake_spell_share > 0.0 && h.wake_spell_share <= 1.0
+        } else {
+            h.wake_spell_share == 0.0
+        };
+        if !share_ok {
+            return Err(self.invalid(
+                "host.wake_spell_share".into(),
+                h.wake_spell_share,
+                "must be in (0, 1] with host.wake_spell_ms above 0, and not given without it",
             ));
         }
         let run_fits = h.speed_run_cv == 0.0 || (h.time_slicing && h.speed_series.is_empty());

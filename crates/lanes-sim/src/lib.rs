@@ -16,6 +16,7 @@
 //! - [`host`]: the CPU pool and the GPU contention model;
 //! - [`slices`]: cores handed out in slices, as an operating system does;
 //! - [`speed`]: the host's speed over time;
+//! - [`wake_spell`]: wake-ups whose waits come in spells;
 //! - [`engine`]: the event loop;
 //! - [`stats`]: what a run measures;
 //! - [`capacity`](mod@capacity): the highest load that meets the SLO, by bisection.
@@ -28,6 +29,7 @@ pub mod run_queues;
 pub mod slices;
 pub mod speed;
 pub mod stats;
+pub mod wake_spell;
 pub mod workload;
 
 pub use capacity::{capacity, Capacity};

@@ -49,7 +49,7 @@ _HOST_KEYS = (
     "run_queues", "call_stretch_weighted", "call_on_core", "speed_cv", "speed_ms",
     "lag_ms", "lag_among_calls", "call_preempt_absorbed", "speed_series", "speed_series_ms",
     "call_stretch_capped", "speed_run_cv", "busy_run_cores", "speed_cv_busy",
-    "speed_busy_exponent",
+    "speed_busy_exponent", "wake_spell_ms", "wake_spell_share",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -261,6 +261,15 @@ class Host:
     speed_busy_exponent: float = 1.0
     """With ``speed_cv_busy``: the power of the utilisation in the epochs' cv, > 0; above 1 the
     depth stays near ``speed_cv`` until the cores are nearly all busy. 1: linear."""
+    wake_spell_ms: float = 0.0
+    """With ``pre_wake_ms`` or ``post_wake_ms``: the wake-ups come in spells — each wait's
+    quantile level follows a latent process with this time constant (ms) that the wake-ups near
+    it in time share, the table chosen as without it, so every wait keeps its table's
+    distribution (crates/lanes-sim/src/wake_spell.rs; round34/wake_spells.py reads the lab's).
+    0: each level drawn on its own."""
+    wake_spell_share: float = 0.0
+    """With ``wake_spell_ms``: the share of a wake-up's normal score that is the spell's, in
+    (0, 1]; two wake-ups ``dt`` apart share ``wake_spell_share * exp(-dt / wake_spell_ms)``."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -318,6 +327,9 @@ class Host:
             core["speed_cv_busy"] = self.speed_cv_busy
         if self.speed_busy_exponent != 1.0:
             core["speed_busy_exponent"] = self.speed_busy_exponent
+        if self.wake_spell_ms:
+            core["wake_spell_ms"] = self.wake_spell_ms
+            core["wake_spell_share"] = self.wake_spell_share
         if self.speed_series:
             core["speed_series"] = list(self.speed_series)
             core["speed_series_ms"] = self.speed_series_ms
@@ -663,6 +675,13 @@ def _host(t: Table) -> Host:
         idle = key.replace("_busy", "")
         if points and not (shared and slicing and wakes[idle]):
             t.fail(key, f"needs {idle}, shared_cores = true and time_slicing = true")
+    spell_ms = t.number("wake_spell_ms", low=0, default=0.0)
+    if spell_ms and not (wakes["pre_wake_ms"] or wakes["post_wake_ms"]):
+        t.fail("wake_spell_ms", "needs pre_wake_ms or post_wake_ms (the draws it ties together)")
+    spell_share = t.number("wake_spell_share", low=0, high=1, default=0.0)
+    if bool(spell_ms) != bool(spell_share):
+        key = "wake_spell_share" if spell_share else "wake_spell_ms"
+        t.fail(key, "needs wake_spell_ms and wake_spell_share both > 0")
     return Host(
         gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter, slicing,
         handoff, handoff_dist, slice_ms, _quantiles(t, "device_hold_ms"), preempt_per_ms,
@@ -670,7 +689,7 @@ def _host(t: Table) -> Host:
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
         busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues, weighted,
         on_core, speed_cv, speed_ms, lag, among_calls, absorbed, tuple(series), series_ms, capped,
-        run_cv, busy_run, cv_busy, busy_exponent,
+        run_cv, busy_run, cv_busy, busy_exponent, spell_ms, spell_share,
     )  # fmt: skip
 
 

@@ -14,7 +14,9 @@
 //! measured distribution instead — and with `host.pre_wake_busy_ms`
 //! (`host.post_wake_busy_ms`), when n runtime calls run on the cores, a draw
 //! of that with probability `min(1, n / cpu_cores)` (the cores busy: the
-//! woken thread waits for one). With an interpreter
+//! woken thread waits for one); with `host.wake_spell_ms` the draw's
+//! quantile level comes from [`crate::wake_spell::WakeSpell`] (the waits in
+//! spells), the table chosen as without it. With an interpreter
 //! lock they then ask for the lock (FCFS, a pool of one); every phase then
 //! asks for a core (FCFS, `cpu_cores`; with `host.time_slicing` it runs at
 //! once on the time-sliced cores, [`crate::host::TimeShared`]). A phase
@@ -28,6 +30,7 @@ use super::event::Ev;
 use super::request::Phase;
 use super::Sim;
 use crate::host::{CpuPool, TimeShared};
+use lanes_policy::round_nanos;
 use rand::Rng;
 
 /// CPU-pool tokens with this bit are batches waiting for a core
@@ -55,11 +58,20 @@ impl Sim<'_> {
             Phase::Post => (self.post_wake.as_ref(), self.post_wake_busy.as_ref()),
         };
         if let Some(table) = measured {
-            let mut wake = table.sample(&mut self.wake_rng);
+            // with spells the level comes from the spell process, the table
+            // chosen as without it (module docs of crate::wake_spell)
+            let level = self.wake_spell.as_mut().map(|s| s.level(self.now));
+            let mut wake = match level {
+                Some(u) => round_nanos(table.at(u)),
+                None => table.sample(&mut self.wake_rng),
+            };
             if let Some(busy) = busy.filter(|_| self.calls_on > 0) {
                 let p = self.calls_on as f64 / self.sc.host.cpu_cores as f64;
                 if self.wake_busy_rng.random::<f64>() < p {
-                    wake = busy.sample(&mut self.wake_busy_rng);
+                    wake = match level {
+                        Some(u) => round_nanos(busy.at(u)),
+                        None => busy.sample(&mut self.wake_busy_rng),
+                    };
                 }
             }
             self.at(self.now + wake, Ev::Woken(r));

@@ -75,6 +75,7 @@ use crate::host::{CpuPool, Gpu, SlicedCores, StretchRule, TimeShared};
 use crate::run_queues::RunQueues;
 use crate::speed::HostSpeed;
 use crate::stats::{PointResult, Recorder};
+use crate::wake_spell::WakeSpell;
 use crate::workload::{CostSampler, Quantiles};
 use batch::{serving_state, SimBatch};
 use event::{Ev, EventQueue};
@@ -120,6 +121,9 @@ struct Sim<'a> {
     pre_wake_busy: Option<Quantiles>,
     post_wake_busy: Option<Quantiles>,
     wake_busy_rng: Pcg64Mcg,
+    /// The wake-ups' spells (`host.wake_spell_ms`; `None`: each level drawn
+    /// on its own).
+    wake_spell: Option<WakeSpell>,
     /// The client's part of each request's latency (`host.client_ms`;
     /// `None`: none), from its own seeded stream.
     client: Option<Quantiles>,
@@ -382,6 +386,8 @@ impl<'a> Sim<'a> {
             pre_wake_busy: Quantiles::new(&sc.host.pre_wake_busy_ms),
             post_wake_busy: Quantiles::new(&sc.host.post_wake_busy_ms),
             wake_busy_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0A3E_B05F_7A1E),
+            wake_spell: (sc.host.wake_spell_ms > 0.0)
+                .then(|| WakeSpell::new(sc.host.wake_spell_ms, sc.host.wake_spell_share, seed)),
             client: Quantiles::new(&sc.host.client_ms),
             client_rng: Pcg64Mcg::seed_from_u64(seed ^ 0x0C11_E470_5EED),
             hold: Quantiles::new(&sc.host.device_hold_ms),

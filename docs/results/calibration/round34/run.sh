@@ -51,3 +51,13 @@ $L sh $D/judge_intel.sh file=examples/scenarios/cpu-2core.toml \
   load-0.06-0.16=$R/round31/scenarios/load-0.06-0.16.toml > $O/intel/counts.txt
 for g in /tmp/r34/grid-seed207 /tmp/r34/grid-seed211; do
   $P bench/calibrate/hour_speed.py $g --reference $REF | tail -1; done > $O/hour-speed.txt
+# 8. wake-ups in spells (host.wake_spell_ms, new in this round): the file and wakes-crowded with
+#    spells of 4 ms holding 0.9 of the score, model by model, then the file with them pooled
+#    per hour (09:36-09:52)
+for s in wake-spells-4 wakes-crowded-spells-4; do
+  $L $P $R/round29/by_model.py $D/scenarios/$s.toml > $O/by-model-$s.md
+done
+$L sh $R/round29/judge_all.sh $D/scenarios/wake-spells-4.toml wake-spells-4 $O
+for n in wake-spells-4 file load-0.06-0.16; do
+  echo "$n: $($P $R/round22/count.py $O/$n-hour-r*-pooled.md | awk '{w+=$2; t+=$4; c+=$11} END {print w" of "t" pooled, "c" within 15 % or the CI"}'), $($P $R/round22/count.py $O/grids/$n-hour-on-*.md | awk '{w+=$2; t+=$4} END {print w" of "t" grid by grid"}')"
+done > $O/counts-sums.txt
