@@ -30,8 +30,10 @@ use super::event::Ev;
 use super::request::Phase;
 use super::Sim;
 use crate::host::{CpuPool, TimeShared};
+use crate::workload::Quantiles;
 use lanes_policy::round_nanos;
 use rand::Rng;
+use rand_pcg::Pcg64Mcg;
 
 /// CPU-pool tokens with this bit are batches waiting for a core
 /// (`host.shared_cores`); the rest are requests' CPU phases.
@@ -48,6 +50,12 @@ fn holds_lock(token: u32) -> bool {
     token & (BATCH_TOKEN | BUSY_TOKEN) == 0
 }
 
+/// A wake-up's wait from `table`: at the spell's quantile `level` when there
+/// is one (`host.wake_spell_ms`), else a draw from `rng`.
+fn wait(table: &Quantiles, level: Option<f64>, rng: &mut Pcg64Mcg) -> u64 {
+    level.map_or_else(|| table.sample(rng), |u| round_nanos(table.at(u)))
+}
+
 impl Sim<'_> {
     pub(super) fn begin_cpu(&mut self, r: u32, phase: Phase) {
         let q = &mut self.reqs[r as usize];
@@ -61,17 +69,11 @@ impl Sim<'_> {
             // with spells the level comes from the spell process, the table
             // chosen as without it (module docs of crate::wake_spell)
             let level = self.wake_spell.as_mut().map(|s| s.level(self.now));
-            let mut wake = match level {
-                Some(u) => round_nanos(table.at(u)),
-                None => table.sample(&mut self.wake_rng),
-            };
+            let mut wake = wait(table, level, &mut self.wake_rng);
             if let Some(busy) = busy.filter(|_| self.calls_on > 0) {
                 let p = self.calls_on as f64 / self.sc.host.cpu_cores as f64;
                 if self.wake_busy_rng.random::<f64>() < p {
-                    wake = match level {
-                        Some(u) => round_nanos(busy.at(u)),
-                        None => busy.sample(&mut self.wake_busy_rng),
-                    };
+                    wake = wait(busy, level, &mut self.wake_busy_rng);
                 }
             }
             self.at(self.now + wake, Ev::Woken(r));
