@@ -74,7 +74,7 @@ test: setup lint onnx-fixtures ## every test and lint: cargo test, pytest (tests
 	@# lanes-py is a cdylib with no Rust tests: pytest exercises it through the built module
 	@# (its test binary would also need libpython to link, absent on a bare Debian).
 	cargo test --workspace --exclude lanes-py --quiet
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=15
 	@# the benchmark kits' own checks, one run each (both files are named test_kit.py)
 	$(PY) -m pytest -q bench/load/test_kit.py
 	$(PY) -m pytest -q bench/serve/peers/test_kit.py
