@@ -21,8 +21,13 @@ grid, variant, rate and figure (the overall p50, p99 and goodput, and each model
 - the *15 % cost*, ``ln(1.15) / |E|``: the error in the calls' cost that alone moves the figure
   by 15 %;
 - the *closing multiplier*: the ``m`` at which the simulated figure meets the lab's mean (the
-  first bracket of :data:`MULTIPLIERS` it falls in, log-linear within it; ``< 0.90`` or
-  ``> 1.10`` when outside them all, by the nearer end).
+  first bracket of the multipliers it falls in, log-linear within it; ``< 0.90`` or ``> 1.10``
+  with the default ones when outside them all, by the nearer end).
+
+``--scale`` multiplies another input instead (the requests' pre and post, a wait table, the
+host's spells or the rest of the host's CPU: :func:`scaled`), ``--only`` the calls of some
+services alone, and ``--multipliers`` sets the m; E is then read between the multipliers next
+below and above 1.
 
 Printed per variant, rate and figure, over the grids on which the rate is below the knee (the
 lab's mean goodput at least 90 % of the offer, compare.py's rule): the median error at
@@ -137,8 +142,8 @@ def elasticity(by_m: dict[float, float]) -> float:
 
 
 def closing(by_m: dict[float, float], target: float) -> float:
-    """The multiplier at which the figure meets ``target`` (module docs); 0.0 for ``< 0.90``,
-    ``inf`` for ``> 1.10``."""
+    """The multiplier at which the figure meets ``target`` (module docs); 0.0 for below the
+    lowest multiplier simulated, ``inf`` for above the highest."""
     ms = sorted(by_m)
     for a, b in itertools.pairwise(ms):
         fa, fb = by_m[a], by_m[b]
@@ -317,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grids", type=int, default=len(GRIDS), help="the first N grids only")
     args = ap.parse_args(argv)
     if args.source is not None:
+        if not args.source.is_file():
+            ap.error(f"--from {args.source}: no such file (sensitivity.py --json writes one)")
         data = json.loads(args.source.read_text())
     else:
         try:
