@@ -42,7 +42,7 @@ from lanes.sim.scenario import Scenario
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from sensitivity import GRIDS, REFERENCE, SCENARIO, points_at  # noqa: E402
+from sensitivity import GRIDS, REFERENCE, SCENARIO, lab, points_at  # noqa: E402
 
 QUIET = 0.02
 """A run is quiet when the rest of the host took less than this many cores over its window."""
@@ -60,6 +60,11 @@ def q(xs: list[float], p: float) -> float:
 def spread() -> None:
     """Part 1 and 2 of the rule."""
     base = Scenario.load(SCENARIO)
+    grids = []
+    for grid in GRIDS:
+        runs = load_runs(grid)
+        window_s = statistics.median(r["measure_s"] for r in runs)
+        grids.append((runs, window_s, at_hour(base, hour_speed([grid], REFERENCE))))
     print("#### 1-2. The runs' `char_cnn` p99, ms, and what goes with it\n")
     print(
         "| variant | offered/s | runs | lab runs p10 / median / p90 / mean | simulated windows "
@@ -71,8 +76,7 @@ def spread() -> None:
         for rate in RATES:
             rows = []
             simulated: list[float] = []
-            for grid in GRIDS:
-                runs = load_runs(grid)
+            for runs, window_s, scenario in grids:
                 for r in runs:
                     if r["variant"] != variant or r["offered"]["rate_rps"] != rate:
                         continue
@@ -86,8 +90,6 @@ def spread() -> None:
                             r["load"]["send_delay_ms"]["p99"],
                         )
                     )
-                window_s = statistics.median(r["measure_s"] for r in runs)
-                scenario = at_hour(base, hour_speed([grid], REFERENCE))
                 points = points_at(scenario, variant, rate, window_s, WINDOWS)
                 simulated += [p["services"]["char_cnn"]["latency_ms"]["p99"] for p in points]
             a = np.array(rows)
@@ -110,29 +112,21 @@ def quiet_runs() -> None:
     for grid in GRIDS:
         g = data["grids"][grid.name]
         sim1, lab_all = g["sim"]["1.00"], g["lab"]
-        acc: dict[tuple[str, float, str], list[float]] = defaultdict(list)
         runs = load_runs(grid)
-        for r in runs:
-            quiet = r["server"].get("other_cores", 0.0) < QUIET
-            shares.append(quiet)
-            if not quiet:
+        quiet = [r for r in runs if r["server"].get("other_cores", 0.0) < QUIET]
+        shares.append((len(quiet), len(runs)))
+        for name, measured in lab(quiet).items():
+            variant, rate_s, figure = name.split("|")
+            rate = float(rate_s)
+            if figure.startswith("goodput") or rate not in (400.0, *RATES) or name not in sim1:
                 continue
-            rate = float(r["offered"]["rate_rps"])
-            acc[(r["variant"], rate, "p50")].append(r["load"]["latency_ms"]["p50"])
-            acc[(r["variant"], rate, "p99")].append(r["load"]["latency_ms"]["p99"])
-            for model, m in r["load"]["models"].items():
-                acc[(r["variant"], rate, f"p99:{model}")].append(m["latency_ms"]["p99"])
-        for (variant, rate, figure), xs in acc.items():
-            name = f"{variant}|{rate:g}|{figure}"
-            if rate not in (400.0, *RATES) or name not in sim1:
+            if lab_all[f"{variant}|{rate_s}|goodput_share"] < KNEE:
                 continue
-            if lab_all[f"{variant}|{rate:g}|goodput_share"] < KNEE:
-                continue
-            errors[(variant, rate, figure)]["quiet"].append(sim1[name] / statistics.fmean(xs) - 1)
+            errors[(variant, rate, figure)]["quiet"].append(sim1[name] / measured - 1)
             errors[(variant, rate, figure)]["all"].append(sim1[name] / lab_all[name] - 1)
     print(
         f"\n#### 3. The file on the quiet runs (other cores < {QUIET}: "
-        f"{sum(shares)} of {len(shares)} runs)\n"
+        f"{sum(q for q, _ in shares)} of {sum(n for _, n in shares)} runs)\n"
     )
     print(
         "| variant | offered/s | figure | grids | every run: sim / lab - 1, within 15 % "

@@ -29,3 +29,5 @@ done
   --markdown $D/out/sensitivity-calls-line_rnn.md
 # 4. Each model's whole latency distribution, lab against simulator, at 600 and 800 req/s.
 .venv/bin/python $D/shape.py > $D/out/shape.md
+# 5. The lab's runs one by one (reads out/sensitivity-calls.json from step 1).
+.venv/bin/python $D/quiet.py > $D/out/quiet.md

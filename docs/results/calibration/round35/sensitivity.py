@@ -77,6 +77,13 @@ SCALES = (
     "calls", "phases", "host", "busy-wakes", "preempts", "holds", "client", "spells", "others",
 )  # fmt: skip
 """What ``--scale`` can multiply (:func:`scaled`)."""
+WAIT_TABLES = {
+    "busy-wakes": ("pre_wake_busy_ms", "post_wake_busy_ms"),
+    "preempts": ("call_preempt_ms",),
+    "holds": ("device_hold_ms", "device_hold_busy_ms"),
+    "client": ("client_ms",),
+}
+"""The ``--scale`` names that multiply every wait of these host tables."""
 
 
 def key(variant: str, rate: float, figure: str) -> str:
@@ -158,43 +165,41 @@ def closing(by_m: dict[float, float], target: float) -> float:
 
 
 def scaled(scenario: Scenario, m: float, what: str, only: frozenset[str] = frozenset()) -> Scenario:
-    """``scenario`` with the costs ``what`` names x ``m``: ``calls`` (every runtime call,
-    hour_speed.py's ``at_hour``), ``phases`` (every request's pre and post), ``host`` (both) or
-    ``busy-wakes`` (every wait of the wake-up tables read beside running calls,
-    ``host.pre_wake_busy_ms`` and ``post_wake_busy_ms``: the woken thread's wait for a core the
-    device threads hold), ``preempts`` (every wait of ``host.call_preempt_ms``, a runtime call's
-    preemptions: the calls' wall time's tail) or ``holds`` (every wait of ``host.device_hold_ms``
-    and ``device_hold_busy_ms``, the device thread's wake-up before a call) or ``client`` (every
-    wait of ``host.client_ms``, the client's own part of a request's time), ``spells``
-    (``host.speed_cv``, how deep the host's slow spells are) or ``others`` (``host.busy_cores``,
-    the CPU the rest of the host takes). With ``only``, the
-    calls and phases of those services alone."""
-    tables = {
-        "busy-wakes": ("pre_wake_busy_ms", "post_wake_busy_ms"),
-        "preempts": ("call_preempt_ms",),
-        "holds": ("device_hold_ms", "device_hold_busy_ms"),
-        "client": ("client_ms",),
-    }
+    """``scenario`` with the input ``what`` names x ``m``:
+
+    - ``calls``: every runtime call's cost (hour_speed.py's ``at_hour``); ``phases``: every
+      request's pre and post; ``host``: both. With ``only``, those services' alone.
+    - ``busy-wakes``: every wait of ``host.pre_wake_busy_ms`` and ``post_wake_busy_ms`` (the
+      woken thread's wait for a core the device threads hold); ``preempts``: of
+      ``host.call_preempt_ms`` (the calls' wall time's tail); ``holds``: of
+      ``host.device_hold_ms`` and ``device_hold_busy_ms`` (the device thread's wake-up before a
+      call); ``client``: of ``host.client_ms`` (the client's own part of a request's time).
+    - ``spells``: ``host.speed_cv`` (how deep the host's slow spells are); ``others``:
+      ``host.busy_cores`` (the CPU the rest of the host takes)."""
+    h = scenario.host
     if what in ("spells", "others"):
-        h = scenario.host
         field = "speed_cv" if what == "spells" else "busy_cores"
         return replace(scenario, host=replace(h, **{field: getattr(h, field) * m}))
-    if what in tables:
-        h = scenario.host
-        fields = {f: tuple((q, ms * m) for q, ms in getattr(h, f)) for f in tables[what]}
+    if what in WAIT_TABLES:
+        fields = {f: tuple((q, ms * m) for q, ms in getattr(h, f)) for f in WAIT_TABLES[what]}
         return replace(scenario, host=replace(h, **fields))
-    services = []
-    for s in scenario.services:
-        if only and s.name not in only:
-            services.append(s)
-            continue
-        if what in ("calls", "host"):
-            s = at_hour(replace(scenario, services=(s,)), m).services[0]
-        if what in ("phases", "host"):
-            pre = replace(s.pre, mean_ms=s.pre.mean_ms * m)
-            s = replace(s, pre=pre, post=replace(s.post, mean_ms=s.post.mean_ms * m))
-        services.append(s)
-    return replace(scenario, services=tuple(services))
+    services = scenario.services
+    chosen = [not only or s.name in only for s in services]
+    if what in ("calls", "host"):
+        dearer = at_hour(scenario, m).services
+        services = tuple(d if c else s for s, d, c in zip(services, dearer, chosen, strict=True))
+    if what in ("phases", "host"):
+        services = tuple(
+            replace(
+                s,
+                pre=replace(s.pre, mean_ms=s.pre.mean_ms * m),
+                post=replace(s.post, mean_ms=s.post.mean_ms * m),
+            )
+            if c
+            else s
+            for s, c in zip(services, chosen, strict=True)
+        )
+    return replace(scenario, services=services)
 
 
 def run_all(
