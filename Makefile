@@ -70,11 +70,17 @@ test: export LANES_REQUIRE_PROFILERS ?= 1
 # setup installs the ray extra too: the fleet and cluster tests fail, not skip, without it.
 test: export LANES_REQUIRE_RAY ?= 1
 test: export ORT_DYLIB_PATH ?= $(ORT_DYLIB)
+# pytest's workers for the tests not marked `alone` (0: all in one process, one after another).
+TEST_WORKERS ?= 2
 test: setup lint onnx-fixtures ## every test and lint: cargo test, pytest (tests/ and the bench kits' checks), clippy, fmt, ruff, stubtest
 	@# lanes-py is a cdylib with no Rust tests: pytest exercises it through the built module
 	@# (its test binary would also need libpython to link, absent on a bare Debian).
 	cargo test --workspace --exclude lanes-py --quiet
-	$(PY) -m pytest -q --durations=15
+	@# pytest in two parts: the tests that do not time this host on TEST_WORKERS processes
+	@# (pytest-xdist; one of them starts the Ray clusters), then those marked `alone` (they time
+	@# this host or need a core idle) one after another, with the host to themselves.
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup -m "not alone" --durations=15
+	$(PY) -m pytest -q -m alone --durations=5
 	@# the benchmark kits' own checks, one run each (both files are named test_kit.py)
 	$(PY) -m pytest -q bench/load/test_kit.py
 	$(PY) -m pytest -q bench/serve/peers/test_kit.py

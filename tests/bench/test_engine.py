@@ -393,6 +393,7 @@ def test_merged_runs_add_their_schedules_and_their_sends(http_server: Server) ->
     assert merged.data["sends_10ms"] == {"bin_ms": 10, "start_ns": 0, "counts": expected}
 
 
+@pytest.mark.alone
 def test_constant_sends_have_a_dispersion_far_below_poissons(http_server: Server) -> None:
     # Wide bounds on purpose: a clock gives ~0 and Poisson ~1 (with 100 bins its estimate has a
     # spread of ~0.14). A client that stalls clumps its sends and pushes both up, by about

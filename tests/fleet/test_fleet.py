@@ -31,6 +31,8 @@ from ray_cluster import local_cluster, require_ray
 from serve_process import lanes_command, model_toml, write_model
 
 ray = require_ray()
+# one worker starts the Ray clusters, one after another
+pytestmark = pytest.mark.xdist_group("ray")
 
 DOUBLE_PY = """\
 def predict(batch):

@@ -26,6 +26,8 @@ from loopback import serve
 from ray_cluster import local_cluster, require_ray
 
 ray = require_ray()
+# one worker starts the Ray clusters, one after another
+pytestmark = pytest.mark.xdist_group("ray")
 
 
 @pytest.fixture(scope="module")

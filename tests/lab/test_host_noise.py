@@ -20,6 +20,9 @@ import pytest
 from lanes.lab import aggregate, host_noise, report, runner
 from lanes.lab.experiment import parse_experiment
 
+# a run is named disturbed, or not, by what the rest of this host did beside it
+pytestmark = pytest.mark.alone
+
 BURN = "import time\nend = time.monotonic() + {s}\nwhile time.monotonic() < end:\n    pass\n"
 
 

@@ -527,6 +527,7 @@ max_extensions = 0
 """
 
 
+@pytest.mark.alone
 def test_a_generator_short_of_connections_is_recorded_and_reported(tmp_path, capsys):
     """One connection to a model whose request takes ms: at 5 req/s the generator keeps its
     schedule, at 400 req/s every send waits for the one connection. The run files record the

@@ -91,6 +91,7 @@ THREE_REPEATS = ONE_LEVEL.replace("repeats = 1", "repeats = 3")
 """test_host_noise's one level of a sim server, three times."""
 
 
+@pytest.mark.alone
 def test_a_lab_run_carries_its_probe_and_a_slow_one_is_named(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

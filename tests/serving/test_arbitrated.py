@@ -28,6 +28,9 @@ from lanes.models import Batching, Model
 from lanes.serving import ServeConfig, start_in_thread
 from lanes.serving.server import Handle
 
+# the orders follow from the simulated models' timing on this host
+pytestmark = pytest.mark.alone
+
 
 @pytest.fixture
 def sock(tmp_path: Path) -> Path:

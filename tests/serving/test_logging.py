@@ -164,6 +164,7 @@ def p99(values: list[float]) -> float:
     return ordered[min(len(ordered) - 1, int(0.99 * len(ordered)))]
 
 
+@pytest.mark.alone
 def test_an_error_burst_does_not_raise_the_p99_of_healthy_requests(server: ServeProcess):
     healthy = f"{server.url}/v2/models/ok/infer"
     failing = f"{server.url}/v2/models/bad/infer"

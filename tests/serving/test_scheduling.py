@@ -22,6 +22,9 @@ import pytest
 from lanes.models import Batching, Cost, Model, TensorSpec
 from lanes.serving import ServeConfig, start_in_thread
 
+# the orders follow from the simulated models' timing on this host
+pytestmark = pytest.mark.alone
+
 BODY = json.dumps(
     {"inputs": [{"name": "x", "shape": [1, 1], "datatype": "FP32", "data": [0.0]}]}
 ).encode()
