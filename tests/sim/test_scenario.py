@@ -3,6 +3,7 @@
 import dataclasses
 import json
 import math
+import types
 from pathlib import Path
 
 import pytest
@@ -248,6 +249,25 @@ def test_a_runs_own_speed_and_a_neighbour_reach_the_core_only_when_set(tmp_path:
     host = sc.to_core()["host"]
     assert host["speed_run_cv"] == 0.03
     assert host["busy_run_cores"] == [[0.0, 0.0], [0.9, 0.05], [1.0, 0.7]]
+
+
+def test_stops_reach_the_core_only_when_set_and_the_simulator_takes_them(
+    tmp_path: Path, core: types.ModuleType
+) -> None:
+    assert "stop_ms" not in Scenario.load(write(tmp_path, BASE)).to_core()["host"]
+    text = edit(
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nstop_ms = [[0, 0.2], [0.9, 1.2], [1, 30]]\n"
+        "stops_per_s = 2.5\nstop_run_per_s = [[0, 0], [0.9, 5], [1, 20]]",
+    )
+    sc = Scenario.load(write(tmp_path, text))
+    assert sc.host.stop_ms == ((0.0, 0.2), (0.9, 1.2), (1.0, 30.0))
+    assert (sc.host.stops_per_s, sc.host.stop_run_per_s[-1]) == (2.5, (1.0, 20.0))
+    host = sc.to_core()["host"]
+    assert host["stop_ms"] == [[0.0, 0.2], [0.9, 1.2], [1.0, 30.0]]
+    assert (host["stops_per_s"], host["stop_run_per_s"][1]) == (2.5, [0.9, 5.0])
+    # the native simulator accepts them (it refuses any key it does not know)
+    assert core.simulate(sc.to_core(), [("fifo", 0.5, 1)], 2000)[0]["requests"] > 0
 
 
 def test_spells_by_load_reach_the_core_only_when_set(tmp_path: Path) -> None:
@@ -1066,6 +1086,36 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\nbusy_cores = 1\nbusy_run_cores = [[0, 0], [1, 7]]",
         ["host.busy_run_cores", "below cpu_cores (8)"],
+    ),
+    (
+        "stops-without-time-slicing",
+        "cpu_cores = 8",
+        "cpu_cores = 8\nstop_ms = [[0, 1], [1, 5]]\nstops_per_s = 1",
+        ["host.stop_ms", "processor sharing without a lag"],
+    ),
+    (
+        "stops-of-no-length",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nstop_ms = [[0, 0], [1, 0]]\nstops_per_s = 1",
+        ["host.stop_ms", "last point above 0"],
+    ),
+    (
+        "stops-without-a-rate",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nstop_ms = [[0, 1], [1, 5]]",
+        ["host.stops_per_s is missing", "stop_ms needs"],
+    ),
+    (
+        "a-stop-rate-without-stops",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nstops_per_s = 1",
+        ["host.stops_per_s", "exactly when stop_ms"],
+    ),
+    (
+        "run-stops-without-stops",
+        "cpu_cores = 8",
+        "cpu_cores = 8\ntime_slicing = true\nstop_run_per_s = [[0, 0], [1, 3]]",
+        ["host.stop_run_per_s", "needs stop_ms"],
     ),
     (
         "run-queues-without-time-slicing",

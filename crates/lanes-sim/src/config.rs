@@ -428,6 +428,27 @@ pub struct Host {
     /// default): the lag acts against every phase, per thread, as above.
     #[serde(default)]
     pub lag_among_calls: bool,
+    /// The hypervisor's stops: how long a core of this guest is taken away
+    /// whole, `(p, ms)` quantile points (as `device_hold_ms`;
+    /// bench/calibrate/stops.py reads them). Each core stops `stops_per_s`
+    /// times a second on average (a Poisson process), for a draw of this.
+    /// A stopped core leaves the pool until the stop ends, and the phase that
+    /// ran on it waits for the end whatever the other cores do
+    /// ([`crate::host::SlicedCores::stop`]). Needs processor sharing without
+    /// a lag (`time_slicing`, `slice_ms` 0, no `run_queues`, `lag_ms` 0).
+    /// Empty (the default): no stops.
+    #[serde(default)]
+    pub stop_ms: Vec<(f64, f64)>,
+    /// Stops per core per second (> 0 exactly when `stop_ms` is given).
+    #[serde(default)]
+    pub stops_per_s: f64,
+    /// A run's stops per core per second beyond `stops_per_s`: `(p, per_s)`
+    /// quantile points, drawn once per run (its own seeded stream), as
+    /// `busy_run_cores` draws a neighbour's cores — on a shared host most
+    /// runs see few stops and some many. Needs `stop_ms`. Empty (the
+    /// default): `stops_per_s` alone.
+    #[serde(default)]
+    pub stop_run_per_s: Vec<(f64, f64)>,
 }
 
 fn constant() -> Dist {
@@ -780,6 +801,35 @@ impl Scenario {
                 h.call_preempt_absorbed,
                 "true needs host.call_preempt_per_ms above 0, host.shared_cores and \
                  host.time_slicing (the cores' sharing whose wait it nets out)",
+            ));
+        }
+        let stops_fit = h.time_slicing && h.slice_ms == 0.0 && !h.run_queues && h.lag_ms == 0.0;
+        if !(crate::workload::Quantiles::valid(&h.stop_ms)
+            && (h.stop_ms.is_empty() || (stops_fit && h.stop_ms.last().map_or(0.0, |p| p.1) > 0.0)))
+        {
+            return Err(self.invalid(
+                "host.stop_ms".into(),
+                format!("{:?}", h.stop_ms),
+                "must be empty or [p, ms] points with p ascending from 0 to 1, ms >= 0 not \
+                 below the previous point's and the last above 0, and needs processor sharing \
+                 without a lag (host.time_slicing, slice_ms 0, no run_queues, lag_ms 0)",
+            ));
+        }
+        if !(non_negative(h.stops_per_s) && (h.stops_per_s > 0.0) != h.stop_ms.is_empty()) {
+            return Err(self.invalid(
+                "host.stops_per_s".into(),
+                h.stops_per_s,
+                "must be a number above 0 exactly when host.stop_ms is given",
+            ));
+        }
+        if !(crate::workload::Quantiles::valid(&h.stop_run_per_s)
+            && (h.stop_run_per_s.is_empty() || !h.stop_ms.is_empty()))
+        {
+            return Err(self.invalid(
+                "host.stop_run_per_s".into(),
+                format!("{:?}", h.stop_run_per_s),
+                "must be empty or [p, per_s] points with p ascending from 0 to 1 and per_s >= 0 \
+                 not below the previous point's, and needs host.stop_ms",
             ));
         }
         if h.lag_among_calls && h.lag_ms == 0.0 {

@@ -10,6 +10,10 @@
 //! out in slices instead ([`crate::slices::RoundRobin`]); [`TimeShared`] is
 //! either.
 //!
+//! **Stops.** Under processor sharing a core can stop whole for a while (the
+//! hypervisor's stops, `host.stop_ms`): it leaves the pool, and the phase
+//! that ran on it is set aside until the stop ends ([`SlicedCores::stop`]).
+//!
 //! **GPU contention.** With k jobs on one GPU, each progresses at `η(k)/k`
 //! of its solo speed (processor sharing). With the default `η(k) = 1` two 50 ms
 //! jobs started together each finish after 100 ms, as measured in the field.
@@ -328,8 +332,12 @@ impl SlicedCores {
         self.updated = now;
     }
 
-    /// When the earliest runnable phase ends, given the current set.
+    /// When the earliest runnable phase ends, given the current set (none
+    /// while every core is stopped: [`Self::stop`]).
     fn next_end(&self, now: u64) -> Option<u64> {
+        if self.cores <= 0.0 {
+            return None;
+        }
         let left = |heap: &BinaryHeap<Reverse<(u64, u32)>>, clock: f64, rate: f64| {
             heap.peek()
                 .map(|Reverse((end, _))| ((f64::from_bits(*end) - clock).max(0.0) / rate).ceil())
@@ -491,6 +499,69 @@ impl SlicedCores {
         self.version = self.version.wrapping_add(1);
         (left.round() as u64, self.next_end(now))
     }
+
+    /// A core stops at `now` (`host.stop_ms`: the hypervisor takes the
+    /// vCPU): it leaves the pool until [`Self::resume`]. With n phases
+    /// running on the C cores left before it, with probability
+    /// `min(1, n/C)` (`hit` below it) one was on the stopped core: the
+    /// phase at `pick * n` (both uniform in [0, 1)) in the others' heap then
+    /// the calls' is set aside with the work it had left, and waits for the
+    /// stop's end whatever the other cores do. Returns it, and the new
+    /// earliest end. With no core running (every core stopped) nothing
+    /// changes. Only without a lag (`host.lag_ms` 0: no stale phases).
+    pub fn stop(&mut self, now: u64, hit: f64, pick: f64) -> (Option<Frozen>, Option<u64>) {
+        if self.cores < 1.0 {
+            return (None, self.next_end(now));
+        }
+        self.advance(now);
+        let (others, n) = (self.heap.len(), self.running());
+        let mut frozen = None;
+        if n > 0 && hit < (n as f64 / self.cores).min(1.0) {
+            let i = ((pick * n as f64) as usize).min(n - 1);
+            let (heap, clock, call, at) = if i < others {
+                (&mut self.heap, self.v, false, i)
+            } else {
+                (&mut self.calls, self.w, true, i - others)
+            };
+            let mut entries = std::mem::take(heap).into_vec();
+            let Reverse((end, token)) = entries.swap_remove(at);
+            *heap = BinaryHeap::from(entries);
+            let left = (f64::from_bits(end) - clock).max(0.0);
+            frozen = Some(Frozen { token, left, call });
+        }
+        self.cores -= 1.0;
+        self.version = self.version.wrapping_add(1);
+        (frozen, self.next_end(now))
+    }
+
+    /// A stop ends at `now`: its core is back, and the phase it had set
+    /// aside (if any) runs on with the work it had left. Returns the new
+    /// earliest end.
+    pub fn resume(&mut self, frozen: Option<Frozen>, now: u64) -> Option<u64> {
+        self.advance(now);
+        self.cores += 1.0;
+        if let Some(f) = frozen {
+            let (heap, clock) = if f.call {
+                (&mut self.calls, self.w)
+            } else {
+                (&mut self.heap, self.v)
+            };
+            heap.push(Reverse(((clock + f.left).to_bits(), f.token)));
+        }
+        self.version = self.version.wrapping_add(1);
+        self.next_end(now)
+    }
+}
+
+/// A phase set aside by a stopped core ([`SlicedCores::stop`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Frozen {
+    /// The phase's token.
+    pub token: u32,
+    /// Its work left, ns of its heap's clock.
+    pub left: f64,
+    /// It was a runtime call (the calls' heap).
+    pub call: bool,
 }
 
 /// Time-shared cores (`host.time_slicing`): processor sharing, with
@@ -556,6 +627,23 @@ impl TimeShared {
             Self::Sharing(c) => c.finish(version, now, done),
             Self::Slices(c) => c.finish(version, now, done),
             Self::Queues(c) => c.finish(version, now, done),
+        }
+    }
+
+    /// A core stops ([`SlicedCores::stop`]; processor sharing only, as the
+    /// scenario's validation requires).
+    pub fn stop(&mut self, now: u64, hit: f64, pick: f64) -> (Option<Frozen>, Option<u64>) {
+        match self {
+            Self::Sharing(c) => c.stop(now, hit, pick),
+            _ => unreachable!("host.stop_ms needs processor sharing"),
+        }
+    }
+
+    /// A stop ends ([`SlicedCores::resume`]).
+    pub fn resume(&mut self, frozen: Option<Frozen>, now: u64) -> Option<u64> {
+        match self {
+            Self::Sharing(c) => c.resume(frozen, now),
+            _ => unreachable!("host.stop_ms needs processor sharing"),
         }
     }
 
@@ -757,6 +845,76 @@ pub(crate) fn play_ran(cores: &mut TimeShared, phases: &[(u32, u64, u64, u64)]) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_stopped_core_holds_its_phase_and_the_other_core_runs_on() {
+        // Two 10 ms phases on 2 cores; at 2 ms a core stops until 7 ms and
+        // holds the first: the second ends at 10 ms, the first has 8 ms left
+        // at 7 ms and ends at 15 ms.
+        let ms = 1_000_000;
+        let mut c = SlicedCores::new(2);
+        c.start(1, 10 * ms, 0);
+        assert_eq!(c.start(2, 10 * ms, 0), Some(10 * ms));
+        let (frozen, next) = c.stop(2 * ms, 0.0, 0.0);
+        let frozen = frozen.expect("two phases on two cores: the stopped one ran one");
+        assert_eq!((frozen.left.round() as u64, frozen.call), (8 * ms, false));
+        assert_eq!(next, Some(10 * ms));
+        let held = frozen.token;
+        let mut done = Vec::new();
+        assert_eq!(c.resume(Some(frozen), 7 * ms), Some(10 * ms));
+        let v = c.version;
+        assert_eq!(c.finish(v, 10 * ms, &mut done), Some(15 * ms));
+        assert_eq!(done, [3 - held]);
+        let v = c.version;
+        assert_eq!(c.finish(v, 15 * ms, &mut done), None);
+        assert_eq!(done, [3 - held, held]);
+    }
+
+    #[test]
+    fn a_stop_misses_a_phase_with_a_core_to_spare_by_its_share() {
+        // One phase on 2 cores: a stop holds it only when `hit` < 1/2; the
+        // other time the phase runs on, and the stop costs it nothing.
+        let ms = 1_000_000;
+        let mut c = SlicedCores::new(2);
+        c.start(1, 10 * ms, 0);
+        assert_eq!(c.stop(ms, 0.7, 0.0), (None, Some(10 * ms)));
+        assert_eq!(c.resume(None, 3 * ms), Some(10 * ms));
+        let (frozen, next) = c.stop(4 * ms, 0.3, 0.9);
+        assert_eq!(frozen.map(|f| f.token), Some(1));
+        assert_eq!(next, None);
+        assert_eq!(c.resume(frozen, 6 * ms), Some(12 * ms));
+    }
+
+    #[test]
+    fn with_every_core_stopped_nothing_runs_until_one_is_back() {
+        // Three phases of 6 ms on 2 cores (each at 2/3); both cores stop at
+        // 3 ms (each holding a phase), and the third waits too: they are back
+        // at 5 and 9 ms.
+        let ms = 1_000_000;
+        let mut c = SlicedCores::new(2);
+        for t in 1..=3 {
+            c.start(t, 6 * ms, 0);
+        }
+        let (a, _) = c.stop(3 * ms, 0.0, 0.0);
+        let (b, next) = c.stop(3 * ms, 0.0, 0.0);
+        assert!(a.is_some() && b.is_some());
+        assert_eq!(next, None);
+        // A stop with no core left to stop changes nothing.
+        assert_eq!(c.stop(4 * ms, 0.0, 0.0), (None, None));
+        // One core back at 5 ms with the first stop's phase: it and the
+        // third (4 ms left each) share it, to end at 13 ms; at 9 ms the
+        // second's is back too (4 ms left, the others 2): three on two cores
+        // at 2/3, the first two end at 12 ms.
+        assert_eq!(c.resume(a, 5 * ms), Some(13 * ms));
+        assert_eq!(c.resume(b, 9 * ms), Some(12 * ms));
+        // Work done by 9 ms: 3 x 2 ms before the stops, nothing while both
+        // cores were stopped, one core's 4 ms after.
+        assert!(
+            (c.busy() as f64 - 10.0 * ms as f64).abs() < 2.0,
+            "{}",
+            c.busy()
+        );
+    }
 
     #[test]
     fn overlapping_jobs_share_the_gpu() {

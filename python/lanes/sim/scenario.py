@@ -49,7 +49,8 @@ _HOST_KEYS = (
     "run_queues", "call_stretch_weighted", "call_on_core", "speed_cv", "speed_ms",
     "lag_ms", "lag_among_calls", "call_preempt_absorbed", "speed_series", "speed_series_ms",
     "call_stretch_capped", "speed_run_cv", "busy_run_cores", "speed_cv_busy",
-    "speed_busy_exponent", "wake_spell_ms", "wake_spell_share",
+    "speed_busy_exponent", "wake_spell_ms", "wake_spell_share", "stop_ms", "stops_per_s",
+    "stop_run_per_s",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -270,6 +271,17 @@ class Host:
     wake_spell_share: float = 0.0
     """With ``wake_spell_ms``: the share of a wake-up's normal score that is the spell's, in
     (0, 1]; two wake-ups ``dt`` apart share ``wake_spell_share * exp(-dt / wake_spell_ms)``."""
+    stop_ms: tuple[tuple[float, float], ...] = ()
+    """The hypervisor's stops: ``(p, ms)`` quantile points of how long a core is taken away whole
+    (bench/calibrate/stops.py reads them). Each core stops ``stops_per_s`` times a second; a
+    stopped core leaves the pool and the phase that ran on it waits for the stop's end. Needs
+    processor sharing without a lag (``time_slicing``, ``slice_ms`` 0, no ``run_queues``,
+    ``lag_ms`` 0). Empty: no stops."""
+    stops_per_s: float = 0.0
+    """Stops per core per second (> 0 exactly when ``stop_ms`` is given)."""
+    stop_run_per_s: tuple[tuple[float, float], ...] = ()
+    """A run's stops per core per second beyond ``stops_per_s``: ``(p, per_s)`` quantile points
+    drawn once per run, as ``busy_run_cores`` is. Needs ``stop_ms``. Empty: none."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -330,6 +342,11 @@ class Host:
         if self.wake_spell_ms:
             core["wake_spell_ms"] = self.wake_spell_ms
             core["wake_spell_share"] = self.wake_spell_share
+        if self.stop_ms:
+            core["stop_ms"] = [list(p) for p in self.stop_ms]
+            core["stops_per_s"] = self.stops_per_s
+        if self.stop_run_per_s:
+            core["stop_run_per_s"] = [list(p) for p in self.stop_run_per_s]
         if self.speed_series:
             core["speed_series"] = list(self.speed_series)
             core["speed_series_ms"] = self.speed_series_ms
@@ -682,6 +699,23 @@ def _host(t: Table) -> Host:
     if bool(spell_ms) != bool(spell_share):
         key = "wake_spell_share" if spell_share else "wake_spell_ms"
         t.fail(key, "needs wake_spell_ms and wake_spell_share both > 0")
+    stop_ms = _quantiles(t, "stop_ms")
+    if stop_ms and stop_ms[-1][1] <= 0:
+        t.fail("stop_ms", "must have its last point above 0 ms (the longest stop)")
+    if stop_ms and not (slicing and not slice_ms and not run_queues and not lag):
+        t.fail(
+            "stop_ms",
+            "needs time_slicing = true under processor sharing without a lag (slice_ms = 0, no "
+            "run_queues, lag_ms = 0)",
+        )
+    stops_per_s = t.number("stops_per_s", low=0, default=0.0)
+    if stop_ms and "stops_per_s" not in t.raw:
+        t.missing("stops_per_s", "stop_ms needs the stops per core per second, above 0")
+    if bool(stops_per_s) != bool(stop_ms):
+        t.fail("stops_per_s", "must be above 0 exactly when stop_ms is given")
+    stop_run = _quantiles(t, "stop_run_per_s")
+    if stop_run and not stop_ms:
+        t.fail("stop_run_per_s", "needs stop_ms (the stops whose rate it adds to)")
     return Host(
         gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter, slicing,
         handoff, handoff_dist, slice_ms, _quantiles(t, "device_hold_ms"), preempt_per_ms,
@@ -689,7 +723,8 @@ def _host(t: Table) -> Host:
         _quantiles(t, "client_ms"), gpu_queue, tuple(stretch),
         busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues, weighted,
         on_core, speed_cv, speed_ms, lag, among_calls, absorbed, tuple(series), series_ms, capped,
-        run_cv, busy_run, cv_busy, busy_exponent, spell_ms, spell_share,
+        run_cv, busy_run, cv_busy, busy_exponent, spell_ms, spell_share, stop_ms, stops_per_s,
+        stop_run,
     )  # fmt: skip
 
 

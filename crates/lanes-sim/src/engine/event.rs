@@ -39,6 +39,10 @@ pub(super) enum Ev {
     /// connections has one now: it reaches the server
     /// (`client_connections`).
     Send(u32),
+    /// A core stops (`host.stop_ms`).
+    Stop,
+    /// The stop in this slot ends (`host.stop_ms`).
+    Resume(u32),
 }
 
 impl Ev {
@@ -57,6 +61,8 @@ impl Ev {
             Self::Held(slot) => 8 << 56 | u64::from(slot),
             Self::Preempted(slot) => 9 << 56 | u64::from(slot),
             Self::Send(r) => 10 << 56 | u64::from(r),
+            Self::Stop => 11 << 56,
+            Self::Resume(slot) => 12 << 56 | u64::from(slot),
         }
     }
 
@@ -73,7 +79,9 @@ impl Ev {
             7 => Self::Cores(word as u32),
             8 => Self::Held(word as u32),
             9 => Self::Preempted(word as u32),
-            _ => Self::Send(word as u32),
+            10 => Self::Send(word as u32),
+            11 => Self::Stop,
+            _ => Self::Resume(word as u32),
         }
     }
 }

@@ -42,7 +42,8 @@
 //! a thread that woke runs ahead of one that has run on, for up to that
 //! much CPU, or with `host.lag_among_calls` a call's first `lag_ms` runs
 //! ahead of other calls' rest while the calls outnumber the cores
-//! ([`crate::host::SlicedCores`]).
+//! ([`crate::host::SlicedCores`]); with `host.stop_ms` a core now and then
+//! stops whole, and the phase on it waits for the stop's end.
 //!
 //! Each concept's rule is in its (private) module, all methods of one run's
 //! `Sim`:
@@ -54,6 +55,7 @@
 //! - `batch`: batching and dispatch through the serving state;
 //! - `semaphore`: the `semaphore` mode's workers and permits;
 //! - `lag`: what each device thread has run since it last slept;
+//! - `stop`: the hypervisor's stops (`host.stop_ms`);
 //! - `measure`: the measurement window and the run's result.
 
 mod batch;
@@ -63,6 +65,7 @@ mod lag;
 mod measure;
 mod request;
 mod semaphore;
+mod stop;
 
 use lanes_serving::{Action, ServingState};
 use serde::Serialize;
@@ -155,6 +158,8 @@ struct Sim<'a> {
     calls_on: usize,
     busy_slice: u64,
     busy_period: u64,
+    /// The hypervisor's stops (`host.stop_ms`).
+    stops: Option<stop::Stops>,
     gpus: Vec<Gpu>,
     /// The serving state (every mode but `semaphore`).
     state: Option<ServingState>,
@@ -425,6 +430,7 @@ impl<'a> Sim<'a> {
                 busy if busy > 0.0 => (BUSY_SLICE_MS * 1e6 / busy).round().max(1.0) as u64,
                 _ => 0,
             },
+            stops: stop::Stops::new(sc, seed),
             gpus: (0..g).map(|_| Gpu::with_queue(sc.host.gpu_queue)).collect(),
             state,
             actions: Vec::new(),
@@ -451,6 +457,9 @@ impl<'a> Sim<'a> {
         if sim.busy_period > 0 {
             sim.at(0, Ev::Busy);
         }
+        if let Some(first) = sim.stops.as_mut().map(stop::Stops::first) {
+            sim.at(first, Ev::Stop);
+        }
         Ok(sim)
     }
 
@@ -476,6 +485,8 @@ impl<'a> Sim<'a> {
                 Ev::Held(slot) => self.hold_done(slot),
                 Ev::Preempted(slot) => self.preempted_done(slot),
                 Ev::Send(r) => self.send(r),
+                Ev::Stop => self.on_stop(),
+                Ev::Resume(slot) => self.on_resume(slot),
             }
         }
     }
