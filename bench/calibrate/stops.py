@@ -18,10 +18,11 @@ difference. A gap is the core taken from the probe, by one of two:
   probe was running all along, and the core's steal in /proc/stat grows instead.
 
 So after each gap the probe reads its wait: a gap whose wait grew by less than half its length is
-a *stop*, the others are *waits* (:func:`classify`). Per core it reports both kinds' count, rate,
-total and length quantiles, beside the core's steal from /proc/stat over the same interval; on a
-guest whose stops are the steal the stops' total comes close to the steal (within its 10 ms
-ticks).
+a *stop*, the others are *waits* (:func:`classify`). The wait is read only at gaps, so waits
+too short to make a gap count into the next gap's (on an idle host they are rare). Per core it
+reports both kinds' count, rate, total and length quantiles, beside the core's steal from
+/proc/stat over the same interval; on a guest whose stops are the steal the stops' total comes
+close to the steal (within its 10 ms ticks).
 
 **Cost.** It keeps every core it probes busy: run it on an idle host, not beside a run.
 
