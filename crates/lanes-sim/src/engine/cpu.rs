@@ -240,12 +240,18 @@ impl Sim<'_> {
     /// due one period later while requests remain to arrive or are in flight.
     #[inline]
     pub(super) fn on_busy(&mut self) {
-        let in_flight = self.reqs.len() - self.free.len();
-        if self.generated == self.total && in_flight == 0 {
+        if !self.work_remains() {
             return;
         }
         self.cpu_phase(BUSY_TOKEN, self.busy_slice);
         self.at(self.now + self.busy_period, Ev::Busy);
+    }
+
+    /// Requests remain to arrive or are in flight: the host's background
+    /// processes (slices, stops) go on only while this holds.
+    #[inline]
+    pub(super) fn work_remains(&self) -> bool {
+        self.generated < self.total || self.reqs.len() > self.free.len()
     }
 
     /// A core of the CPU pool is free: the next waiting phase or batch takes

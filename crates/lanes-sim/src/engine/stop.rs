@@ -62,8 +62,7 @@ impl Sim<'_> {
     /// A core stops (`Ev::Stop`): the cores set a phase aside, the stop's
     /// end is scheduled, and so is the next stop while work remains.
     pub(super) fn on_stop(&mut self) {
-        let in_flight = self.reqs.len() - self.free.len();
-        if self.generated == self.total && in_flight == 0 {
+        if !self.work_remains() {
             return;
         }
         let stops = self.stops.as_mut().expect("only with host.stop_ms");
