@@ -38,6 +38,7 @@ JOB_ARGS = {
     "estimated_ms",
     "measured_ms",
     "cpu_ms",
+    "run_delay_ms",
     "queue_wait_ms",
 }
 
@@ -200,8 +201,10 @@ def test_a_slice_carries_the_cpu_time_its_call_ran_on_its_thread() -> None:
     assert len(slices) >= 3
     for e in slices:
         # The model ran on the executor's thread: at least its 20 ms of CPU, never more
-        # than the call's wall time.
-        assert 20 <= e["args"]["cpu_ms"] <= e["args"]["measured_ms"] + 0.01, e
+        # than the call's wall time, and its wait for a core fits in what is left.
+        args = e["args"]
+        assert 20 <= args["cpu_ms"] <= args["measured_ms"] + 0.01, e
+        assert 0 <= args["run_delay_ms"] <= args["measured_ms"] - args["cpu_ms"] + 0.01, e
 
 
 SECONDS_ACCEPTED = ["1", "0.5", "86400", "%202e1%20", ".5"]

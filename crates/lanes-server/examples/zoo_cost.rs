@@ -29,8 +29,6 @@
 //! "wire" | "pre" | "post" | "encode": {model: [samples]}}`.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 use std::time::Instant;
 
@@ -41,41 +39,33 @@ use lanes_onnx::SessionConfig;
 use lanes_server::backend::BatchInfo;
 use lanes_server::onnx_backend::OnnxModel;
 use lanes_server::runner::{Admitted, Hooks, ModelRunner, Produced};
+use lanes_server::thread_clocks::run_delay;
 use lanes_server::zoo::{zoo, Task, ZooHooks, ZooRunner};
 use serde_json::{json, Value};
 
 /// One sample: wall and thread CPU milliseconds.
 type Sample = [f64; 2];
 
-/// The calling thread's time waiting for a core, ns: the second field of its
-/// schedstat (`run_delay`), brought up to date whenever the thread is switched
-/// back in — so a step during which it was preempted ends with it grown.
-/// (The first field, the CPU time, is only brought up to date at a tick.)
-struct RunDelay(File);
+/// Times steps on the calling thread by its wait for a core: `run_delay` in
+/// its schedstat ([`lanes_server::thread_clocks::run_delay`]), brought up to
+/// date whenever the thread is switched back in — so a step during which it
+/// was preempted ends with it grown.
+struct RunDelay;
 
 impl RunDelay {
     fn open() -> Self {
-        Self(File::open("/proc/thread-self/schedstat").expect("/proc/thread-self/schedstat"))
-    }
-
-    fn ns(&self) -> u64 {
-        let mut buf = [0u8; 128];
-        let n = self.0.read_at(&mut buf, 0).unwrap_or(0);
-        std::str::from_utf8(&buf[..n])
-            .ok()
-            .and_then(|s| s.split_whitespace().nth(1))
-            .and_then(|s| s.parse().ok())
-            .unwrap_or(0)
+        run_delay().expect("/proc/thread-self/schedstat");
+        Self
     }
 
     /// Runs `f`, returning its value and its `[wall_ms, cpu_ms]`, where the
     /// CPU time is the wall time less the time spent waiting for the core.
     fn time<T>(&self, f: impl FnOnce() -> T) -> (T, Sample) {
-        let d0 = self.ns();
+        let d0 = run_delay().unwrap_or(0);
         let t0 = Instant::now();
         let out = f();
         let wall = t0.elapsed().as_nanos() as f64 / 1e6;
-        let waited = self.ns().saturating_sub(d0) as f64 / 1e6;
+        let waited = run_delay().unwrap_or(0).saturating_sub(d0) as f64 / 1e6;
         (out, [wall, (wall - waited).max(0.0)])
     }
 }

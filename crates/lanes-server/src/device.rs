@@ -17,13 +17,14 @@
 //! them after its answer sees its batch. [`run_batch`] is that work, shared
 //! with the driver, which runs a tiny batch itself (its inline rule).
 //!
-//! **A call's CPU time.** The thread's own CPU clock
-//! (`CLOCK_THREAD_CPUTIME_ID`) is read before and after the runtime call;
-//! the difference is the CPU the call ran on that thread. Its wall time less
-//! that is the time the call was off a core (waiting for one, or blocked) —
-//! on CPU devices with one intra-op thread, the call's run delay. A runtime
-//! that computes on threads of its own (several intra-op threads, a GPU)
-//! shows only the calling thread's part.
+//! **A call's clocks.** The wall clock and the thread's own clocks
+//! ([`crate::thread_clocks`]) are read before and after the runtime call: its
+//! run time (the wall time between the reads), the CPU the call ran on that
+//! thread, and the time it waited in the run queue for a core. Its wall time
+//! less both is the time it was blocked or (on a virtual machine) stopped by
+//! the hypervisor — on CPU devices with one intra-op thread, which never
+//! block, the stops. A runtime that computes on threads of its own (several
+//! intra-op threads, a GPU) shows only the calling thread's part.
 //!
 //! **Calls on every executor.** [`Executors::call_each`] runs a function
 //! once on each executor thread of a device (warm-up, so that what an engine
@@ -34,7 +35,6 @@
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::{Arc, Barrier};
 use std::thread::JoinHandle;
-use std::time::Instant;
 
 use lanes_policy::{JobId, Nanos};
 use tokio::sync::{mpsc, oneshot};
@@ -43,6 +43,7 @@ use crate::backend::{Backend, BatchInfo};
 use crate::driver::{Answered, Command, Reply};
 use crate::error::ServerError;
 use crate::observe::Observer;
+use crate::thread_clocks::{CallClocks, Mark};
 
 /// One request inside a batch: its input and where its answer goes.
 pub(crate) struct Item<B: Backend> {
@@ -192,9 +193,8 @@ pub(crate) struct Finished<O> {
     pub job: JobId,
     /// The measured run time (also when the model failed).
     pub run: Nanos,
-    /// The CPU time the running thread spent in the call (`None` where its
-    /// clock could not be read).
-    pub cpu: Option<Nanos>,
+    /// The running thread's CPU time and run delay in the call.
+    pub clocks: CallClocks,
     pub failed: bool,
     /// The answers, for the driver to send once the job is in the device
     /// accounts and the timeline (a client that reads them after its answer
@@ -220,11 +220,10 @@ pub(crate) fn run_batch<B: Backend>(
         .map(|item| (item.input, (item.reply, item.queued)))
         .unzip();
     let expected = inputs.len();
-    let cpu0 = thread_cpu();
-    let t0 = Instant::now();
+    let mark = Mark::now();
     let result = catch_unwind(AssertUnwindSafe(|| backend.run(&info, inputs)));
-    let run = t0.elapsed().as_nanos() as Nanos;
-    let cpu = cpu0.zip(thread_cpu()).map(|(a, b)| b.saturating_sub(a));
+    let clocks = mark.since();
+    let run = clocks.wall;
     let outputs = match result {
         Ok(Ok(outputs)) if outputs.len() == expected => Ok(outputs),
         Ok(Ok(outputs)) => Err(format!(
@@ -270,18 +269,10 @@ pub(crate) fn run_batch<B: Backend>(
     Finished {
         job: info.job,
         run,
-        cpu,
+        clocks,
         failed,
         answers,
     }
-}
-
-/// This thread's CPU time so far (`CLOCK_THREAD_CPUTIME_ID`), or `None`
-/// where the clock cannot be read.
-fn thread_cpu() -> Option<Nanos> {
-    use nix::time::{clock_gettime, ClockId};
-    let t = clock_gettime(ClockId::CLOCK_THREAD_CPUTIME_ID).ok()?;
-    Some(t.tv_sec() as Nanos * 1_000_000_000 + t.tv_nsec() as Nanos)
 }
 
 pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
@@ -291,26 +282,5 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "a non-string panic".to_owned()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::thread_cpu;
-    use std::time::{Duration, Instant};
-
-    #[test]
-    fn the_thread_clock_counts_work_and_not_sleep() {
-        let start = thread_cpu().expect("a thread CPU clock on Linux");
-        let wall = Instant::now();
-        std::thread::sleep(Duration::from_millis(30));
-        let slept = thread_cpu().unwrap() - start;
-        assert!(slept < 10_000_000, "sleeping ran {slept} ns of CPU");
-        let mut x = 0u64;
-        while thread_cpu().unwrap() - start < slept + 20_000_000 {
-            x = x.wrapping_mul(31).wrapping_add(1);
-        }
-        std::hint::black_box(x);
-        assert!(wall.elapsed() >= Duration::from_millis(50));
     }
 }

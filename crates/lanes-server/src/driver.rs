@@ -508,7 +508,7 @@ impl<B: Backend> Task<B> {
         let Finished {
             job,
             run,
-            cpu,
+            clocks,
             failed,
             answers,
         } = done;
@@ -521,7 +521,8 @@ impl<B: Backend> Task<B> {
         if self.link.is_some() {
             self.releases.push((job, measured.unwrap_or(0)));
         }
-        self.probe.finished(now, job, run, cpu, failed, &self.state);
+        self.probe
+            .finished(now, job, run, clocks, failed, &self.state);
         for (reply, mut answer) in answers {
             if let Ok(r) = &mut answer {
                 r.sent = now;

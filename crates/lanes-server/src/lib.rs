@@ -66,6 +66,7 @@ pub mod signature;
 pub mod spans;
 pub mod stats;
 pub mod streams;
+pub mod thread_clocks;
 pub mod timeline;
 pub mod zoo;
 

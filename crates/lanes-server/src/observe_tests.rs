@@ -17,6 +17,7 @@ use crate::driver::{DriverConfig, Pending, Request};
 use crate::driver_tests::{fifo, lab_observed, model, req, Lab, Scripted, FAILS};
 use crate::metrics::tests::{check_families, parse, requests, value, Page};
 use crate::probe::Probe;
+use crate::thread_clocks::CallClocks;
 use crate::timeline::tests::{check_schema, counters, replay};
 
 fn observe_config() -> ObserveConfig {
@@ -380,10 +381,17 @@ async fn idle_while_waiting_is_the_time_a_standing_job_had_a_free_device() {
     assert_eq!(obs.queue_depth(0), 0);
     let totals = account(50);
     assert_eq!((totals.idle_wait, totals.busy), (15, 30));
-    probe.finished(60, batch.job, 40, Some(30), false, &state);
+    let clocks = CallClocks {
+        wall: 40,
+        cpu: Some(30),
+        run_delay: Some(5),
+    };
+    probe.finished(60, batch.job, 40, clocks, false, &state);
     let totals = account(100);
     assert_eq!((totals.idle_wait, totals.busy, totals.jobs), (15, 40, 1));
     assert_eq!(obs.timeline().len(), 1);
+    let jobs = obs.timeline().window(None, 100);
+    assert_eq!((jobs[0].cpu, jobs[0].run_delay), (Some(30), Some(5)));
 }
 
 #[tokio::test]

@@ -25,6 +25,7 @@ use crate::clock::Clock;
 use crate::driver::DriverConfig;
 use crate::observe::{lock, ObserveConfig, Observer};
 use crate::occupancy::Occupancy;
+use crate::thread_clocks::CallClocks;
 use crate::timeline::Job;
 
 /// A batch on a device, from its start to its completion.
@@ -176,15 +177,15 @@ impl Probe {
         self.touched.push(batch.model);
     }
 
-    /// `job` completed at `now` after running `run`, `cpu` of it on its
-    /// thread's CPU (`failed`: the model failed); the state has taken the
-    /// measurement.
+    /// `job` completed at `now` after running `run`, with its thread's
+    /// `clocks` (CPU, run delay) over the call (`failed`: the model failed);
+    /// the state has taken the measurement.
     pub(crate) fn finished(
         &mut self,
         now: Nanos,
         job: JobId,
         run: Nanos,
-        cpu: Option<Nanos>,
+        clocks: CallClocks,
         failed: bool,
         state: &ServingState,
     ) {
@@ -203,7 +204,8 @@ impl Probe {
             end: now,
             estimated: d.estimate,
             measured: run,
-            cpu,
+            cpu: clocks.cpu,
+            run_delay: clocks.run_delay,
             queue_wait: d.queue_wait,
             failed,
         });

@@ -18,7 +18,10 @@
 //!   origin, the driver's clock zero) per job, named after the model, with
 //!   args `model`, `batch_size`, `requests`, `estimated_ms`, `measured_ms`,
 //!   `cpu_ms` (the CPU time the runtime call ran on its thread, where read),
-//!   `queue_wait_ms` (and `failed` when the model failed);
+//!   `run_delay_ms` (the time its thread waited for a core in the call, where
+//!   read: `measured_ms` less both is the time the call was blocked or stopped
+//!   by the hypervisor, [`crate::thread_clocks`]), `queue_wait_ms` (and
+//!   `failed` when the model failed);
 //! - counter events (`"ph": "C"`, name `jobs <device>`, args `{"jobs": n}`)
 //!   at every instant a device's number of concurrent jobs changes, derived
 //!   from the jobs' intervals (at equal times ends count before starts), so
@@ -66,6 +69,8 @@ pub struct Job {
     pub measured: Nanos,
     /// The CPU time the call ran on its thread (`None`: not read).
     pub cpu: Option<Nanos>,
+    /// The time its thread waited for a core in the call (`None`: not read).
+    pub run_delay: Option<Nanos>,
     pub queue_wait: Nanos,
     pub failed: bool,
 }
@@ -257,6 +262,9 @@ pub fn chrome_trace(
         });
         if let Some(cpu) = j.cpu {
             args["cpu_ms"] = json!(cpu as f64 / 1e6);
+        }
+        if let Some(delay) = j.run_delay {
+            args["run_delay_ms"] = json!(delay as f64 / 1e6);
         }
         if j.failed {
             args["failed"] = json!(true);

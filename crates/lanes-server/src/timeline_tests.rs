@@ -19,7 +19,7 @@ fn required(phase: &str) -> &'static [&'static str] {
     }
 }
 
-const JOB_ARGS: [&str; 7] = [
+const JOB_ARGS: [&str; 8] = [
     "batch_size",
     "cpu_ms",
     "estimated_ms",
@@ -27,6 +27,7 @@ const JOB_ARGS: [&str; 7] = [
     "model",
     "queue_wait_ms",
     "requests",
+    "run_delay_ms",
 ];
 
 /// Asserts the trace-event format; returns the events.
@@ -121,6 +122,7 @@ fn job(device: usize, start_ms: f64, end_ms: f64, model: &str) -> Job {
         estimated: 1_000_000,
         measured: 900_000,
         cpu: Some(700_000),
+        run_delay: Some(100_000),
         queue_wait: 5,
         failed: false,
     }
@@ -182,7 +184,8 @@ fn a_slice_carries_its_job_in_ms_and_a_failure_is_marked() {
             "name": "ocr", "cat": "job", "ph": "X", "ts": 1000.0, "dur": 2500.0, "pid": 42,
             "tid": 1,
             "args": {"model": "ocr", "batch_size": 2, "requests": 1, "estimated_ms": 1.0,
-                     "measured_ms": 0.9, "cpu_ms": 0.7, "queue_wait_ms": 5e-6,
+                     "measured_ms": 0.9, "cpu_ms": 0.7, "run_delay_ms": 0.1,
+                     "queue_wait_ms": 5e-6,
                      "failed": true},
         })
     );
@@ -210,9 +213,10 @@ fn a_slice_carries_its_job_in_ms_and_a_failure_is_marked() {
 }
 
 #[test]
-fn a_call_whose_cpu_time_was_not_read_has_no_cpu_ms() {
+fn a_call_whose_clocks_were_not_read_has_no_cpu_ms_or_run_delay_ms() {
     let mut unread = job(0, 1.0, 2.0, "ocr");
     unread.cpu = None;
+    unread.run_delay = None;
     let trace = chrome_trace(&[unread], &devices(), 0, 42, Map::new());
     let slice = trace["traceEvents"]
         .as_array()
@@ -222,6 +226,7 @@ fn a_call_whose_cpu_time_was_not_read_has_no_cpu_ms() {
         .unwrap()
         .clone();
     assert!(slice["args"].get("cpu_ms").is_none(), "{slice}");
+    assert!(slice["args"].get("run_delay_ms").is_none(), "{slice}");
     assert_eq!(slice["args"]["measured_ms"], 0.9);
 }
 

@@ -149,3 +149,8 @@ def print_diagnosis(path: Path) -> None:
     slow = slow_host_line(summary)
     if slow:
         print(slow)
+    from lanes.lab.report import stopped_line
+
+    stopped = stopped_line(summary)
+    if stopped:
+        print(stopped)

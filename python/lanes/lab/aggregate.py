@@ -48,6 +48,10 @@ A results folder (docs/lab.md) holds one JSON file per run,
   offered load, at least ``MIN_PEERS`` of them) or slower is listed under ``slow_host`` with that
   ratio and its p99. The summary's ``probe_work_ms`` is the folder's median run's probe, each
   level's the mean of its runs'. The runs stay in the figures, as a disturbed run does.
+- **Stopped** (:mod:`lanes.lab.call_clocks`): a run (or probe) whose slowest calls spent at
+  least ``STOPPED_TAIL`` of their wall time neither running nor waiting for a core — on the
+  lab's single-threaded CPU devices, the hypervisor's stops — is listed under ``stopped`` with
+  that share and its p99: its tail is partly the host's. It stays in the figures.
 - **Ratios to the baseline** (:func:`ratios`): each variant's grid capacity and p99 at each
   level divided by the baseline variant's at the same level index; null where either side is
   missing or the baseline's figure is 0. The searched capacities and the goodput at each level
@@ -76,7 +80,7 @@ from typing import IO, Any
 
 from lanes.errors import RESULTS_INVALID, LanesError
 from lanes.files import write_atomic
-from lanes.lab import capacity, speed_probe
+from lanes.lab import call_clocks, capacity, speed_probe
 from lanes.lab.host_noise import disturbed
 from lanes.lab.speed_probe import SLOW_HOST
 
@@ -282,6 +286,13 @@ def aggregate(results_dir: Path | str, baseline: str | None = None) -> dict[str,
     slow = [(r, v) for r, v in zip(everything, speeds, strict=True) if v and v >= SLOW_HOST]
     if slow:
         summary["slow_host"] = _named(slow, "host_speed")
+    stopped = [
+        (r, v)
+        for r in everything
+        if (v := call_clocks.stopped_tail(r.data.get("calls"))) is not None
+    ]
+    if stopped:
+        summary["stopped"] = _named(stopped, "stopped_tail")
     summary["ratios"] = ratios(summary, chosen)
     from lanes.lab.diagnosis import collect
 

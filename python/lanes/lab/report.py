@@ -25,7 +25,7 @@ from typing import IO, Any
 from lanes.errors import BAD_ARGUMENT, MISSING_DEPENDENCY, OUTPUT_FAILED, LanesError
 from lanes.files import check_writable, write_atomic
 from lanes.lab import aggregate as agg
-from lanes.lab import diagnosis, host_noise, speed_probe
+from lanes.lab import call_clocks, diagnosis, host_noise, speed_probe
 from lanes.lab.headline import NONE, headline, leaders, model_rows, number
 
 if sys.version_info >= (3, 11):
@@ -169,8 +169,9 @@ def render_html(
         _meta(summary, root, command),
         _behind(summary),
         _late(summary),
-        _disturbed(summary),
-        _slow_host(summary),
+        _DISTURBED.section(summary),
+        _SLOW_HOST.section(summary),
+        _STOPPED.section(summary),
         "<h2>Capacity at SLO</h2>",
         _capacity_note(summary),
         _capacity_table(summary, ratios),
@@ -293,66 +294,96 @@ def _late(summary: Mapping[str, Any]) -> str:
     )
 
 
+@dataclass(frozen=True)
+class _NamedRuns:
+    """A kind of run the summary names under ``key`` (the host's noise, a slow host, the
+    hypervisor's stops): how a run's figure reads, the terminal's line (``{runs}``: the runs
+    with their figures) and the report's section."""
+
+    key: str
+    figure: Callable[[Mapping[str, Any]], str]
+    line: str
+    title: str
+    note: str
+
+    def named_line(self, summary: Mapping[str, Any]) -> str | None:
+        """One line naming the runs; None when there are none."""
+        rows = summary.get(self.key) or []
+        if not rows:
+            return None
+        return self.line.format(runs=", ".join(f"{r['id']} ({self.figure(r)})" for r in rows))
+
+    def section(self, summary: Mapping[str, Any]) -> str:
+        """The report's section listing the runs with their figures and p99s."""
+        return _listed(
+            self.title,
+            self.note,
+            [
+                f"{html.escape(str(r['id']))}: {self.figure(r)}, p99 {_num(r.get('p99_ms'))} ms"
+                for r in summary.get(self.key) or []
+            ],
+        )
+
+
+_DISTURBED = _NamedRuns(
+    "disturbed",
+    lambda r: f"{float(r['other_cores']):.2f} cores",
+    "disturbed by the rest of the host (other processes or steal, >= "
+    f"{host_noise.DISTURBED_CORES:g} cores over the window): {{runs}}. Their figures are "
+    "partly the host's; rerun them on a quiet host, or compare them against their repeats",
+    "Runs disturbed by the host",
+    "During these runs' windows processes other than the server and the lab's own (the "
+    "runner, the load generators), or the hypervisor's steal, took at least "
+    f"{host_noise.DISTURBED_CORES:g} cores of this host. They stay in every figure, since "
+    "how much of their tail the neighbour made cannot be told from the run; compare them "
+    "against their repeats, or rerun on a quiet host.",
+)
+_SLOW_HOST = _NamedRuns(
+    "slow_host",
+    lambda r: f"{float(r['host_speed']):.2f}x",
+    f"ran on a slow host (the speed probe's work >= {speed_probe.SLOW_HOST:g}x the median "
+    "run's at the same load, no process to show for it): {runs}. Their tails are partly "
+    "the host's; compare them against their repeats",
+    "Runs on a slow host",
+    "During these runs' windows the host ran the lab's speed probe (a fixed piece of work, "
+    f"timed on its own thread's CPU clock) at least {speed_probe.SLOW_HOST:g} times as slow "
+    "as the median run at the same load: a neighbour on the same physical cores, or the "
+    "host's clock, slowed every thread, the server's included. They stay in every figure; "
+    "compare them against their repeats.",
+)
+_STOPPED = _NamedRuns(
+    "stopped",
+    lambda r: f"{100 * float(r['stopped_tail']):.0f} % of the slowest calls' time",
+    f"stopped by the hypervisor (the slowest {100 * call_clocks.TAIL:g} % of device calls "
+    f"spent >= {100 * call_clocks.STOPPED_TAIL:g} % of their time neither running nor "
+    "waiting for a core): {runs}. Their tails are partly the host's; compare them against "
+    "their repeats",
+    "Runs stopped by the hypervisor",
+    f"In these runs the slowest {100 * call_clocks.TAIL:g} % of device calls spent at least "
+    f"{100 * call_clocks.STOPPED_TAIL:g} % of their wall time neither running on their "
+    "thread's CPU clock nor waiting in the run queue for a core: on the lab's single-"
+    "threaded CPU devices, time the hypervisor gave their vCPU to another guest (each run's "
+    "<code>calls</code> block). They stay in every figure; compare them against their "
+    "repeats.",
+)
+
+
 def disturbed_line(summary: Mapping[str, Any]) -> str | None:
     """One line naming the runs the rest of the host disturbed (``summary["disturbed"]``,
     :mod:`lanes.lab.host_noise`); None when there are none."""
-    rows = summary.get("disturbed") or []
-    if not rows:
-        return None
-    runs = ", ".join(f"{r['id']} ({float(r['other_cores']):.2f} cores)" for r in rows)
-    return (
-        f"disturbed by the rest of the host (other processes or steal, >= "
-        f"{host_noise.DISTURBED_CORES:g} cores over the window): {runs}. Their figures are "
-        "partly the host's; rerun them on a quiet host, or compare them against their repeats"
-    )
-
-
-def _disturbed(summary: Mapping[str, Any]) -> str:
-    """The runs during which other processes on the host, or the hypervisor, took CPU."""
-    return _listed(
-        "Runs disturbed by the host",
-        "During these runs' windows processes other than the server and the lab's own (the "
-        "runner, the load generators), or the hypervisor's steal, took at least "
-        f"{host_noise.DISTURBED_CORES:g} cores of this host. They stay in every figure, since "
-        "how much of their tail the neighbour made cannot be told from the run; compare them "
-        "against their repeats, or rerun on a quiet host.",
-        [
-            f"{html.escape(str(r['id']))}: {float(r['other_cores']):.2f} cores, p99 "
-            f"{_num(r.get('p99_ms'))} ms"
-            for r in summary.get("disturbed") or []
-        ],
-    )
+    return _DISTURBED.named_line(summary)
 
 
 def slow_host_line(summary: Mapping[str, Any]) -> str | None:
     """One line naming the runs whose host ran slow (``summary["slow_host"]``,
     :mod:`lanes.lab.speed_probe`); None when there are none."""
-    rows = summary.get("slow_host") or []
-    if not rows:
-        return None
-    runs = ", ".join(f"{r['id']} ({float(r['host_speed']):.2f}x)" for r in rows)
-    return (
-        f"ran on a slow host (the speed probe's work >= {speed_probe.SLOW_HOST:g}x the median "
-        f"run's at the same load, no process to show for it): {runs}. Their tails are partly "
-        "the host's; compare them against their repeats"
-    )
+    return _SLOW_HOST.named_line(summary)
 
 
-def _slow_host(summary: Mapping[str, Any]) -> str:
-    """The runs during which the host itself ran slow."""
-    return _listed(
-        "Runs on a slow host",
-        "During these runs' windows the host ran the lab's speed probe (a fixed piece of work, "
-        f"timed on its own thread's CPU clock) at least {speed_probe.SLOW_HOST:g} times as slow "
-        "as the median run at the same load: a neighbour on the same physical cores, or the "
-        "host's clock, slowed every thread, the server's included. They stay in every figure; "
-        "compare them against their repeats.",
-        [
-            f"{html.escape(str(r['id']))}: {float(r['host_speed']):.2f}x, p99 "
-            f"{_num(r.get('p99_ms'))} ms"
-            for r in summary.get("slow_host") or []
-        ],
-    )
+def stopped_line(summary: Mapping[str, Any]) -> str | None:
+    """One line naming the runs whose slowest calls the hypervisor stopped
+    (``summary["stopped"]``, :mod:`lanes.lab.call_clocks`); None when there are none."""
+    return _STOPPED.named_line(summary)
 
 
 def html_page(title: str, parts: list[str]) -> str:

@@ -16,8 +16,10 @@ front of a lighter one.
 One run (:func:`measure`): the load generators (:mod:`lanes.lab.generators`, one process per mix
 entry and clone) start together, warm up for ``warmup_s``, then measure for ``measure_s``
 without a pause; the runner samples ``/metrics``, ``/v2/models/stats`` and ``/proc`` at the
-measurement's start and end and fetches the device timeline. Stability (perf_analyzer's rule,
-:func:`stable`): the measurement's per-second series is cut into ``windows`` equal windows;
+measurement's start and end and fetches the device timeline, whose calls' clocks it splits
+into running, waiting for a core and stopped (the run's ``calls`` block,
+:mod:`lanes.lab.call_clocks`). Stability (perf_analyzer's rule, :func:`stable`): the
+measurement's per-second series is cut into ``windows`` equal windows;
 throughput and p99 of each must lie within the tolerances of their means. An unstable run is
 measured again (warm-up and window) up to ``max_extensions`` times, unless the level is
 overloaded (achieved below 90 % of offered), where a longer wait cannot settle anything; the
@@ -62,7 +64,7 @@ from lanes.bench.result import Result, merge
 from lanes.diagnose.session import Session, check_pid
 from lanes.errors import BAD_ARGUMENT, EXPERIMENT_INVALID, OUTPUT_FAILED, LanesError
 from lanes.files import write_text_atomic
-from lanes.lab import capacity, generators, host_noise, scrape, speed_probe
+from lanes.lab import call_clocks, capacity, generators, host_noise, scrape, speed_probe
 from lanes.lab.aggregate import machine
 from lanes.lab.experiment import Experiment, MixEntry, Variant
 
@@ -489,9 +491,11 @@ def measure(
     trace_rel = None
     window_start = start + w.warmup_s
     trace = scrape.timeline(srv.url, w.measure_s, (window_start, window_start + w.measure_s))
+    calls = None
     if trace is not None:
         trace_rel = f"runs/{key.variant}/{key.stem}.trace.json"
         write_text_atomic(out / trace_rel, json.dumps(trace))
+        calls = call_clocks.summary(trace)
     where: dict[str, int | None] = (
         {"level": None, "probe": key.step} if isinstance(key, Probe) else {"level": key.level}
     )
@@ -509,6 +513,7 @@ def measure(
         "server": scrape.server_block(before, after, w.measure_s),
         "speed_probe": probe,
         "timeline": trace_rel,
+        **({"calls": calls} if calls is not None else {}),
         **({"diagnosis": diagnosis} if diagnosis is not None else {}),
         **({"cluster": cluster_block} if cluster_block is not None else {}),
     }

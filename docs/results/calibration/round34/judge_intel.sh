@@ -3,9 +3,10 @@
 # round 31, 203 and 205 of round 33, 207 and 211 of this round; none read off by either file),
 # each scaled to its grid's hour against grid 157, 100 windows per level, from the repository root.
 # Run:  sh docs/results/calibration/round34/judge_intel.sh NAME=SCENARIO ...
-#       (tables in out/intel/; GRIDS="..." to judge on fewer)
+#       (tables in out/intel/, or OUT=DIR; GRIDS="..." to judge on fewer or others; round 37
+#       adds its grids 213 and 217 and its own OUT)
 set -e
-ROOT=$PWD; P=$ROOT/.venv/bin/python; R=$ROOT/docs/results/calibration; O=$R/round34/out/intel
+ROOT=$PWD; P=$ROOT/.venv/bin/python; R=$ROOT/docs/results/calibration; O=${OUT:-$R/round34/out/intel}
 mkdir -p $O
 GRIDS=${GRIDS:-"$R/round31/grid-seed201 $R/round33/grid-seed203 $R/round33/grid-seed205 $R/round34/grid-seed207 $R/round34/grid-seed211"}
 for ns in "$@"; do

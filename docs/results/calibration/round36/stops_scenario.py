@@ -72,6 +72,25 @@ def points(xs: list[float], digits: int) -> list[list[float]]:
     return out
 
 
+def write_with_stops(
+    lengths: list[float], rates: list[float], name: str, note: str, path: Path
+) -> dict[str, object]:
+    """The judged file with ``stop_ms`` the points of ``lengths``, ``stop_run_per_s`` those of
+    ``rates`` and ``stops_per_s`` :data:`BASE`, named ``name``, written to ``path`` (a
+    ``.tmp`` beside it, then a rename) under the comment line ``note``; returns its host."""
+    doc = tomlkit.parse(SCENARIO.read_text())
+    host = doc["host"]
+    host["stop_ms"] = points(lengths, 3)
+    host["stops_per_s"] = BASE
+    host["stop_run_per_s"] = points(rates, 2)
+    doc["name"] = name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(note + tomlkit.dumps(doc))
+    tmp.replace(path)
+    return dict(host)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     ap.add_argument("stops", nargs="+", type=Path, help="stops.py --json files")
@@ -81,24 +100,15 @@ def main(argv: list[str] | None = None) -> int:
     if not lengths:
         print("stops_scenario.py: no stops in those files", file=sys.stderr)
         return 2
-    doc = tomlkit.parse(SCENARIO.read_text())
-    cores = int(doc["host"]["cpu_cores"])
+    cores = int(tomlkit.parse(SCENARIO.read_text())["host"]["cpu_cores"])
     mean_s = float(np.mean(lengths)) / 1e3
     rates = [steal / cores / mean_s for steal in run_steal()]
-    host = doc["host"]
-    host["stop_ms"] = points(lengths, 3)
-    host["stops_per_s"] = BASE
-    host["stop_run_per_s"] = points(rates, 2)
-    doc["name"] = "cpu-2core-stops"
     note = (
         f"# The judged file ({SCENARIO.name}) with stops: {len(lengths)} stops read on this "
         f"machine (mean {mean_s * 1e3:.2f} ms), each run's rate from the fifteen grids' steal "
         f"({len(rates)} runs). Written by round36/stops_scenario.py.\n"
     )
-    args.write.parent.mkdir(parents=True, exist_ok=True)
-    tmp = args.write.with_name(args.write.name + ".tmp")
-    tmp.write_text(note + tomlkit.dumps(doc))
-    tmp.replace(args.write)
+    host = write_with_stops(lengths, rates, "cpu-2core-stops", note, args.write)
     print(f"{args.write}: stop_ms {host['stop_ms']}, stop_run_per_s {host['stop_run_per_s']}")
     return 0
 
