@@ -108,8 +108,9 @@ bench-onnx: onnx-fixtures ## lanes-onnx vs Python onnxruntime: char_cnn, batch 1
 		--repeats 10 --iters 200 --out docs/results/serving/onnx-native.json
 
 .PHONY: bench
-bench: setup ## benchmarks: policy dispatch latency, simulator speed, zoo model costs (figures for docs/results)
+bench: setup ## benchmarks: policy dispatch latency, a call's clocks, simulator speed, zoo model costs (figures for docs/results)
 	cargo bench -p lanes-policy --bench dispatch
+	cargo bench -p lanes-server --bench call_clocks
 	cargo bench -p lanes-sim --bench speed
 	$(PY) bench/serve/zoo_cost.py
 

@@ -11,10 +11,12 @@ each variant as against_demo.py ``--grid`` sets it; per variant, level and model
 Run, from the repository root (after the rounds' grids are committed):
   PYTHONPATH=bench/calibrate .venv/bin/python docs/results/calibration/round29/by_model.py \
     [SCENARIO]   (default: the committed file's source, round27/scenarios/seed157-reading.toml)
+  GRIDS="DIR ..." in the environment judges on those grids instead (round 37: this machine's).
 """
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 from collections import defaultdict
@@ -72,7 +74,8 @@ def simulated(scenario: Scenario, window_s: float) -> dict[tuple[str, float, str
 def main(argv: list[str]) -> int:
     base = Scenario.load(argv[0] if argv else SCENARIO)
     errors: dict[tuple[str, float, str], list[float]] = defaultdict(list)
-    for grid in GRIDS:
+    grids = [Path(g) for g in os.environ["GRIDS"].split()] if os.environ.get("GRIDS") else GRIDS
+    for grid in grids:
         runs = load_runs(grid)
         window_s = statistics.median(r["measure_s"] for r in runs)
         pred = simulated(at_hour(base, hour_speed([grid], REFERENCE)), window_s)
