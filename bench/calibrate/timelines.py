@@ -14,16 +14,17 @@ a call runs from its slice's end minus its ``measured_ms`` to the slice's end), 
 distribution of the holds of batches dispatched while at least ``--cores`` calls ran
 (``hold_busy_quantiles_ms``, ``hold_busy_batches``): every core running a call, the device
 thread waits for one — ``compare.py`` gives the ``independent`` runs' to the simulator as
-``host.device_hold_busy_ms``. Where the slices carry ``cpu_ms`` (the CPU time each runtime
-call ran on its executor thread, recorded by ``lanes serve`` since 2026-11-28), per model over
-all its calls (``calls``): how many, their mean ``measured_ms`` and ``cpu_ms``, the mean time off
-a core (``off_ms``: ``measured_ms - cpu_ms``, clamped at 0), its p99 (``off_p99_ms``), and
-``off_per_cpu`` (the calls' time off a core per ms of their CPU: on CPU executors with one
-intra-op thread, their run delay, the per-call counterpart of ``sched.py``'s per-thread
-figure), and over all the run's calls those preempted (``preempted``: off their core longer
-than :data:`OFF_MIN_MS`, with the quantiles of that time — ``compare.call_preemption`` reads
-them as a preemption rate and its waits). Writes ``timelines.json`` into the results folder (or
-``--out``), small enough to keep beside the run's other files.
+``host.device_hold_busy_ms``. Where the slices carry ``cpu_ms`` (the CPU time each runtime call
+ran on its executor thread, recorded by ``lanes serve`` since 2026-11-28), per model over all
+its calls (``calls``): how many, their mean ``measured_ms`` and ``cpu_ms``, the mean time off a
+core (``off_ms``: :func:`off_core`, the call's ``run_delay_ms`` where the slice carries it, else
+``measured_ms - cpu_ms`` clamped at 0, which also holds the hypervisor's stops), its p99
+(``off_p99_ms``), and ``off_per_cpu`` (the calls' time off a core per ms of their CPU: on CPU
+executors with one intra-op thread, their run delay, the per-call counterpart of ``sched.py``'s
+per-thread figure), and over all the run's calls those preempted (``preempted``: off their core
+longer than :data:`OFF_MIN_MS`, with the quantiles of that time — ``compare.call_preemption``
+reads them as a preemption rate and its waits). Writes ``timelines.json`` into the results
+folder (or ``--out``), small enough to keep beside the run's other files.
 
 Run:  python bench/calibrate/timelines.py RESULTS [--out FILE] [--cores 2]
 """
@@ -52,8 +53,19 @@ def quantile(xs: list[float], p: float) -> float:
 
 
 OFF_MIN_MS = 0.05
-"""A runtime call off its core longer than this (its ``measured_ms - cpu_ms``) counts as
-preempted (``preempted``); shorter is the clocks' reading and a wake-up's jitter."""
+"""A runtime call off its core longer than this (:func:`off_core`) counts as preempted
+(``preempted``); shorter is the clocks' reading and a wake-up's jitter."""
+
+
+def off_core(args: dict[str, Any]) -> float:
+    """A call's time off its core waiting for one, ms: its ``run_delay_ms`` where the slice
+    carries it (``lanes serve`` since 2026-12-03), else ``measured_ms - cpu_ms`` (at least 0),
+    which also holds the time the hypervisor stopped the call (round 37: what is left of the
+    wall time beside both clocks)."""
+    if "run_delay_ms" in args:
+        return float(args["run_delay_ms"])
+    return max(0.0, args["measured_ms"] - args["cpu_ms"])
+
 
 CALLS_SEEN = 40
 """Calls started before a dispatch that are looked at for still running (there are at most a
@@ -139,15 +151,15 @@ def per_model_calls(batches: list[dict[str, Any]]) -> dict[str, Any]:
     empty unless every batch carries ``cpu_ms``."""
     if not batches or any("cpu_ms" not in ev["args"] for ev in batches):
         return {}
-    by_model: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    by_model: dict[str, list[tuple[float, float, float]]] = defaultdict(list)
     for ev in batches:
         a = ev["args"]
-        by_model[a["model"]].append((a["measured_ms"], a["cpu_ms"]))
+        by_model[a["model"]].append((a["measured_ms"], a["cpu_ms"], off_core(a)))
     out = {}
     for model, pairs in sorted(by_model.items()):
-        wall = [w for w, _ in pairs]
-        cpu = [c for _, c in pairs]
-        off = sorted(max(0.0, w - c) for w, c in pairs)
+        wall = [w for w, _, _ in pairs]
+        cpu = [c for _, c, _ in pairs]
+        off = sorted(o for _, _, o in pairs)
         out[model] = {
             "calls": len(pairs),
             "measured_ms": round(statistics.fmean(wall), 4),
@@ -173,8 +185,8 @@ def preempted_calls(batches: list[dict[str, Any]]) -> dict[str, Any]:
     for ev in batches:
         a = ev["args"]
         cpu += a["cpu_ms"]
-        if a["measured_ms"] - a["cpu_ms"] > OFF_MIN_MS:
-            off.append(a["measured_ms"] - a["cpu_ms"])
+        if (waited := off_core(a)) > OFF_MIN_MS:
+            off.append(waited)
     off.sort()
     span = max(ev["ts"] + ev["dur"] for ev in batches) - min(ev["ts"] for ev in batches)
     out: dict[str, Any] = {

@@ -89,3 +89,24 @@ def test_a_cell_without_every_calls_cpu_has_none(timelines: types.ModuleType) ->
     trace = {"traceEvents": [batch("cnn", 0, 2.0, 2.0), batch("cnn", 10_000, 3.0, None)]}
     out = timelines.summarise(trace)
     assert "cpu_ms" not in out["models"]["cnn"]["1"] and "preempted" not in out
+
+
+def test_a_calls_run_delay_is_its_time_off_a_core_and_a_stop_is_not(
+    timelines: types.ModuleType,
+) -> None:
+    """Slices that carry ``run_delay_ms`` (round 37) count it alone as the call's time off a
+    core: the rest of its wall time beside both clocks is the hypervisor's stop, not a
+    preemption."""
+    waited = batch("cnn", 0, 5.0, 2.0)
+    waited["args"]["run_delay_ms"] = 3.0
+    stopped = batch("cnn", 10_000, 12.0, 2.0)
+    stopped["args"]["run_delay_ms"] = 0.0  # 10 ms stopped: off no core of this guest
+    out = timelines.summarise({"traceEvents": [waited, stopped]})
+    assert out["calls"]["cnn"]["off_ms"] == 1.5 and out["calls"]["cnn"]["off_per_cpu"] == 0.75
+    pre = out["preempted"]
+    assert pre["preempted"] == 1 and "quantiles_ms" not in pre  # fewer than two waits
+    # without the run delay the same calls read as two preemptions, the stop among them
+    for ev in (waited, stopped):
+        del ev["args"]["run_delay_ms"]
+    pre = timelines.summarise({"traceEvents": [waited, stopped]})["preempted"]
+    assert pre["preempted"] == 2 and pre["quantiles_ms"][-1] == [1.0, 10.0]

@@ -11,7 +11,8 @@ each variant as against_demo.py ``--grid`` sets it; per variant, level and model
 Run, from the repository root (after the rounds' grids are committed):
   PYTHONPATH=bench/calibrate .venv/bin/python docs/results/calibration/round29/by_model.py \
     [SCENARIO]   (default: the committed file's source, round27/scenarios/seed157-reading.toml)
-  GRIDS="DIR ..." in the environment judges on those grids instead (round 37: this machine's).
+  GRIDS="DIR ..." in the environment judges on those grids instead (round 37: this machine's),
+  REFERENCE=GRID scales to their hours against that grid instead of grid 157.
 """
 
 from __future__ import annotations
@@ -78,7 +79,8 @@ def main(argv: list[str]) -> int:
     for grid in grids:
         runs = load_runs(grid)
         window_s = statistics.median(r["measure_s"] for r in runs)
-        pred = simulated(at_hour(base, hour_speed([grid], REFERENCE)), window_s)
+        reference = Path(os.environ.get("REFERENCE") or REFERENCE)
+        pred = simulated(at_hour(base, hour_speed([grid], reference)), window_s)
         for key, value in lab(runs).items():
             if key in pred and key[1] in RATES:
                 errors[key].append(pred[key] / value - 1)

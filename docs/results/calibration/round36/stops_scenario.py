@@ -73,12 +73,18 @@ def points(xs: list[float], digits: int) -> list[list[float]]:
 
 
 def write_with_stops(
-    lengths: list[float], rates: list[float], name: str, note: str, path: Path
+    lengths: list[float],
+    rates: list[float],
+    name: str,
+    note: str,
+    path: Path,
+    base: Path = SCENARIO,
 ) -> dict[str, object]:
-    """The judged file with ``stop_ms`` the points of ``lengths``, ``stop_run_per_s`` those of
-    ``rates`` and ``stops_per_s`` :data:`BASE`, named ``name``, written to ``path`` (a
-    ``.tmp`` beside it, then a rename) under the comment line ``note``; returns its host."""
-    doc = tomlkit.parse(SCENARIO.read_text())
+    """``base`` (the judged file) with ``stop_ms`` the points of ``lengths``,
+    ``stop_run_per_s`` those of ``rates`` and ``stops_per_s`` :data:`BASE`, named ``name``,
+    written to ``path`` (a ``.tmp`` beside it, then a rename) under the comment line ``note``;
+    returns its host."""
+    doc = tomlkit.parse(base.read_text())
     host = doc["host"]
     host["stop_ms"] = points(lengths, 3)
     host["stops_per_s"] = BASE

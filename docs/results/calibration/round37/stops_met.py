@@ -11,7 +11,8 @@ cores (the calls' rest summed over the window). Then the stops' lengths pooled o
 against the idle probe's (round 36's stops.py files), quantile by quantile.
 
 Run, from the repository root:
-  PYTHONPATH=bench/calibrate .venv/bin/python docs/results/calibration/round37/stops_met.py GRID... \\
+  PYTHONPATH=bench/calibrate .venv/bin/python \\
+    docs/results/calibration/round37/stops_met.py GRID... \\
     [--idle round36/out/idle-1.json ...] [--json OUT]
 """
 
