@@ -31,3 +31,38 @@ for s in file=$R/round27/scenarios/seed157-reading.toml stops36=$R/round36/scena
   PYTHONPATH=bench/calibrate .venv/bin/python $R/round29/by_model.py ${s#*=} \
     > $D/out/by-model-${s%%=*}.md
 done
+# 6. A reading of this machine: grid 213 read as round 27 read grid 157 (same_hour.py with the
+#    round-20 file's other keys, the calls' CPU, the server's CPU, the absorbed preemptions), its
+#    preemptions from the calls' own run delay (--preempt-from-calls; timelines.py now takes the
+#    run delay as a call's time off a core, so both grids' timelines.json were written again),
+#    the committed stretch and speed process added, then the same with grid 213's stops
+#    (2026-12-03 18:58-18:59 UTC, /tmp/r37-read.sh).
+A=/tmp/r37/grid-seed213; RD=/tmp/r37/read; P=$PWD/.venv/bin/python
+for s in 213 217; do
+  (cd bench/calibrate && $P timelines.py /tmp/r37/grid-seed$s > /dev/null)
+  cp /tmp/r37/grid-seed$s/timelines.json $D/grid-seed$s/
+done
+PYTHONPATH=bench/calibrate $P $D/stops_met.py $A --json $D/out/stops-met-213.json > /dev/null
+rm -rf $RD; mkdir -p $RD/runs
+for f in corpus experiment.toml plan.json summary.json timelines.json; do ln -sfn $A/$f $RD/$f; done
+for v in fifo sjf independent; do ln -sfn $A/runs/$v $RD/runs/$v; done
+(cd bench/calibrate && export PYTHONPATH=. &&
+  $P spans.py $RD --json /tmp/r37/read-waits.json > /dev/null &&
+  $P same_hour.py $RD /tmp/r37/read-waits.json --busy-wakes --deconvolved --against $A \
+    --scenario $R/round20/cpu-2core-2026-11-26.toml --call-cpu --server-cpu --absorbed \
+    --preempt-from-calls --markdown $D/out/seed213-same-hour.md \
+    --write /tmp/r37/seed213-read.toml > /dev/null)
+sed -e 's/^call_preempt_absorbed = true$/call_preempt_absorbed = true\ncall_stretch = [1.0, 1.25, 1.16, 1.0]\nspeed_cv = 0.1\nspeed_ms = 250.0/' \
+  /tmp/r37/seed213-read.toml > $D/scenarios/seed213-reading.toml
+PYTHONPATH=bench/calibrate $P $D/calls_scenario.py $D/out/stops-met-213.json \
+  --base $D/scenarios/seed213-reading.toml --write $D/scenarios/seed213-reading-stops.toml
+# 7. Both readings judged on the seven grids, scaled to each hour against grid 213, overall and
+#    model by model (19:01-19:06 UTC).
+REF=$D/grid-seed213 OUT=$D/out/judged sh $R/round34/judge_intel.sh \
+  reading213=$D/scenarios/seed213-reading.toml \
+  reading213-stops=$D/scenarios/seed213-reading-stops.toml > $D/out/judged/counts.txt
+for s in reading213=$D/scenarios/seed213-reading.toml \
+  reading213-stops=$D/scenarios/seed213-reading-stops.toml; do
+  REFERENCE=$D/grid-seed213 PYTHONPATH=bench/calibrate $P $R/round29/by_model.py ${s#*=} \
+    > $D/out/by-model-${s%%=*}.md
+done
