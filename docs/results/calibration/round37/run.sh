@@ -66,3 +66,30 @@ for s in reading213=$D/scenarios/seed213-reading.toml \
   REFERENCE=$D/grid-seed213 PYTHONPATH=bench/calibrate $P $R/round29/by_model.py ${s#*=} \
     > $D/out/by-model-${s%%=*}.md
 done
+# 8. Which part of grid 213's reading lowers the knee: the file with one part of it laid on
+#    (round 27's overlay.py: host, preempt, server, all three), then the host part and the
+#    whole reading each with the file's busy_cores (0.1486) instead of the reading's (0.4652),
+#    judged as above; model by model for the last two (19:07-19:19 UTC).
+for parts in host preempt server host,preempt,server; do
+  n=file-with-213-$(echo $parts | tr , -)
+  (cd bench/calibrate && PYTHONPATH=. $P $R/round27/overlay.py \
+    $R/round27/scenarios/seed157-reading.toml $D/scenarios/seed213-reading.toml \
+    --parts $parts --out $D/scenarios/$n.toml)
+done
+sed 's/^busy_cores = .*/busy_cores = 0.1486/' $D/scenarios/file-with-213-host.toml \
+  > $D/scenarios/file-with-213-host-file-busy.toml
+sed 's/^busy_cores = .*/busy_cores = 0.1486/' $D/scenarios/seed213-reading.toml \
+  > $D/scenarios/seed213-reading-file-busy.toml
+OUT=$D/out/judged sh $R/round34/judge_intel.sh \
+  file-with-213-host=$D/scenarios/file-with-213-host.toml \
+  file-with-213-preempt=$D/scenarios/file-with-213-preempt.toml \
+  file-with-213-server=$D/scenarios/file-with-213-server.toml \
+  file-with-213-host-preempt-server=$D/scenarios/file-with-213-host-preempt-server.toml \
+  file-with-213-host-file-busy=$D/scenarios/file-with-213-host-file-busy.toml \
+  > $D/out/judged/counts.txt
+REF=$D/grid-seed213 OUT=$D/out/judged sh $R/round34/judge_intel.sh \
+  reading213-file-busy=$D/scenarios/seed213-reading-file-busy.toml > $D/out/judged/counts.txt
+PYTHONPATH=bench/calibrate $P $R/round29/by_model.py \
+  $D/scenarios/file-with-213-host-file-busy.toml > $D/out/by-model-file-with-213-host-file-busy.md
+REFERENCE=$D/grid-seed213 PYTHONPATH=bench/calibrate $P $R/round29/by_model.py \
+  $D/scenarios/seed213-reading-file-busy.toml > $D/out/by-model-reading213-file-busy.md
