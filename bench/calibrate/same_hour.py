@@ -87,7 +87,8 @@ the runs themselves — per run the process's cores less the calls' own (timelin
 ``preempted`` ``cpu_ms / span_s``), least squares over the runs as ``a + p x rate``
 (``compare.server_cpu``) — instead of the scenario's ``pre`` and ``post`` and threads.py's one
 rate: every service's ``pre`` and ``post`` scaled alike so that the mix's comes to ``p``, and
-``a`` added to ``host.busy_cores``. The client part keeps its ``IO_EXTRA``.
+``a`` added to ``host.busy_cores`` in place of the fit's own constant (:func:`host_fit`; until
+round 37 beside it). The client part keeps its ``IO_EXTRA``.
 
 ``--call-cpu`` (the nineteenth round): the device costs are the calls' own CPU, each cell the
 run's median ``cpu_ms`` of that model and batch size (timelines.py), instead of its median wall
@@ -167,6 +168,7 @@ from compare import (
     KNEE,
     TARGET,
     WINDOW_SLACK,
+    Fit,
     calibrated,
     call_preemption,
     emit,
@@ -274,6 +276,17 @@ def client_part(entries: list[dict[str, Any]]) -> Quantiles:
     gaps = [g for e in entries for g in e["client_part"].values()]
     p50, p90, p99 = (max(0.0, statistics.median(g[i] for g in gaps) - IO_EXTRA) for i in range(3))
     return ((0.0, 0.0), (0.5, p50), (0.9, max(p50, p90)), (0.99, max(p90, p99)), (1.0, 1.5 * p99))
+
+
+def host_fit(f: Fit, server_cpu: bool) -> Fit:
+    """The fit the scenario is calibrated with. With ``--server-cpu`` the server's CPU whatever
+    the load is ``compare.server_cpu``'s ``a`` alone (:func:`with_server_cpu` puts it on
+    ``busy_cores``), so the fit's own constant (rule 2's ``a``, or threads.py's I/O threads')
+    is not put there too: ``busy_cores`` is then the rest of the host's measured CPU plus that
+    one ``a``. Until round 37 both went on: on grid 213 of 2026-12-03 (no ``threads/``) rule 2's
+    ``a``, 0.254 cores with a per-request term of -0.21 ms, beside ``server_cpu``'s 0.098 and
+    the measured 0.113 made ``busy_cores`` 0.465."""
+    return replace(f, server_cores=0.0) if server_cpu else f
 
 
 def with_server_cpu(scenario: Scenario, cores: float, per_request_ms: float) -> Scenario:
@@ -537,7 +550,7 @@ def main(argv: list[str] | None = None) -> int:
         pooled_ratio=args.pooled_ratio,
     )
     entries = lowest(json.loads(args.waits.read_text()))
-    scenario = calibrated(base, f)
+    scenario = calibrated(base, host_fit(f, args.server_cpu))
     host = replace(
         scenario.host,
         handoff_ms=0.0,

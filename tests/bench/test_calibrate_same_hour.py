@@ -398,3 +398,20 @@ def test_host_speed_cpu_refuses_what_it_cannot_read(sh, tmp_path, capsys, flags,
         sh.main([str(tmp_path), str(tmp_path / "w.json"), *flags])
     assert info.value.code == 2
     assert says in capsys.readouterr().err
+
+
+def test_with_server_cpu_the_fits_own_constant_is_not_counted_twice(sh):
+    """``--server-cpu`` puts its ``a`` on ``busy_cores`` in place of the fit's own constant
+    (round 37: both went on, 0.254 + 0.098 cores beside the measured 0.113)."""
+    import compare
+
+    from lanes.sim.scenario import Scenario
+
+    f = compare.Fit(busy_cores=0.113, server_cores=0.254, request_ms=-0.2, batch_ms=0.0,
+                    batch_size=4.0)  # fmt: skip
+    base = Scenario.load(compare.DEFAULT_SCENARIO)
+    read = sh.with_server_cpu(compare.calibrated(base, sh.host_fit(f, True)), 0.098, 0.33)
+    assert read.host.busy_cores == pytest.approx(0.113 + 0.098)
+    # without --server-cpu the fit's constant is the server's, as before
+    alone = compare.calibrated(base, sh.host_fit(f, False))
+    assert alone.host.busy_cores == pytest.approx(0.113 + 0.254)

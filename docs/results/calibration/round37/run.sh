@@ -93,3 +93,16 @@ PYTHONPATH=bench/calibrate $P $R/round29/by_model.py \
   $D/scenarios/file-with-213-host-file-busy.toml > $D/out/by-model-file-with-213-host-file-busy.md
 REFERENCE=$D/grid-seed213 PYTHONPATH=bench/calibrate $P $R/round29/by_model.py \
   $D/scenarios/seed213-reading-file-busy.toml > $D/out/by-model-reading213-file-busy.md
+# 9. Grid 213 read again with same_hour.py counting the server's constant CPU once (host_fit;
+#    busy_cores 0.211), judged overall and model by model (19:36-19:39 UTC).
+(cd bench/calibrate && export PYTHONPATH=. &&
+  $P same_hour.py $RD /tmp/r37/read-waits.json --busy-wakes --deconvolved --against $A \
+    --scenario $R/round20/cpu-2core-2026-11-26.toml --call-cpu --server-cpu --absorbed \
+    --preempt-from-calls --markdown $D/out/seed213-same-hour-v2.md \
+    --write /tmp/r37/seed213-read-v2.toml > /dev/null)
+sed -e 's/^call_preempt_absorbed = true$/call_preempt_absorbed = true\ncall_stretch = [1.0, 1.25, 1.16, 1.0]\nspeed_cv = 0.1\nspeed_ms = 250.0/' \
+  /tmp/r37/seed213-read-v2.toml > $D/scenarios/seed213-reading-v2.toml
+REF=$D/grid-seed213 OUT=$D/out/judged sh $R/round34/judge_intel.sh \
+  reading213-v2=$D/scenarios/seed213-reading-v2.toml > $D/out/judged/counts.txt
+REFERENCE=$D/grid-seed213 PYTHONPATH=bench/calibrate $P $R/round29/by_model.py \
+  $D/scenarios/seed213-reading-v2.toml > $D/out/by-model-reading213-v2.md
