@@ -191,9 +191,8 @@ fn executor<B: Backend>(
 /// A batch that ran: what the driver needs to finish it.
 pub(crate) struct Finished<O> {
     pub job: JobId,
-    /// The measured run time (also when the model failed).
-    pub run: Nanos,
-    /// The running thread's CPU time and run delay in the call.
+    /// The call's clocks: its measured run time (`wall`, also when the model
+    /// failed), and the running thread's CPU time and run delay in it.
     pub clocks: CallClocks,
     pub failed: bool,
     /// The answers, for the driver to send once the job is in the device
@@ -268,7 +267,6 @@ pub(crate) fn run_batch<B: Backend>(
     };
     Finished {
         job: info.job,
-        run,
         clocks,
         failed,
         answers,

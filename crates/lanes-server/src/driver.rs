@@ -507,11 +507,11 @@ impl<B: Backend> Task<B> {
     fn finished(&mut self, now: Nanos, done: Finished<B::Output>) {
         let Finished {
             job,
-            run,
             clocks,
             failed,
             answers,
         } = done;
+        let run = clocks.wall;
         self.running -= 1;
         if self.running == 0 {
             self.idle_since = Some(now);
@@ -521,8 +521,7 @@ impl<B: Backend> Task<B> {
         if self.link.is_some() {
             self.releases.push((job, measured.unwrap_or(0)));
         }
-        self.probe
-            .finished(now, job, run, clocks, failed, &self.state);
+        self.probe.finished(now, job, clocks, failed, &self.state);
         for (reply, mut answer) in answers {
             if let Ok(r) = &mut answer {
                 r.sent = now;

@@ -386,7 +386,7 @@ async fn idle_while_waiting_is_the_time_a_standing_job_had_a_free_device() {
         cpu: Some(30),
         run_delay: Some(5),
     };
-    probe.finished(60, batch.job, 40, clocks, false, &state);
+    probe.finished(60, batch.job, clocks, false, &state);
     let totals = account(100);
     assert_eq!((totals.idle_wait, totals.busy, totals.jobs), (15, 40, 1));
     assert_eq!(obs.timeline().len(), 1);

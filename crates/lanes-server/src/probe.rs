@@ -177,14 +177,13 @@ impl Probe {
         self.touched.push(batch.model);
     }
 
-    /// `job` completed at `now` after running `run`, with its thread's
-    /// `clocks` (CPU, run delay) over the call (`failed`: the model failed);
-    /// the state has taken the measurement.
+    /// `job` completed at `now` with its call's `clocks` (its run time, its
+    /// thread's CPU and run delay; `failed`: the model failed); the state has
+    /// taken the measurement.
     pub(crate) fn finished(
         &mut self,
         now: Nanos,
         job: JobId,
-        run: Nanos,
         clocks: CallClocks,
         failed: bool,
         state: &ServingState,
@@ -203,7 +202,7 @@ impl Probe {
             start: d.start,
             end: now,
             estimated: d.estimate,
-            measured: run,
+            measured: clocks.wall,
             cpu: clocks.cpu,
             run_delay: clocks.run_delay,
             queue_wait: d.queue_wait,

@@ -41,7 +41,7 @@
 //! Linux, a kernel without schedstats), `run_delay` is `None`, as `cpu` is
 //! where the CPU clock cannot be read.
 
-use std::cell::RefCell;
+use std::cell::OnceCell;
 use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::time::Instant;
@@ -106,16 +106,15 @@ pub fn thread_cpu() -> Option<Nanos> {
 
 thread_local! {
     /// This thread's schedstat, opened on first use (`None`: cannot be).
-    static SCHEDSTAT: RefCell<Option<Option<File>>> = const { RefCell::new(None) };
+    static SCHEDSTAT: OnceCell<Option<File>> = const { OnceCell::new() };
 }
 
 /// This thread's time waiting for a core so far, ns (`run_delay` in its
 /// schedstat), or `None` where it cannot be read.
 pub fn run_delay() -> Option<Nanos> {
     SCHEDSTAT.with(|cell| {
-        let mut cell = cell.borrow_mut();
         let file = cell
-            .get_or_insert_with(|| File::open("/proc/thread-self/schedstat").ok())
+            .get_or_init(|| File::open("/proc/thread-self/schedstat").ok())
             .as_ref()?;
         let mut buf = [0u8; 96];
         let n = file.read_at(&mut buf, 0).ok()?;

@@ -30,9 +30,10 @@ clocks (a GPU's calls block on the device, so their rest is not a stop):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+import numpy as np
 
 STOP_MIN_MS = 0.1
 """A call's rest above this is a stop (bench/calibrate/stops.py's gap, 100 µs)."""
@@ -44,12 +45,9 @@ wall time spent with the vCPU taken away."""
 QUANTILES = (0.5, 0.9, 0.99)
 
 
-def _quantile(sorted_values: list[float], q: float) -> float:
-    """The ``q`` quantile of sorted values, linear between order statistics."""
-    pos = q * (len(sorted_values) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+def _quantile(values: list[float], q: float) -> float:
+    """The ``q`` quantile of ``values``, linear between order statistics (numpy's default)."""
+    return float(np.quantile(values, q))
 
 
 def calls(trace: Mapping[str, Any]) -> list[tuple[float, float, float]]:
