@@ -3,9 +3,9 @@
     python3 docs/results/gpu/run7/tables.py LAB_DIR > runs.md
 
 One row a run file (``runs/VARIANT/*-rN.json``): its offered load, goodput, SLO attainment,
-p50 and p99 (overall and per model), the ``cuda:0`` executor's busy share of the window, rows
-a job (requests ÷ the executor's jobs), the server's CPU cores (its process CPU seconds ÷ the
-window), the generators' send delay p99 and the 429 replies.
+p50 and p99 (overall and per model), the executors' busy share of the window (the mean over
+the server's devices), rows a job (requests ÷ the executors' jobs), the server's CPU cores
+(its process CPU seconds ÷ the window), the generators' send delay p99 and the 429 replies.
 """
 
 from __future__ import annotations
@@ -21,7 +21,9 @@ MODELS = ("char_cnn", "line_rnn_zh", "line_rnn_en")
 def row(doc: dict[str, Any], t0: float) -> str:
     """One run's markdown row; ``t0`` is the lab's first start (s since the epoch)."""
     load, server = doc["load"], doc["server"]
-    device, window = server["device"]["cuda:0"], server["window_s"]
+    devices, window = server["device"].values(), server["window_s"]
+    busy = sum(d["busy_s"] for d in devices) / len(devices)
+    jobs = sum(d["jobs"] for d in devices)
     per_model = " / ".join(f"{load['models'][m]['latency_ms']['p99']:.0f}" for m in MODELS)
     cells = [
         f"{doc['started_unix'] - t0:.0f}",
@@ -32,8 +34,8 @@ def row(doc: dict[str, Any], t0: float) -> str:
         f"{load['latency_ms']['p50']:.1f}",
         f"{load['latency_ms']['p99']:.1f}",
         per_model,
-        f"{device['busy_s'] / window:.2f}",
-        f"{load['requests'] / max(device['jobs'], 1):.1f}",
+        f"{busy / window:.2f}",
+        f"{load['requests'] / max(jobs, 1):.1f}",
         f"{server['process_cpu_s'] / window:.1f}",
         f"{load['send_delay_ms']['p99']:.1f}",
         str(load["status_codes"].get("429", 0)),
