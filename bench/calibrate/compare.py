@@ -53,7 +53,9 @@ figure enters, so every p50, p99 and goodput is a prediction):
 1. ``busy_cores`` — *measured*: the machine's busy cores minus the server process's, per run
    (``server.cpu_busy_per_core`` summed, minus ``process_cpu_s / window_s``), median over runs.
    That is the lab's load generators and runner on the same two cores.
-2. The server's CPU beyond its devices — *fitted*, least squares over runs:
+2. The server's CPU beyond its devices — *fitted*, least squares over runs with ``a``, ``p``
+   and ``q`` at least zero (:func:`least_squares`; unconstrained until round 38, when it gave
+   this host's grids a negative cost per request):
 
        process CPU-s - device work = a * window_s + p * requests + q * batches
 
@@ -156,6 +158,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from lanes import sim
 from lanes.lab import host_noise
@@ -760,22 +764,29 @@ def handoff_ms(
 
 
 def least_squares(rows: list[tuple[float, float, float]], ys: list[float]) -> list[float]:
-    """``x`` minimising ``|rows x - ys|``, by the normal equations (3 unknowns)."""
-    n = len(rows[0])
-    ata = [[math.fsum(r[i] * r[j] for r in rows) for j in range(n)] for i in range(n)]
-    aty = [math.fsum(r[i] * y for r, y in zip(rows, ys, strict=True)) for i in range(n)]
-    # Gaussian elimination with partial pivoting.
-    m = [[*row, b] for row, b in zip(ata, aty, strict=True)]
-    for c in range(n):
-        pivot = max(range(c, n), key=lambda k: abs(m[k][c]))
-        m[c], m[pivot] = m[pivot], m[c]
-        for k in range(c + 1, n):
-            f = m[k][c] / m[c][c]
-            m[k] = [x - f * y for x, y in zip(m[k], m[c], strict=True)]
-    x = [0.0] * n
-    for c in reversed(range(n)):
-        x[c] = (m[c][n] - math.fsum(m[c][k] * x[k] for k in range(c + 1, n))) / m[c][c]
-    return x
+    """``x >= 0`` minimising ``|rows x - ys|``: non-negative least squares (rule 2).
+
+    The rule: the optimum is the unconstrained least-squares fit (``numpy.linalg.lstsq``) on
+    the unknowns it leaves above zero, with the others at zero; so among the fits on every
+    subset of the unknowns (seven for three, and all at zero) it is the one with no negative
+    coefficient and the least residual. Each unknown is a cost the server pays (cores, ms a
+    request, ms a batch), never below zero; the unconstrained fit gave grid 213 a per-request
+    cost of -0.25 ms and a constant of 0.29 cores to make up for it (round 38)."""
+    a = np.asarray(rows, dtype=float)
+    y = np.asarray(ys, dtype=float)
+    n = a.shape[1]
+    best, best_res = np.zeros(n), float(y @ y)
+    for k in range(1, n + 1):
+        for cols in itertools.combinations(range(n), k):
+            sol = np.linalg.lstsq(a[:, cols], y, rcond=None)[0]
+            if (sol < 0).any():
+                continue
+            x = np.zeros(n)
+            x[list(cols)] = sol
+            res = float(np.sum((a @ x - y) ** 2))
+            if res < best_res:
+                best, best_res = x, res
+    return [float(v) for v in best]
 
 
 def hold_mean(points: tuple[tuple[float, float], ...]) -> float:
