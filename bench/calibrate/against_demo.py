@@ -61,7 +61,7 @@ from pathlib import Path
 from compare import emit, load_runs, measured, summary, table, undisturbed
 from compare import predicted as simulate
 from default_question import DEFAULT_SCENARIO, with_threads
-from hour_speed import LEVELS, at_hour, hour_speed
+from hour_speed import LEVELS, at_hour, hour_speed, hour_speeds
 
 from lanes._core import parse_policy
 from lanes.serving.default_policy import CPU_POLICY
@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
         "--hour-levels",
         choices=LEVELS,
         default="lightest",
-        help="read --hour-speed at the grids' lightest level (default) or every level",
+        help="read --hour-speed at the grids' lightest level (default), over every level, or "
+        "at each level for that level (hour_speed.py)",
     )
     ap.add_argument(
         "--without-disturbed",
@@ -165,19 +166,33 @@ def main(argv: list[str] | None = None) -> int:
     if args.hour_speed is not None:
         if not args.grid:
             ap.error("--hour-speed needs --grid (the grids' timelines.json)")
-        factor = hour_speed(args.demo, args.hour_speed, args.hour_levels)
-        scenario = at_hour(scenario, factor)
-        hour = (
-            f", its calls x{factor:.3f} (the hour's speed at the {args.hour_levels} level(s) "
-            f"against {args.hour_speed})"
-        )
+        if args.hour_levels == "each":
+            factors = hour_speeds(args.demo, args.hour_speed)
+            overall = hour_speed(args.demo, args.hour_speed, "all")
+            each = ", ".join(f"{r:g}: x{f:.3f}" for r, f in factors.items())
+            hour = f", its calls scaled level by level ({each}; against {args.hour_speed})"
+        else:
+            factor = hour_speed(args.demo, args.hour_speed, args.hour_levels)
+            scenario = at_hour(scenario, factor)
+            hour = (
+                f", its calls x{factor:.3f} (the hour's speed at the {args.hour_levels} "
+                f"level(s) against {args.hour_speed})"
+            )
     window_s = None
     sized = f"{args.seeds} seeds x {args.requests} requests"
     if args.windows is not None:
         window_s = statistics.median(r["measure_s"] for r in runs)
         sized = f"{args.windows} windows of {window_s:g} s"
     seeds = args.seeds if args.windows is None else args.windows
-    pred = predicted(scenario, variants, rates, seeds, args.requests, as_simulated, window_s)
+    if args.hour_speed is not None and args.hour_levels == "each":
+        pred = {}
+        for rate in rates:
+            at = at_hour(scenario, factors.get(rate, overall))
+            pred.update(
+                predicted(at, variants, [rate], seeds, args.requests, as_simulated, window_s)
+            )
+    else:
+        pred = predicted(scenario, variants, rates, seeds, args.requests, as_simulated, window_s)
     head = (
         f"{args.scenario.name} as it is{hour} against {folders}{quiet}: "
         + ", ".join(f"{v} as {as_simulated[v][0]} x{as_simulated[v][1]}" for v in variants)

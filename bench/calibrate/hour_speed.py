@@ -16,11 +16,15 @@ sum of what the same calls took there (only pairs with at least :data:`MIN_CALLS
 read at the same light load, since a call at light load runs colder (dearer) than the
 scenario's costs, which are medians over every level. With ``levels="all"`` every offered rate
 the two grids share enters, each (rate, model, batch size) set against the same in the
-reference: the calls near the knee count too (their CPU only, still no latency figure).
+reference: the calls near the knee count too (their CPU only, still no latency figure). With
+``levels="each"`` (:func:`hour_speeds`, round 38) every offered rate gets its own factor, the
+same sum over that rate's (model, batch size) pairs alone, so that a level is scaled by how much
+dearer this hour's calls ran at that load than the reference's at the same load; a rate the
+reference lacks, or where no pair has enough calls, takes the factor over every level.
 :func:`at_hour` then scales every runtime call's cost of the scenario (``gpu.mean_ms`` and each
 ``batch_ms`` point) by it; the server's other phases keep theirs.
 
-Run:  python bench/calibrate/hour_speed.py GRID [GRID ...] --reference GRID [--levels all]
+Run:  python bench/calibrate/hour_speed.py GRID [GRID ...] --reference GRID [--levels all|each]
 """
 
 from __future__ import annotations
@@ -43,13 +47,13 @@ MIN_CALLS = 30
 
 Key = tuple[float, str, int]
 """(offered rate, or 0 for the lightest level; model; batch size)."""
-LEVELS = ("lightest", "all")
+LEVELS = ("lightest", "all", "each")
 
 
 def engine_calls(grid: Path, levels: str = "lightest") -> dict[Key, tuple[int, float]]:
     """(rate, model, batch size) → (calls, their total CPU in ms) over the grid's ``fifo`` and
     ``sjf`` runs (its timelines.json, written by timelines.py): at its lowest offered rate (the
-    key's rate 0), or with ``levels="all"`` at every rate."""
+    key's rate 0), or with ``levels="all"`` or ``"each"`` at every rate."""
     path = grid / "timelines.json"
     if not path.is_file():
         sys.exit(f"hour_speed: {path} is missing (run timelines.py on the grid)")
@@ -68,7 +72,7 @@ def engine_calls(grid: Path, levels: str = "lightest") -> dict[Key, tuple[int, f
     for rate, run_id in runs:
         if levels == "lightest" and rate != lowest:
             continue
-        at = rate if levels == "all" else 0.0
+        at = 0.0 if levels == "lightest" else rate
         for model, sizes in timelines[run_id]["models"].items():
             for size, got in sizes.items():
                 key = (at, model, int(size))
@@ -77,25 +81,54 @@ def engine_calls(grid: Path, levels: str = "lightest") -> dict[Key, tuple[int, f
     return out
 
 
-def hour_speed(grids: list[Path], reference: Path, levels: str = "lightest") -> float:
-    """The module docs' rule: the calls' CPU of ``grids`` (several pool their calls, each grid
-    at its own lowest rate) over ``reference``'s, at the lightest level or every level."""
-    here: dict[Key, tuple[int, float]] = {}
-    for grid in grids:
-        for key, (n, cpu) in engine_calls(grid, levels).items():
-            m, total = here.get(key, (0, 0.0))
-            here[key] = (m + n, total + cpu)
-    there = engine_calls(reference, levels)
+def _ratio(
+    here: dict[Key, tuple[int, float]], there: dict[Key, tuple[int, float]]
+) -> tuple[float, float]:
+    """``(used, expected)``: the CPU of ``here``'s pairs with :data:`MIN_CALLS` calls in both,
+    and what the same calls took in ``there``."""
     used = expected = 0.0
     for key, (n, cpu) in here.items():
         m, ref = there.get(key, (0, 0.0))
         if n >= MIN_CALLS and m >= MIN_CALLS:
             used += cpu
             expected += n * ref / m
-    names = ", ".join(str(g) for g in grids)
+    return used, expected
+
+
+def _pooled(grids: list[Path], levels: str) -> dict[Key, tuple[int, float]]:
+    """:func:`engine_calls` of several grids, their calls pooled by key."""
+    here: dict[Key, tuple[int, float]] = {}
+    for grid in grids:
+        for key, (n, cpu) in engine_calls(grid, levels).items():
+            m, total = here.get(key, (0, 0.0))
+            here[key] = (m + n, total + cpu)
+    return here
+
+
+def hour_speed(grids: list[Path], reference: Path, levels: str = "lightest") -> float:
+    """The module docs' rule: the calls' CPU of ``grids`` (several pool their calls, each grid
+    at its own lowest rate) over ``reference``'s, at the lightest level or every level."""
+    used, expected = _ratio(_pooled(grids, levels), engine_calls(reference, levels))
     if not expected:
+        names = ", ".join(str(g) for g in grids)
         sys.exit(f"hour_speed: {names} and {reference} share no call with {MIN_CALLS}+ calls")
     return used / expected
+
+
+def hour_speeds(grids: list[Path], reference: Path) -> dict[float, float]:
+    """The module docs' rule with ``levels="each"``: offered rate → that rate's factor, for
+    every rate of ``grids``; a rate without a pair in common takes the factor over every
+    level."""
+    here, there = _pooled(grids, "each"), engine_calls(reference, "each")
+    overall = hour_speed(grids, reference, "all")
+    out = {}
+    for rate in sorted({k[0] for k in here}):
+        used, expected = _ratio(
+            {k: v for k, v in here.items() if k[0] == rate},
+            {k: v for k, v in there.items() if k[0] == rate},
+        )
+        out[rate] = used / expected if expected else overall
+    return out
 
 
 def at_hour(scenario: Scenario, factor: float) -> Scenario:
@@ -121,7 +154,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--levels", choices=LEVELS, default="lightest", help="default lightest")
     args = ap.parse_args(argv)
     for grid in args.grid:
-        print(f"{grid}: {hour_speed([grid], args.reference, args.levels):.3f}")
+        if args.levels == "each":
+            each = hour_speeds([grid], args.reference)
+            print(f"{grid}: " + ", ".join(f"{r:g}: {f:.3f}" for r, f in each.items()))
+        else:
+            print(f"{grid}: {hour_speed([grid], args.reference, args.levels):.3f}")
     return 0
 
 

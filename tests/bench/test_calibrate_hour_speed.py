@@ -60,6 +60,40 @@ def test_the_hour_is_read_at_the_lightest_level(hs, tmp_path):
     assert 1.0 < hs.hour_speed([light, REFERENCE], REFERENCE) < 1.2
 
 
+def test_each_level_gets_its_own_factor(hs, tmp_path):
+    """``levels="each"``: a level whose calls ran 1.3x dearer gets 1.3, the others 1, keyed by
+    the offered rate; the reference against itself is 1 at every rate."""
+    rates = sorted(hs.hour_speeds([REFERENCE], REFERENCE))
+    assert len(rates) >= 3
+    assert all(f == pytest.approx(1.0) for f in hs.hour_speeds([REFERENCE], REFERENCE).values())
+    knee = slower(tmp_path, 1.3, ("L3",))
+    each = hs.hour_speeds([knee], REFERENCE)
+    assert sorted(each) == rates
+    assert each[rates[3]] == pytest.approx(1.3)
+    assert all(each[r] == pytest.approx(1.0) for r in rates if r != rates[3])
+
+
+def test_against_demo_scales_each_level_by_its_own_factor(monkeypatch, tmp_path):
+    """Only the level whose calls ran dearer is predicted slower."""
+    monkeypatch.syspath_prepend(str(CALIBRATE))
+    against = importlib.import_module("against_demo")
+    grid = slower(tmp_path, 1.5, ("L1",))
+    base = [str(grid), "--grid", "--seeds", "1", "--requests", "3000"]
+    each, plain = tmp_path / "each.md", tmp_path / "plain.md"
+    argv = [*base, "--hour-speed", str(REFERENCE), "--hour-levels", "each"]
+    assert against.main([*argv, "--markdown", str(each)]) == 0
+    assert against.main([*base, "--markdown", str(plain)]) == 0
+    assert "its calls scaled level by level (" in each.read_text()
+
+    def p50s(md: Path) -> list[float]:
+        rows = [line for line in md.read_text().splitlines() if line.startswith("| fifo | ")]
+        return [float(r.split("|")[3].split("/")[1]) for r in rows]
+
+    got, ref = p50s(each), p50s(plain)
+    assert got[0] == pytest.approx(ref[0])  # the lightest level: as it was
+    assert got[1] > 1.2 * ref[1]  # the dearer level: its median follows
+
+
 def test_the_hour_scales_the_calls_and_nothing_else(hs):
     base = Scenario.load(SCENARIO)
     slow = hs.at_hour(base, 1.25)

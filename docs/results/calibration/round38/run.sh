@@ -54,3 +54,19 @@ HOUR_LEVELS=all sh $R/round29/judge_all.sh $FILE file-all-levels $D/out/judged-a
 # 9. Each model's p99 on the two new grids alone, the file (a quiet hour's short tails).
 GRIDS="$D/grid-seed221 $D/grid-seed223" PYTHONPATH=bench/calibrate $P $R/round29/by_model.py \
   $FILE > $D/out/by-model-file-new-grids.md
+# 10. The hour's speed level by level (hour_speed.py --levels each, against_demo.py
+#     --hour-levels each): the file on this host's seventeen grids and the Intel machine's
+#     seven, beside the light-level rule (the Intel grids' light-level tables from round 37).
+mkdir -p $D/out/judged-each
+GRIDS="$D/grid-seed221 $D/grid-seed223" OUT=$D/out/judged-each HOUR_LEVELS=each \
+  sh $R/round34/judge_intel.sh file-each=$FILE > /dev/null
+HOUR_LEVELS=each sh $R/round29/judge_all.sh $FILE file-each $D/out/judged-each
+GRIDS="$R/round31/grid-seed201 $R/round33/grid-seed203 $R/round33/grid-seed205 \
+  $R/round34/grid-seed207 $R/round34/grid-seed211 $R/round37/grid-seed213 $R/round37/grid-seed217" \
+  OUT=$D/out/judged-each/intel HOUR_LEVELS=each sh $R/round34/judge_intel.sh file-each=$FILE \
+  > /dev/null
+{ $P $R/round22/count.py $D/out/judged-each/file-each-hour-on-grid-seed22*.md
+  $P $R/round22/count.py $D/out/judged-each/file-each-hour-r*-pooled.md
+  $P $R/round22/count.py $D/out/judged-each/grids/file-each-hour-on-*.md
+  $P $R/round22/count.py $D/out/judged-each/intel/file-each-hour-on-*.md; } \
+  > $D/out/judged-each/counts.txt
