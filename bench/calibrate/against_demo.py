@@ -167,8 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.grid:
             ap.error("--hour-speed needs --grid (the grids' timelines.json)")
         if args.hour_levels == "each":
-            factors = hour_speeds(args.demo, args.hour_speed)
-            overall = hour_speed(args.demo, args.hour_speed, "all")
+            factors = hour_speeds(args.demo, args.hour_speed, rates)
             each = ", ".join(f"{r:g}: x{f:.3f}" for r, f in factors.items())
             hour = f", its calls scaled level by level ({each}; against {args.hour_speed})"
         else:
@@ -187,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.hour_speed is not None and args.hour_levels == "each":
         pred = {}
         for rate in rates:
-            at = at_hour(scenario, factors.get(rate, overall))
+            at = at_hour(scenario, factors[rate])
             pred.update(
                 predicted(at, variants, [rate], seeds, args.requests, as_simulated, window_s)
             )

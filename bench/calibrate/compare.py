@@ -669,9 +669,9 @@ def fit(
     a, p, q = least_squares(rows, ys)
     f = Fit(
         max(0.0, statistics.median(others)),
-        max(0.0, a),
+        a,
         p * 1e3,
-        max(0.0, q * 1e3),
+        q * 1e3,
         statistics.median(sizes),
         in_situ=costs,
         device_hold=hold,

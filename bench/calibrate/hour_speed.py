@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -115,14 +116,16 @@ def hour_speed(grids: list[Path], reference: Path, levels: str = "lightest") -> 
     return used / expected
 
 
-def hour_speeds(grids: list[Path], reference: Path) -> dict[float, float]:
+def hour_speeds(
+    grids: list[Path], reference: Path, rates: Iterable[float] = ()
+) -> dict[float, float]:
     """The module docs' rule with ``levels="each"``: offered rate → that rate's factor, for
-    every rate of ``grids``; a rate without a pair in common takes the factor over every
-    level."""
+    every rate of ``grids`` and of ``rates``; a rate without a pair in common takes the factor
+    over every level."""
     here, there = _pooled(grids, "each"), engine_calls(reference, "each")
     overall = hour_speed(grids, reference, "all")
     out = {}
-    for rate in sorted({k[0] for k in here}):
+    for rate in sorted({k[0] for k in here} | set(rates)):
         used, expected = _ratio(
             {k: v for k, v in here.items() if k[0] == rate},
             {k: v for k, v in there.items() if k[0] == rate},
