@@ -72,18 +72,25 @@ def test_tritonclient_grpc_sync_infers_with_id_and_metadata(served: Handle) -> N
         assert err.value.status() == "StatusCode.NOT_FOUND"
 
 
+def expire_one(c: grpcclient.InferenceServerClient) -> list[Any]:
+    """A call held on the device, and one behind it whose ``grpc-timeout`` (0.2 s) passes
+    while it is queued: ``DEADLINE_EXCEEDED``. Returns the held call's result, once released."""
+    Double.gate.clear()  # the next batch holds the device
+    held: list[Any] = []
+    blocker = threading.Thread(target=lambda: held.append(c.infer("double", request())))
+    blocker.start()
+    with pytest.raises(InferenceServerException) as err:
+        c.infer("double", request(), client_timeout=0.2)
+    assert err.value.status() == "StatusCode.DEADLINE_EXCEEDED"
+    Double.gate.set()
+    blocker.join(timeout=10)
+    return held
+
+
 def test_a_grpc_timeout_is_the_requests_deadline(served: Handle) -> None:
     port = served.server.grpc_port
-    Double.gate.clear()  # the first batch holds the device
     with grpcclient.InferenceServerClient(f"127.0.0.1:{port}") as c:
-        held: list[Any] = []
-        blocker = threading.Thread(target=lambda: held.append(c.infer("double", request())))
-        blocker.start()
-        with pytest.raises(InferenceServerException) as err:
-            c.infer("double", request(), client_timeout=0.2)
-        assert err.value.status() == "StatusCode.DEADLINE_EXCEEDED"
-        Double.gate.set()
-        blocker.join(timeout=10)
+        held = expire_one(c)
     assert held and held[0].as_numpy("y") is not None
 
 
@@ -159,3 +166,37 @@ def test_grpc_requests_have_spans_too() -> None:
     assert len(spans) == 3 == trace["otherData"]["requests"]
     assert all(s["model"] == "double" and s["batch_size"] == 2 for s in spans)
     assert all(s["total_ms"] >= s["scheduled_ms"] >= s["run_ms"] > 0 for s in spans)
+
+
+def test_grpc_calls_count_in_the_metrics_and_statistics_as_rest_requests_do() -> None:
+    """docs/metrics.md: ``lanes_requests_total`` holds every request that names a served model,
+    in exactly one outcome, whichever front end it came through: here a REST request, three
+    gRPC calls answered, one whose ``grpc-timeout`` passed while it was queued (504,
+    ``deadline_exceeded``), and one naming no served model (counted nowhere)."""
+    import json
+    import urllib.request
+
+    from tests.serving.test_metrics import model_stats, scrape, value
+
+    Double.gate.set()
+    model = Double(name="double", inputs=X, outputs=Y, batching=Batching(max_batch_size=8))
+    config = ServeConfig(port=0, metrics_port=0, grpc_port="0", warmup_batches=0)
+    with start_in_thread(config, [model]) as h:
+        body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": [1, 2]}]}
+        req = urllib.request.Request(
+            f"{h.url}/v2/models/double/infer", data=json.dumps(body).encode(), method="POST"
+        )
+        with urllib.request.urlopen(req, timeout=10) as r:
+            assert r.status == 200
+        with grpcclient.InferenceServerClient(f"127.0.0.1:{h.server.grpc_port}") as c:
+            for _ in range(3):
+                c.infer("double", request(2))
+            with pytest.raises(InferenceServerException):
+                c.infer("nope", request())
+            assert expire_one(c)
+        families = scrape(h)
+        stats = model_stats(h, "double")
+    assert value(families, "lanes_requests_total", model="double", outcome="success") == 5
+    assert value(families, "lanes_requests_total", model="double", outcome="deadline_exceeded") == 1
+    assert value(families, "lanes_request_duration_seconds_count", model="double") == 5
+    assert stats["inference_stats"]["success"]["count"] == 5

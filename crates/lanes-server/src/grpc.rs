@@ -10,6 +10,9 @@
 //! default. A call whose `grpc-timeout` passes answers `DEADLINE_EXCEEDED`;
 //! one the client cancels (`RST_STREAM`) is dropped by hyper. Either way the
 //! request's reply goes with it: a still-queued request leaves its queue.
+//! Every call that names a served model counts one outcome in the model's
+//! metrics and statistics, as a REST request does (`cancelled` when
+//! dropped).
 //! Messages over the codec's `max_body_bytes` are refused by
 //! tonic with `OUT_OF_RANGE` ("decoded message length too large").
 //!
@@ -47,6 +50,7 @@ use crate::repoll::Repoll;
 use crate::runner::{Admitted, Produced};
 use crate::signature::Spec;
 use crate::spans::Stamps;
+use crate::stats::Outcome;
 use crate::streams::{Streams, WithStreams};
 
 /// The gRPC service over an [`App`].
@@ -181,6 +185,10 @@ where
             .app
             .find(&message.model_name, version(&message.model_version))
             .map_err(|e| status(&e))?;
+        // Counted as REST's calls are (`lanes_requests_total`, the model's
+        // statistics): one outcome per call, `cancelled` when the client
+        // goes away and drops it.
+        let record = self.app.handle.observer().request(ix as u32, arrival);
         let run = async {
             let decoded = grpc::decode_request(message, &self.app.codec)?;
             let mut stamps = Stamps {
@@ -211,7 +219,16 @@ where
             }
             None => run.await,
         };
-        answer.map(Response::new).map_err(|e| status(&e))
+        match answer {
+            Ok(reply) => {
+                record.finish(Outcome::Success);
+                Ok(Response::new(reply))
+            }
+            Err(e) => {
+                record.finish(Outcome::of_status(e.http_status()));
+                Err(status(&e))
+            }
+        }
     }
 }
 
