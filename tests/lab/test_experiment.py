@@ -239,6 +239,39 @@ BAD = [
         "stability.tolerance = 0: allowed: a number > 0",
     ),
     (("[workload]", "[workload]\n[workload]"), "not valid TOML"),
+    *(
+        (("slo_ms = 50", f"slo_ms = 50\n{line}"), message)
+        for line, message in [
+            ("deadline_ms = 0", "workload.deadline_ms = 0: allowed: a number > 0"),
+            ("deadline_ms = -5", "workload.deadline_ms = -5: allowed: a number > 0"),
+            ("deadline_ms = 'soon'", "workload.deadline_ms = 'soon': allowed: a number > 0"),
+            ("deadline_ms = true", "workload.deadline_ms = True: allowed: a number > 0"),
+            (
+                "deadline_ms = 10001",
+                "workload.deadline_ms = 10001: allowed: a number > 0 and <= 10000 "
+                "(workload.timeout_s x 1000)",
+            ),
+            (
+                "timeout_s = 0.5\ndeadline_ms = 500.5",
+                "workload.deadline_ms = 500.5: allowed: a number > 0 and <= 500 ",
+            ),
+        ]
+    ),
+    *(
+        (
+            ('{model = "line_rnn_en", weight = 1}', f'{{model = "line_rnn_en", {field}}}'),
+            message,
+        )
+        for field, message in [
+            ("deadline_ms = 0", "workload.mix[1].deadline_ms = 0: allowed: a number > 0"),
+            ("deadline_ms = -1.5", "workload.mix[1].deadline_ms = -1.5: allowed: a number > 0"),
+            ('deadline_ms = "1"', "workload.mix[1].deadline_ms = '1': allowed: a number > 0"),
+            (
+                "deadline_ms = 20000",
+                "workload.mix[1].deadline_ms = 20000: allowed: a number > 0 and <= 10000 ",
+            ),
+        ]
+    ),
 ]
 
 
@@ -287,7 +320,7 @@ def test_the_command_line_says_one_line_and_exits_2(tmp_path):
         f"lanes bench run: error: {tmp_path / 'bad.toml'}: workload.repeat: unknown key; "
         "allowed: mix, arrival, cv, trace, trace_fit, segment_s, levels, concurrency, warmup_s, "
         "measure_s, "
-        "repeats, slo_ms, generators, connections, timeout_s, seed, capacity_search"
+        "repeats, slo_ms, generators, connections, timeout_s, deadline_ms, seed, capacity_search"
     ]
 
 
@@ -319,4 +352,31 @@ def test_a_mix_entry_may_have_its_own_arrival_but_not_in_closed_loop(tmp_path):
         parse_experiment(closed)
     assert "workload.mix[1].arrival = 'bursty': closed loop (concurrency) has no arrival" in (
         info.value.message
+    )
+
+
+def test_a_deadline_is_the_workloads_or_a_mix_entrys_own():
+    exp = parse_experiment(GOOD)
+    w = exp.workload
+    assert w.deadline_ms is None  # none unless asked for: requests carry no deadline
+    assert [w.deadline_for(e) for e in w.mix] == [None, None]
+    text = _replace(
+        '{model = "line_rnn_en", weight = 1}', '{model = "line_rnn_en", deadline_ms = 2.5}'
+    ).replace("slo_ms = 50", "slo_ms = 50\ndeadline_ms = 150\ntimeout_s = 1")
+    w = parse_experiment(text).workload
+    assert w.deadline_ms == 150.0
+    assert [(e.model, e.deadline_ms, w.deadline_for(e)) for e in w.mix] == [
+        ("char_cnn", None, 150.0),
+        ("line_rnn_en", 2.5, 2.5),
+    ]
+    assert parse_experiment(text).quick().workload.deadline_ms == 150.0  # --quick keeps it
+    # the limit is the client's timeout, the workload's, whether its key comes first or not
+    at_limit = text.replace("deadline_ms = 150", "deadline_ms = 1000")
+    assert parse_experiment(at_limit).workload.deadline_ms == 1000.0
+    over = text.replace("deadline_ms = 2.5", "deadline_ms = 1500")
+    with pytest.raises(LanesError) as info:
+        parse_experiment(over)
+    assert info.value.message == (
+        "experiment: workload.mix[1].deadline_ms = 1500: allowed: a number > 0 and <= 1000 "
+        "(workload.timeout_s x 1000)"
     )

@@ -1,14 +1,18 @@
 """Generators: one global schedule split into streams (the split rule of
-:mod:`lanes.lab.generators`), and a generator's segments merged in sequence, not side by side
-(real load-engine runs against a loopback server)."""
+:mod:`lanes.lab.generators`), a generator's segments merged in sequence, not side by side
+(real load-engine runs against a loopback server), and the deadline every request carries (the
+deadline rule)."""
 
 from __future__ import annotations
 
+import json
+import re
 import time
 
 import numpy as np
 import pytest
 
+from lanes.bench import engine
 from lanes.bench.result import Result
 from lanes.lab import generators
 from loopback import serve
@@ -112,3 +116,82 @@ def test_a_piecewise_generator_places_each_segment_at_its_offset(tmp_path):
     assert first + second == 200
     assert second >= 120, (first, second)
     assert sum(int(p["requests"]) for p in r.data["timeseries"]) == r.requests == 200
+
+
+REST, GRPC = "http://127.0.0.1:8000/", "grpc://127.0.0.1:8001"
+_DECIMAL = re.compile(r"[+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?")
+"""The server's plain decimal number of ``lanes-timeout-ms`` (crates/lanes-kserve deadline.rs)."""
+_GRPC_TIMEOUT = re.compile(r"[0-9]{1,8}[HMSmun]")
+"""gRPC's ``grpc-timeout``: at most 8 digits and a unit."""
+_PER_UNIT_MS = {"H": 3_600_000.0, "M": 60_000.0, "S": 1000.0, "m": 1.0, "u": 1e-3, "n": 1e-6}
+
+
+@pytest.mark.parametrize(
+    ("url", "deadline_ms", "headers"),
+    [
+        (REST, None, []),
+        (GRPC, None, []),
+        (REST, 150.0, ["lanes-timeout-ms: 150"]),
+        (REST, 0.5, ["lanes-timeout-ms: 0.5"]),
+        (REST, 2.25, ["lanes-timeout-ms: 2.25"]),
+        (REST, 1e-5, ["lanes-timeout-ms: 1e-05"]),
+        (REST, 600_000.0, ["lanes-timeout-ms: 600000"]),
+        (GRPC, 150.0, ["grpc-timeout: 150m"]),
+        (GRPC, 1.0, ["grpc-timeout: 1m"]),
+        (GRPC, 0.5, ["grpc-timeout: 500u"]),  # below 1 ms: microseconds
+        (GRPC, 1.5, ["grpc-timeout: 1500u"]),  # exact, not rounded up to 2 ms
+        (GRPC, 0.0004, ["grpc-timeout: 1u"]),  # rounded up, never to 0
+        (GRPC, 2.0001, ["grpc-timeout: 2001u"]),
+        (GRPC, 600_000.0, ["grpc-timeout: 600000m"]),
+        (GRPC, 123_456.5, ["grpc-timeout: 123457m"]),  # microseconds would take 9 digits
+    ],
+)
+def test_a_deadline_goes_as_the_protocols_header(url, deadline_ms, headers):
+    assert generators.deadline_headers(url, deadline_ms) == headers
+    for line in headers:
+        name, value = line.split(": ")
+        if name == "lanes-timeout-ms":
+            assert _DECIMAL.fullmatch(value) and float(value) == deadline_ms
+        else:
+            assert _GRPC_TIMEOUT.fullmatch(value), value
+            sent = int(value[:-1]) * _PER_UNIT_MS[value[-1]]
+            assert deadline_ms <= sent < deadline_ms + max(1e-3, deadline_ms * 1e-5)
+
+
+@pytest.mark.parametrize(
+    ("url", "header"), [(REST, "lanes-timeout-ms: 20"), (GRPC, "grpc-timeout: 20m")]
+)
+def test_the_spec_carries_the_deadline_to_every_segments_engine_run(url, header):
+    """A remote generator ([cluster]) gets the spec alone: the deadline must be in it."""
+    (stream,) = generators.split(_load(), [1.0], connections=8)
+    spec = generators.spec_for(
+        url=url, model="m", corpus="c.jsonl", stream=stream, arrival="poisson",
+        timeout_s=5.0, warmup_s=1.0, start_unix=0.0, deadline_ms=20.0,
+    )  # fmt: skip
+    spec = json.loads(json.dumps(spec))  # as a generator process or a Ray actor reads it
+    assert spec["deadline_ms"] == 20.0
+    for seg in spec["segments"]:
+        opts = generators.engine_options(spec, seg)
+        assert engine.spec(url, **opts)["headers"] == [header]
+    plain = generators.spec_for(
+        url=url, model="m", corpus="c.jsonl", stream=stream, arrival="poisson",
+        timeout_s=5.0, warmup_s=1.0, start_unix=0.0,
+    )  # fmt: skip
+    assert plain["deadline_ms"] is None
+    assert engine.spec(url, **generators.engine_options(plain, stream[0]))["headers"] == []
+
+
+def test_every_request_a_generator_sends_carries_the_deadline(tmp_path):
+    corpus = tmp_path / "post.jsonl"
+    corpus.write_text('{"method": "POST", "path": "/v2/models/m/infer", "body": "{}"}\n')
+    load = _load(rate=50.0, warmup_s=0.2, measure_s=0.4)
+    (stream,) = generators.split(load, [1.0], connections=4)
+    with serve() as srv:
+        spec = generators.spec_for(
+            url=srv.url, model="m", corpus=str(corpus), stream=stream, arrival="poisson",
+            timeout_s=5.0, warmup_s=0.2, start_unix=time.time() + 0.2, deadline_ms=2.5,
+        )  # fmt: skip
+        generators.run_generator(spec)
+        seen = srv.seen
+    assert len(seen) == sum(s["count"] for s in stream) > 0  # warm-up sends included
+    assert {s.headers.get("lanes-timeout-ms") for s in seen} == {"2.5"}

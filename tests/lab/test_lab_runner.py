@@ -230,7 +230,7 @@ def test_experiment_runs_interleaved_is_interrupted_and_resumes(tmp_path):
     assert starts == sorted(starts)  # A B B A (rotated)
     for d in docs:
         load = d["load"]
-        assert d["offered"] == {"rate_rps": 40.0, "concurrency": None}
+        assert d["offered"] == {"rate_rps": 40.0, "concurrency": None, "deadline_ms": None}
         assert load["requests"] > 0 and load["status_codes"].get("200", 0) > 0
         models = load["models"]
         assert set(models) == {"char_cnn", "misc_cls"}
@@ -432,7 +432,7 @@ def test_a_mix_entry_with_its_own_arrival_gets_its_own_schedule(tmp_path):
     srv = runner.Server("http://127.0.0.1:1", None)
     corpus = {"char_cnn": Path("c"), "misc_cls": Path("m")}
     load = runner._load(exp, 400.0, None, None, seed=5)
-    specs, models = runner._specs(exp, srv, corpus, load, 1, 0.0)
+    specs, models = runner._specs(exp.workload, srv, corpus, load, 1, 0.0)
     by_model: dict[str, list[dict]] = {}
     for (_, spec), model in zip(specs, models, strict=True):
         measure = [s for s in spec["segments"] if s["phase"] == "measure"]
@@ -454,7 +454,7 @@ def test_a_mix_entry_with_its_own_arrival_gets_its_own_schedule(tmp_path):
     # Without the key: the one schedule of before, cut by share.
     plain = parse_experiment(TINY, base=tmp_path)
     load = runner._load(plain, 400.0, None, None, seed=5)
-    specs, _ = runner._specs(plain, srv, corpus, load, 1, 0.0)
+    specs, _ = runner._specs(plain.workload, srv, corpus, load, 1, 0.0)
     shares = [0.75 / 2, 0.75 / 2, 0.25 / 2, 0.25 / 2]
     streams = generators.split(load, shares, plain.workload.connections)
     assert [spec["segments"] for _, spec in specs] == [
@@ -576,3 +576,97 @@ def test_a_generator_short_of_connections_is_recorded_and_reported(tmp_path, cap
     assert printed.startswith("generators behind schedule (send delay p99 up to ")
     assert "): fifo at 400 req/s. Latency there" in printed
     assert printed.count("\n") == 1 and "raise [workload] connections" in printed
+
+
+DEADLINES = (
+    ONE_CONNECTION.replace('name = "one-connection"', 'name = "deadlines"')
+    .replace("levels = [5, 400]", "levels = [400]")
+    .replace("connections = 1\n", "connections = 8\ndeadline_ms = 1\n")
+)
+
+
+def test_a_deadline_past_the_knee_is_expired_by_the_server_and_recorded(tmp_path):
+    """One simulated device, 400 req/s of a model whose batches take ms (above what it
+    carries): with a 1 ms deadline every request queued behind a running batch is dropped
+    (504, the server's ``expired``); the same run without one drops nothing — 8 connections
+    keep at most 8 requests queued, far within the zoo model's own 1 s default deadline."""
+    runs = {}
+    for name, text in (
+        ("deadline", DEADLINES),
+        ("none", DEADLINES.replace("deadline_ms = 1\n", "")),
+    ):
+        out = tmp_path / name
+        runner.run_experiment(parse_experiment(text), out, text)
+        runs[name] = json.loads((out / "runs" / "fifo" / "L0-r1.json").read_text())
+    cut, plain = runs["deadline"], runs["none"]
+    assert cut["offered"] == {"rate_rps": 400.0, "concurrency": None, "deadline_ms": 1.0}
+    assert plain["offered"] == {"rate_rps": 400.0, "concurrency": None, "deadline_ms": None}
+    assert cut["server"]["expired"] > 0
+    assert cut["load"]["status_codes"].get("504", 0) > 0
+    assert plain["server"]["expired"] == 0
+    assert "504" not in plain["load"]["status_codes"]
+    summary = aggregate.aggregate(tmp_path / "deadline")
+    assert summary["variants"]["fifo"]["levels"][0]["dropped"] == cut["server"]["expired"]
+
+
+def test_each_generator_gets_its_models_deadline_and_the_run_records_them():
+    """A mix entry's own deadline goes to its model's generators only; the run file's
+    ``offered`` names each model's deadline when they differ, the workload's alone otherwise."""
+    from pathlib import Path
+
+    text = TINY.replace(
+        '{model = "misc_cls", weight = 1}', '{model = "misc_cls", weight = 1, deadline_ms = 5}'
+    ).replace("slo_ms = 200", "slo_ms = 200\ndeadline_ms = 150")
+    exp = parse_experiment(text)
+    srv = runner.Server("http://127.0.0.1:1", None)
+    corpus = {"char_cnn": Path("c"), "misc_cls": Path("m")}
+    load = runner._load(exp, 400.0, None, None, 5)
+    specs, models = runner._specs(exp.workload, srv, corpus, load, 1, 0)
+    assert [(m, spec["deadline_ms"]) for (_, spec), m in zip(specs, models, strict=True)] == [
+        ("char_cnn", 150.0),
+        ("char_cnn", 150.0),
+        ("misc_cls", 5.0),
+        ("misc_cls", 5.0),
+    ]
+    assert runner.offered_deadlines(exp.workload) == {
+        "deadline_ms": 150.0,
+        "deadline_ms_models": {"char_cnn": 150.0, "misc_cls": 5.0},
+    }
+    same = parse_experiment(text.replace("deadline_ms = 5", "deadline_ms = 150"))
+    assert runner.offered_deadlines(same.workload) == {"deadline_ms": 150.0}
+    assert runner.offered_deadlines(parse_experiment(TINY).workload) == {"deadline_ms": None}
+
+
+def test_a_variants_deadline_replaces_the_workloads_for_its_runs():
+    """``[[variant]] deadline_ms``: that variant's runs send it in place of the workload's (none
+    here), so one experiment interleaves a policy with and without deadlines; a mix entry's own
+    still wins for its model; the bound is the workload's timeout."""
+    from pathlib import Path
+
+    text = TINY.replace(
+        '{model = "misc_cls", weight = 1}', '{model = "misc_cls", weight = 1, deadline_ms = 5}'
+    )
+    first = text.index("[[variant]]")
+    head = text.index("\n", text.index("name =", first))
+    with_deadline = text[:head] + "\ndeadline_ms = 150" + text[head:]
+    exp = parse_experiment(with_deadline)
+    variant = exp.variants[0]
+    assert variant.deadline_ms == 150.0
+    w = exp.workload.for_variant(variant)
+    srv = runner.Server("http://127.0.0.1:1", None)
+    corpus = {"char_cnn": Path("c"), "misc_cls": Path("m")}
+    specs, models = runner._specs(w, srv, corpus, runner._load(exp, 400.0, None, None, 5), 1, 0)
+    sent = {(m, spec["deadline_ms"]) for (_, spec), m in zip(specs, models, strict=True)}
+    assert sorted(sent) == [
+        ("char_cnn", 150.0),
+        ("misc_cls", 5.0),
+    ]
+    assert runner.offered_deadlines(w)["deadline_ms"] == 150.0
+    assert exp.workload.deadline_ms is None  # the other variants send none
+    assert parse_experiment(text).variants[0].deadline_ms is None
+    with pytest.raises(LanesError) as err:
+        parse_experiment(with_deadline.replace("deadline_ms = 150", "deadline_ms = 20000"))
+    assert "variant[0].deadline_ms = 20000: allowed: a number > 0 and <= 10000" in str(err.value)
+    with pytest.raises(LanesError) as err:
+        parse_experiment(with_deadline.replace("deadline_ms = 150", "deadline_ms = 0"))
+    assert "variant[0].deadline_ms = 0" in str(err.value)

@@ -10,6 +10,8 @@ Validation rule: every table accepts only its known keys; each problem raises
 ``LanesError("experiment_invalid", ...)`` with one line ``FILE: KEY.PATH = VALUE: problem;
 allowed: ...``, and the first problem found is the one reported. Mix weights are relative: they
 are divided by their sum. Paths (a corpus, a trace) are relative to the experiment file's folder.
+A request deadline (``deadline_ms``: the workload's, a variant's own in its place, or a mix
+entry's own for its model) is at most ``timeout_s`` x 1000: the client would give up before it.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ _VARIANT_KEYS = (
     "ready_url",
     "env",
     "ready_timeout_s",
+    "deadline_ms",
 )
 _WORKLOAD_KEYS = (
     "mix",
@@ -79,11 +82,22 @@ _WORKLOAD_KEYS = (
     "generators",
     "connections",
     "timeout_s",
+    "deadline_ms",
     "seed",
     "capacity_search",
 )
 _SEARCH_KEYS = ("steps",)
-_MIX_KEYS = ("model", "weight", "corpus", "input", "arrival", "cv", "trace", "trace_fit")
+_MIX_KEYS = (
+    "model",
+    "weight",
+    "corpus",
+    "input",
+    "arrival",
+    "cv",
+    "trace",
+    "trace_fit",
+    "deadline_ms",
+)
 _STABILITY_KEYS = ("tolerance", "latency_tolerance", "windows", "max_extensions")
 _CLUSTER_KEYS = ("ray", "machines", "max_late_sends", "max_clock_offset_ms")
 
@@ -108,6 +122,10 @@ class Variant:
     ready_url: str = "{url}/v2/health/ready"
     env: Mapping[str, str] = field(default_factory=dict)
     ready_timeout_s: float = 120.0
+    deadline_ms: float | None = None
+    """This variant's requests' deadline in place of ``workload.deadline_ms`` (None: the
+    workload's), so that one experiment measures a policy with and without deadlines, its runs
+    interleaved; a mix entry's own ``deadline_ms`` still wins for its model."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +148,8 @@ class MixEntry:
     """``trace`` only: this entry's file of timestamps (None: the workload's)."""
     trace_fit: str | None = None
     """``trace`` only: ``rate`` or ``time`` (:data:`TRACE_FITS`; None: the workload's)."""
+    deadline_ms: float | None = None
+    """This model's requests' deadline (None: the workload's)."""
 
 
 @dataclass(frozen=True)
@@ -153,6 +173,11 @@ class Workload:
     generators: int = 1
     connections: int = 64
     timeout_s: float = 10.0
+    deadline_ms: float | None = None
+    """Every request's deadline in ms, sent with it (``lanes-timeout-ms``, or ``grpc-timeout``
+    over gRPC: :func:`lanes.lab.generators.deadline_headers`); the server answers a request
+    still queued at its deadline 504 and never runs it. None: no deadline sent (the model's
+    default applies)."""
     seed: int = 1
     search_steps: int = 0
     """``capacity_search.steps``: bisection probes after the grid, per repeat and variant
@@ -166,6 +191,17 @@ class Workload:
     @property
     def level_count(self) -> int:
         return len(self.concurrency) if self.closed else len(self.levels)
+
+    def deadline_for(self, entry: MixEntry) -> float | None:
+        """The deadline ``entry``'s requests carry: its own, else the workload's."""
+        return entry.deadline_ms if entry.deadline_ms is not None else self.deadline_ms
+
+    def for_variant(self, variant: Variant) -> Workload:
+        """The workload as ``variant`` is measured: its own ``deadline_ms`` in place of the
+        workload's when it has one."""
+        if variant.deadline_ms is None:
+            return self
+        return replace(self, deadline_ms=variant.deadline_ms)
 
 
 @dataclass(frozen=True)
@@ -348,6 +384,10 @@ def parse_experiment(
     description = c.string(data["description"], "description") if "description" in data else ""
     variants = _variants(c, data.get("variant"))
     workload = _workload(c, data.get("workload"), root)
+    for i, v in enumerate(variants):
+        if v.deadline_ms is not None:  # the value as written, for the message
+            raw = data["variant"][i]["deadline_ms"]
+            _deadline(c, raw, f"variant[{i}].deadline_ms", workload.timeout_s)
     stability = _stability(c, data.get("stability", {}))
     baseline = None
     if "baseline" in data:
@@ -424,6 +464,10 @@ def _variants(c: _Checker, raw: object) -> tuple[Variant, ...]:
             kw["ready_timeout_s"] = c.number(
                 t["ready_timeout_s"], f"{where}.ready_timeout_s", low=0, high=3600, open_low=True
             )
+        if "deadline_ms" in t:  # its bound, timeout_s, is checked with the workload's
+            kw["deadline_ms"] = c.number(
+                t["deadline_ms"], f"{where}.deadline_ms", low=0, open_low=True
+            )
         out.append(Variant(**kw))
     return tuple(out)
 
@@ -442,7 +486,21 @@ def _workload(c: _Checker, raw: object, root: Path) -> Workload:
         raise c.missing("workload", "a [workload] table is required")
     t = c.table(raw, "workload")
     c.keys(t, "workload", _WORKLOAD_KEYS)
-    kw: dict[str, Any] = {"mix": _mix(c, t.get("mix"), root)}
+    kw: dict[str, Any] = {}
+    floats = {
+        "segment_s": (0.05, 60.0, True),
+        "warmup_s": (0.0, 3600.0, False),
+        "measure_s": (0.0, 3600.0, True),
+        "slo_ms": (0.0, 1e7, True),
+        "timeout_s": (0.0, 600.0, True),
+    }
+    for key, (low, high, open_low) in floats.items():
+        if key in t:
+            kw[key] = c.number(t[key], f"workload.{key}", low=low, high=high, open_low=open_low)
+    timeout_s = kw.get("timeout_s", Workload.timeout_s)
+    kw["mix"] = _mix(c, t.get("mix"), root, timeout_s)
+    if "deadline_ms" in t:
+        kw["deadline_ms"] = _deadline(c, t["deadline_ms"], "workload.deadline_ms", timeout_s)
     arrival = t.get("arrival", "poisson")
     if arrival not in ARRIVALS:
         raise c.fail("workload.arrival", arrival, f"allowed: {', '.join(ARRIVALS)}")
@@ -484,16 +542,6 @@ def _workload(c: _Checker, raw: object, root: Path) -> Workload:
         kw["concurrency"] = tuple(
             int(x) for x in _ascending(c, t["concurrency"], "workload.concurrency", integer=True)
         )
-    floats = {
-        "segment_s": (0.05, 60.0, True),
-        "warmup_s": (0.0, 3600.0, False),
-        "measure_s": (0.0, 3600.0, True),
-        "slo_ms": (0.0, 1e7, True),
-        "timeout_s": (0.0, 600.0, True),
-    }
-    for key, (low, high, open_low) in floats.items():
-        if key in t:
-            kw[key] = c.number(t[key], f"workload.{key}", low=low, high=high, open_low=open_low)
     if "slo_ms" not in t:
         raise c.missing("workload.slo_ms", "the latency SLO in milliseconds is required")
     for key, low in (("repeats", 1), ("generators", 1), ("connections", 1), ("seed", 0)):
@@ -511,7 +559,7 @@ def _workload(c: _Checker, raw: object, root: Path) -> Workload:
     return Workload(**kw)
 
 
-def _mix(c: _Checker, raw: object, root: Path) -> tuple[MixEntry, ...]:
+def _mix(c: _Checker, raw: object, root: Path, timeout_s: float) -> tuple[MixEntry, ...]:
     if raw is None:
         raise c.missing("workload.mix", "a list of {model, weight} is required")
     if not isinstance(raw, list) or not raw:
@@ -538,9 +586,25 @@ def _mix(c: _Checker, raw: object, root: Path) -> tuple[MixEntry, ...]:
                     f"not a demo zoo model, so a corpus is needed; zoo: {', '.join(ZOO_NAMES)}",
                 )
         name = c.string(t["input"], f"{where}.input") if "input" in t else "image"
-        entries.append(MixEntry(model, weight, corpus, name, *_own_arrival(c, t, where, root)))
+        own = _own_arrival(c, t, where, root)
+        deadline = None
+        if "deadline_ms" in t:
+            deadline = _deadline(c, t["deadline_ms"], f"{where}.deadline_ms", timeout_s)
+        entries.append(MixEntry(model, weight, corpus, name, *own, deadline_ms=deadline))
     total = sum(e.weight for e in entries)
     return tuple(replace(e, weight=e.weight / total) for e in entries)
+
+
+def _deadline(c: _Checker, value: object, key: str, timeout_s: float) -> float:
+    """A request deadline in ms: a number > 0 and at most ``timeout_s`` x 1000, since past its
+    own timeout the client has given up and never sees the server's 504."""
+    ms = c.number(value, key, low=0, open_low=True)
+    if ms > timeout_s * 1000:
+        limit = f"{timeout_s * 1000:g}"
+        raise c.fail(
+            key, value, f"allowed: a number > 0 and <= {limit} (workload.timeout_s x 1000)"
+        )
+    return ms
 
 
 def _trace_fit(c: _Checker, value: object, key: str) -> str:

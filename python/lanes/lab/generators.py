@@ -43,6 +43,17 @@ arrivals are the intended process and the total count is the schedule's:
   starting at phase g / G of its own gap, so equal shares interleave into the one clock
   (not G clocks in phase, which send waves); counts round(r x d) cut by largest remainders;
 - closed loop has no schedule: the concurrency is shared out, at least 1 per generator.
+
+Deadline rule (:func:`deadline_headers`): a spec's ``deadline_ms`` (None: none) goes with every
+request it sends, as the server reads it (docs/serve.md): over REST the header
+``lanes-timeout-ms: <ms>``, a plain decimal number; over gRPC (a ``grpc://`` target) the call's
+``grpc-timeout: <n><unit>``, gRPC's wire format of at most 8 digits and a unit — whole
+milliseconds as ``<n>m``, else the microseconds rounded up as ``<n>u`` (the milliseconds
+rounded up from 100 s, past 8 digits), so the deadline is never shorter than asked. The load
+engine sends either as it is and does not enforce it itself: the server answers 504
+(``DEADLINE_EXCEEDED``). Over REST the deadline holds until the request's batch starts (one
+still queued then never runs); over gRPC the server applies gRPC's rule, the whole call within
+the deadline (docs/serve.md).
 """
 
 from __future__ import annotations
@@ -67,6 +78,8 @@ _COUNT_MARGIN = 1e-7
 """Relative excess of an exact-count segment's rate over ``count / duration`` (module doc)."""
 _START_MARGIN_S = 1.0
 """How far ahead of now generators are told to start: time to spawn and import."""
+_GRPC_TIMEOUT_MAX = 10**8
+"""``grpc-timeout`` values take at most 8 digits."""
 
 
 def spec_for(
@@ -79,10 +92,12 @@ def spec_for(
     timeout_s: float,
     warmup_s: float,
     start_unix: float,
+    deadline_ms: float | None = None,
 ) -> dict[str, Any]:
     """One generator's spec, a JSON-able dict (everything a remote host would need).
 
-    ``stream`` is the generator's part of the run's schedule, one of :func:`split`'s lists.
+    ``stream`` is the generator's part of the run's schedule, one of :func:`split`'s lists;
+    ``deadline_ms`` the deadline each of its requests carries (None: none; module docstring).
     """
     return {
         "url": url,
@@ -93,7 +108,31 @@ def spec_for(
         "timeout_s": timeout_s,
         "warmup_s": warmup_s,
         "start_unix": start_unix,
+        "deadline_ms": deadline_ms,
     }
+
+
+def deadline_headers(url: str, deadline_ms: float | None) -> list[str]:
+    """The header lines that carry ``deadline_ms`` to the server at ``url`` (module docstring):
+    none without a deadline, ``grpc-timeout`` for a ``grpc://`` URL, else
+    ``lanes-timeout-ms``."""
+    if deadline_ms is None:
+        return []
+    ms = float(deadline_ms)
+    if url.startswith("grpc://"):
+        return [f"grpc-timeout: {grpc_timeout(ms)}"]
+    text = str(int(ms)) if ms.is_integer() else repr(ms)
+    return [f"lanes-timeout-ms: {text}"]
+
+
+def grpc_timeout(ms: float) -> str:
+    """``ms`` as a ``grpc-timeout`` value (at most 8 digits and a unit): ``<n>m`` for whole
+    milliseconds, else ``<n>u``, the microseconds rounded up (at least 1), or where those
+    take 9 digits (100 s or more) the milliseconds rounded up: never a shorter deadline."""
+    if float(ms).is_integer():
+        return f"{int(ms)}m"
+    us = max(1, math.ceil(ms * 1000 - 1e-6))
+    return f"{us}u" if us < _GRPC_TIMEOUT_MAX else f"{math.ceil(ms)}m"
 
 
 def split(
@@ -224,33 +263,41 @@ def run_generator(spec: dict[str, Any]) -> dict[str, Any]:
     count rule of docs/bench.md round below ``count``) for the duration, capped at ``count``.
     """
     start = float(spec["start_unix"])
-    opts: dict[str, Any] = {"corpus": spec["corpus"], "timeout": float(spec["timeout_s"])}
     handles: list[tuple[dict[str, Any], engine.Handle]] = []
     for seg in spec["segments"]:
         delay = start + float(seg["offset_s"]) - time.time()
         if delay > 0:
             time.sleep(delay)  # pacing to the shared start, not synchronising a test
-        kw = dict(
-            opts,
-            duration=float(seg["duration_s"]),
-            seed=int(seg["seed"]),
-            threads=1,
-            connections=int(seg["connections"]),
-        )
-        if seg["count"] is not None:
-            rate = float(seg["rate"])
-            if spec["arrival"] == "constant":
-                kw["arrival"] = "constant"
-            else:  # a hair over count / duration: never rounded below count, capped at it
-                rate *= 1 + _COUNT_MARGIN
-            kw.update(rate=rate, requests=int(seg["count"]))
-        handles.append((seg, engine.start(spec["url"], **kw)))
+        handles.append((seg, engine.start(spec["url"], **engine_options(spec, seg))))
     measured = [
         (float(seg["offset_s"]), h.result()) for seg, h in handles if seg["phase"] == "measure"
     ]
     if not measured:
         raise LanesError(BAD_ARGUMENT, "a generator measured nothing (every segment was empty)")
     return {**_merge_segments(measured, float(spec["warmup_s"])), "model": spec["model"]}
+
+
+def engine_options(spec: dict[str, Any], seg: dict[str, Any]) -> dict[str, Any]:
+    """The load engine's options (:func:`lanes.bench.engine.spec`) for segment ``seg`` of
+    ``spec``: its corpus, timeout and deadline headers, the segment's duration, seed and
+    connections, and in open loop its rate and exact count (:func:`run_generator`)."""
+    kw: dict[str, Any] = {
+        "corpus": spec["corpus"],
+        "timeout": float(spec["timeout_s"]),
+        "headers": deadline_headers(spec["url"], spec.get("deadline_ms")),
+        "duration": float(seg["duration_s"]),
+        "seed": int(seg["seed"]),
+        "threads": 1,
+        "connections": int(seg["connections"]),
+    }
+    if seg["count"] is not None:
+        rate = float(seg["rate"])
+        if spec["arrival"] == "constant":
+            kw["arrival"] = "constant"
+        else:  # a hair over count / duration: never rounded below count, capped at it
+            rate *= 1 + _COUNT_MARGIN
+        kw.update(rate=rate, requests=int(seg["count"]))
+    return kw
 
 
 def _merge_segments(measured: Sequence[tuple[float, Result]], origin: float) -> dict[str, Any]:

@@ -28,7 +28,10 @@ last measurement is the one kept, marked ``stable`` or not.
 SLO attainment = 2xx replies within ``slo_ms`` of their intended send / requests scheduled
 (open loop; sent in closed loop): replies within the SLO are counted from the latency
 histogram, and non-2xx replies are assumed fast (all counted within it, then taken out), which
-makes the figure a lower bound.
+makes the figure a lower bound. With a request deadline (``deadline_ms``, sent with every
+request: :mod:`lanes.lab.generators`), a request the server drops at it is a 504 (within the SLO
+or not, never goodput) and one of the server's ``expired``; the run file's ``offered`` records
+the deadline (:func:`offered_deadlines`).
 
 Capacity search (:func:`pending_probe`, :mod:`lanes.lab.capacity`): with
 ``capacity_search.steps`` K > 0, after a (repeat, variant)'s grid levels the same server
@@ -66,7 +69,7 @@ from lanes.errors import BAD_ARGUMENT, EXPERIMENT_INVALID, OUTPUT_FAILED, LanesE
 from lanes.files import write_text_atomic
 from lanes.lab import call_clocks, capacity, generators, host_noise, scrape, speed_probe
 from lanes.lab.aggregate import machine
-from lanes.lab.experiment import Experiment, MixEntry, Variant
+from lanes.lab.experiment import Experiment, MixEntry, Variant, Workload
 
 if TYPE_CHECKING:
     from lanes.lab.cluster import Pool
@@ -421,7 +424,8 @@ def measure(
 ) -> dict[str, Any]:
     """Run one cell of the plan (or one capacity probe) and return its run document
     (docs/lab.md); with a ``pool`` (``[cluster]``) the generators run on its Ray actors."""
-    w = exp.workload
+    variant = next(v for v in exp.variants if v.name == key.variant)
+    w = exp.workload.for_variant(variant)
     if isinstance(key, Probe):
         rate = None if w.closed else key.value
         conc = int(key.value) if w.closed else None
@@ -442,7 +446,7 @@ def measure(
         machines = 1 if pool is None else len(pool.nodes)
         seed = w.seed + 7919 * (key.repeat + 101 * attempt)
         load = _load(exp, rate, conc, trace_times, seed)
-        specs, models = _specs(exp, srv, corpus, load, machines, start)
+        specs, models = _specs(w, srv, corpus, load, machines, start)
         window = (start + w.warmup_s, start + w.warmup_s + w.measure_s)
         sampler = _Sampler(srv, *window, local_load=pool is None)
         deadline = 10.0 + w.warmup_s + w.measure_s + 2 * w.timeout_s
@@ -504,7 +508,7 @@ def measure(
         "variant": key.variant,
         **where,
         "repeat": key.repeat,
-        "offered": {"rate_rps": rate, "concurrency": conc},
+        "offered": {"rate_rps": rate, "concurrency": conc, **offered_deadlines(w)},
         "started_unix": start + w.warmup_s,
         "measure_s": w.measure_s,
         "stable": ok,
@@ -517,6 +521,16 @@ def measure(
         **({"diagnosis": diagnosis} if diagnosis is not None else {}),
         **({"cluster": cluster_block} if cluster_block is not None else {}),
     }
+
+
+def offered_deadlines(w: Workload) -> dict[str, Any]:
+    """The run file's record of the requests' deadlines (``offered``): ``deadline_ms``, the
+    workload's (None: none), and ``deadline_ms_models``, each model's, only when a mix entry's
+    own deadline differs from it."""
+    out: dict[str, Any] = {"deadline_ms": w.deadline_ms}
+    if any(w.deadline_for(e) != w.deadline_ms for e in w.mix):
+        out["deadline_ms_models"] = {e.model: w.deadline_for(e) for e in w.mix}
+    return out
 
 
 def _load(
@@ -543,7 +557,7 @@ def _load(
 
 
 def _specs(
-    exp: Experiment,
+    w: Workload,
     srv: Server,
     corpus: dict[str, Path],
     load: dict[str, Any],
@@ -558,7 +572,6 @@ def _specs(
     law of its own has its own schedule at its share of the rate (:func:`_laws`). A stream
     left with no measured send (a low rate cut many ways) is not started.
     """
-    w = exp.workload
     entries = [e for _ in range(machines) for e in w.mix for _ in range(w.generators)]
     shares = [e.weight / (machines * w.generators) for e in entries]
     streams: list[list[dict[str, Any]]] = [[] for _ in entries]
@@ -583,6 +596,7 @@ def _specs(
             timeout_s=w.timeout_s,
             warmup_s=w.warmup_s,
             start_unix=start,
+            deadline_ms=w.deadline_for(entry),
         )
         specs.append((k, spec))
         models.append(entry.model)
