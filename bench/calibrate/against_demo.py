@@ -41,6 +41,12 @@ measurement windows (the runs' median ``measure_s``) instead of ``--seeds`` long
 the mean over them, as the lab takes the mean over its runs: the like-for-like reading when the
 scenario's host speed changes over seconds (``host.speed_ms``), so that some windows run slow.
 
+``--knee capacity`` (the thirty-ninth round) counts the figures up to the lab's own capacity at
+SLO (the highest level whose runs' mean SLO attainment is at least 99 %, as lanes.lab.capacity
+reads a grid) instead of every level whose goodput is at least 90 % of the offer: the knee as
+the lab's headline places it, where the looser rule also counts levels past it whose p99 is
+over the SLO.
+
 ``--hour-speed REFERENCE`` (the twenty-fifth round) first scales the scenario's runtime calls to
 the grids' hour (hour_speed.py: their calls' CPU at the lightest level over REFERENCE's, the
 grid the scenario was read off; ``--hour-levels all``: at every level the two share); the
@@ -48,7 +54,7 @@ heading gives the factor.
 
 Run:  python bench/calibrate/against_demo.py DEMO_DIR [--scenario FILE] [--seeds 3]
       [--requests 40000] [--windows N] [--markdown OUT.md] [--without-disturbed]
-      [--hour-speed REFERENCE_GRID [--hour-levels all]]
+      [--hour-speed REFERENCE_GRID [--hour-levels all]] [--knee goodput|capacity]
       python bench/calibrate/against_demo.py GRID [GRID ...] --grid [--scenario FILE] ...
 """
 
@@ -58,7 +64,7 @@ import argparse
 import statistics
 from pathlib import Path
 
-from compare import emit, load_runs, measured, summary, table, undisturbed
+from compare import KNEES, emit, load_runs, measured, summary, table, undisturbed
 from compare import predicted as simulate
 from default_question import DEFAULT_SCENARIO, with_threads
 from hour_speed import LEVELS, at_hour, hour_speed, hour_speeds
@@ -142,6 +148,13 @@ def main(argv: list[str] | None = None) -> int:
         "at each level for that level (hour_speed.py)",
     )
     ap.add_argument(
+        "--knee",
+        choices=KNEES,
+        default="goodput",
+        help="count the figures below the knee by the lab's goodput (>= 90 %% of the offer; "
+        "default) or up to the lab's capacity at SLO read off the grid (compare.KNEES)",
+    )
+    ap.add_argument(
         "--without-disturbed",
         action="store_true",
         help="drop the runs the rest of the host disturbed (the run files' host noise)",
@@ -197,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
         + ", ".join(f"{v} as {as_simulated[v][0]} x{as_simulated[v][1]}" for v in variants)
         + f"; {sized}"
     )
-    return emit(f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred)}", args.markdown)
+    return emit(f"{head}\n\n{table(meas, pred)}\n{summary(meas, pred, args.knee)}", args.markdown)
 
 
 if __name__ == "__main__":

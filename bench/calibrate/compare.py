@@ -164,6 +164,7 @@ import numpy as np
 from lanes import sim
 from lanes.lab import host_noise
 from lanes.lab.aggregate import mean_ci
+from lanes.lab.capacity import SLO_TARGET, meets
 from lanes.sim.scenario import Cost, Scenario, Service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -901,7 +902,7 @@ def measured(runs: list[dict[str, Any]]) -> dict[tuple[str, float], dict[str, fl
     """(variant, offered rps) → mean over repeats of p50, p99, goodput; each with the repeats'
     range (``_lo``, ``_hi``) and the mean's 95 % t confidence interval (``_ci_lo``,
     ``_ci_hi``: lanes.lab.aggregate.mean_ci, the lab report's rule; the mean itself for one
-    repeat)."""
+    repeat); and ``attainment``, the runs' mean SLO attainment (NaN when they carry none)."""
     groups: dict[tuple[str, float], list[dict[str, Any]]] = {}
     for r in runs:
         groups.setdefault((r["variant"], r["offered"]["rate_rps"]), []).append(r["load"])
@@ -913,6 +914,8 @@ def measured(runs: list[dict[str, Any]]) -> dict[tuple[str, float], dict[str, fl
             "goodput": [x["goodput_rps"] for x in loads],
         }
         row: dict[str, float] = {"repeats": len(loads)}
+        attained = [x["slo_attainment"] for x in loads if x.get("slo_attainment") is not None]
+        row["attainment"] = statistics.mean(attained) if attained else math.nan
         for name, xs in figures.items():
             row[name] = statistics.mean(xs)
             row[name + "_lo"], row[name + "_hi"] = min(xs), max(xs)
@@ -994,20 +997,51 @@ KNEE = 0.90
 """A level is below the knee when its measured goodput is at least this share of the offer."""
 TARGET = 0.15
 """Issue 15's target: predictions within this share of the measurement up to the knee."""
+KNEES = ("goodput", "capacity")
+"""How :func:`summary` reads "up to the knee": ``goodput``, every level whose measured goodput
+is at least :data:`KNEE` of the offer (the rule since the first round); ``capacity`` (the
+thirty-ninth round), every level up to the lab's own capacity at SLO, read off the grid the
+lab's way (lanes.lab.capacity: the highest level whose runs' mean SLO attainment is at least
+99 %), and no level above it, met or not."""
+
+
+def below_knee(
+    meas: dict[tuple[str, float], dict[str, float]], variant: str, knee: str = "goodput"
+) -> list[tuple[str, float]]:
+    """The variant's levels up to the knee by the rule ``knee`` names (:data:`KNEES`), in
+    ascending order."""
+    keys = [k for k in sorted(meas) if k[0] == variant]
+    if knee == "goodput":
+        return [k for k in keys if meas[k]["goodput"] >= KNEE * k[1]]
+    if knee != "capacity":
+        raise ValueError(f"knee {knee!r}: allowed: {', '.join(KNEES)}")
+    met = [k for k in keys if meets(meas[k]["attainment"])]
+    return [k for k in keys if met and k[1] <= met[-1][1]]
+
+
+def knee_phrase(knee: str) -> str:
+    """The summary's heading for the rule ``knee`` names."""
+    if knee == "capacity":
+        return (
+            "up to the lab's capacity at SLO (levels up to the highest whose runs' mean SLO "
+            f"attainment is >= {SLO_TARGET:.0%})"
+        )
+    return f"below the knee (measured goodput >= {KNEE:.0%} of the offer)"
 
 
 def summary(
     meas: dict[tuple[str, float], dict[str, float]],
     pred: dict[tuple[str, float], dict[str, float]],
+    knee: str = "goodput",
 ) -> str:
-    """Per variant, the relative errors' range over the levels below the knee, how many
-    predictions fall within the repeats' own range, how many within ``TARGET``, and how many
-    within ``TARGET`` or inside the 95 % confidence interval of the measured mean (a mean the
-    lab itself knows only to ±40 % cannot tell a 15 % miss from its own noise; with one repeat
-    per level that is ``TARGET`` alone)."""
-    lines = [f"below the knee (measured goodput >= {KNEE:.0%} of the offer):"]
+    """Per variant, the relative errors' range over the levels up to the knee (``knee``: which
+    rule, :data:`KNEES`), how many predictions fall within the repeats' own range, how many
+    within ``TARGET``, and how many within ``TARGET`` or inside the 95 % confidence interval of
+    the measured mean (a mean the lab itself knows only to ±40 % cannot tell a 15 % miss from
+    its own noise; with one repeat per level that is ``TARGET`` alone)."""
+    lines = [f"{knee_phrase(knee)}:"]
     for variant in sorted({k[0] for k in meas}):
-        keys = [k for k in sorted(meas) if k[0] == variant and meas[k]["goodput"] >= KNEE * k[1]]
+        keys = below_knee(meas, variant, knee)
         if not keys:
             continue
         parts = []

@@ -89,3 +89,58 @@ def test_rule_2_fit_never_gives_a_negative_cost(compare):
             assert abs(gi) <= 1e-9 * scale
         else:
             assert gi >= -1e-9 * scale
+
+
+def _row(goodput: float, attainment: float) -> dict[str, float]:
+    return {"goodput": goodput, "attainment": attainment}
+
+
+def test_the_capacity_knee_stops_at_the_labs_capacity_at_slo(compare):
+    """Up to the lab's capacity: every level up to the highest whose mean attainment met 99 %
+    (a lower level that missed counts, as the lab's capacity rule reads a noisy grid), none
+    above; the goodput rule also counts a level past it that still delivered 90 % of the offer."""
+    meas = {
+        ("fifo", 200.0): _row(200, 1.0),
+        ("fifo", 400.0): _row(398, 0.985),
+        ("fifo", 600.0): _row(600, 0.995),
+        ("fifo", 800.0): _row(760, 0.95),
+        ("fifo", 900.0): _row(700, 0.80),
+    }
+    assert [k[1] for k in compare.below_knee(meas, "fifo", "capacity")] == [200, 400, 600]
+    assert [k[1] for k in compare.below_knee(meas, "fifo", "goodput")] == [200, 400, 600, 800]
+    meas[("fifo", 200.0)]["attainment"] = float("nan")  # a run without its attainment never met
+    meas[("fifo", 600.0)]["attainment"] = 0.98
+    assert compare.below_knee(meas, "fifo", "capacity") == []
+    with pytest.raises(ValueError, match="knee 'slo'"):
+        compare.below_knee(meas, "fifo", "slo")
+
+
+def test_the_summary_says_which_knee_it_counts_up_to(compare):
+    meas = {}
+    for rate, attained in ((200.0, 1.0), (400.0, 0.9)):
+        row = {"repeats": 1, "attainment": attained}
+        for name, v in (("p50", 3.0), ("p99", 20.0), ("goodput", rate)):
+            row.update({name: v, name + "_lo": v, name + "_hi": v})
+            row.update({name + "_ci_lo": v, name + "_ci_hi": v})
+        meas[("sjf", rate)] = row
+    pred = {k: {"p50": 3.0, "p99": 30.0, "goodput": k[1]} for k in meas}
+    text = compare.summary(meas, pred, "capacity")
+    assert text.startswith("up to the lab's capacity at SLO")
+    assert "- sjf (200 req/s): p50 +0 to +0 % (1/1 in range, 1/1 within 15%" in text
+    assert "- sjf (200, 400 req/s)" in compare.summary(meas, pred)
+
+
+def test_measured_keeps_the_runs_mean_attainment(compare):
+    runs = [
+        {
+            "variant": "fifo",
+            "offered": {"rate_rps": 400.0},
+            "load": {
+                "latency_ms": {"p50": 3.0, "p99": p99},
+                "goodput_rps": 400.0,
+                "slo_attainment": a,
+            },
+        }
+        for p99, a in ((20.0, 1.0), (30.0, 0.98))
+    ]
+    assert compare.measured(runs)[("fifo", 400.0)]["attainment"] == pytest.approx(0.99)

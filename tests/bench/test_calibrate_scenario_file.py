@@ -81,6 +81,24 @@ def test_a_scenario_file_is_set_as_it_is_against_a_grid(monkeypatch, tmp_path, c
     for variant in ("independent", "fifo", "sjf", "default"):
         assert f"| {variant} |" in text, variant
     assert "independent as independent x1" in text
+    assert "below the knee (measured goodput >= 90% of the offer):" in text
+    # up to the lab's capacity at SLO: each variant's levels a prefix of the goodput rule's
+    capped = tmp_path / "c.md"
+    assert against.main([*argv, "--knee", "capacity", "--markdown", str(capped)]) == 0
+    c_text = capped.read_text()
+    assert "up to the lab's capacity at SLO" in c_text
+
+    def levels(md: str) -> dict[str, str]:
+        return {
+            line[2:].split(" (")[0]: line.split("(")[1].split(" req/s")[0]
+            for line in md.splitlines()
+            if line.startswith("- ")
+        }
+
+    loose, strict = levels(text), levels(c_text)
+    assert strict and set(strict) <= set(loose)
+    assert all(loose[v].startswith(strict[v]) for v in strict)
+    assert any(loose[v] != strict.get(v) for v in loose)  # round 19's grid reaches past the SLO
     # a folder with none of the grid's variants' runs (a demo's) is refused, by name
     (tmp_path / "runs" / "independent-gpu-like").mkdir(parents=True)
     run = tmp_path / "runs" / "independent-gpu-like" / "L0-r1.json"

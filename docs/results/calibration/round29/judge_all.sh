@@ -4,7 +4,8 @@
 # (which the committed file was read off), 100 windows per level. Tables in
 # OUT/NAME-hour-r*-pooled.md and OUT/grids/NAME-hour-on-*.md (OUT: round29/out unless given).
 # Run:  sh docs/results/calibration/round29/judge_all.sh SCENARIO NAME [OUT]
-#       (HOUR_LEVELS=all reads each hour's speed over every level; round 38)
+#       (HOUR_LEVELS=all reads each hour's speed over every level; round 38;
+#       KNEE=capacity counts up to the lab's capacity at SLO, round 39)
 set -e
 S=$(realpath $1); N=$2
 ROOT=$PWD; P=$ROOT/.venv/bin/python; D=$ROOT/docs/results/calibration/round29; O=${3:-$D/out}
@@ -17,9 +18,9 @@ export PYTHONPATH=.
 for r in 25 26 26b 27 27b 28 28b 29; do
   eval G=\$R$r
   $P against_demo.py $G --grid --scenario $S --windows 100 --hour-speed $REF \
-    --hour-levels ${HOUR_LEVELS:-lightest} --markdown $O/$N-hour-r$r-pooled.md > /dev/null
+    --hour-levels ${HOUR_LEVELS:-lightest} --knee ${KNEE:-goodput} --markdown $O/$N-hour-r$r-pooled.md > /dev/null
   for g in $G; do
     $P against_demo.py $g --grid --scenario $S --windows 100 --hour-speed $REF \
-      --hour-levels ${HOUR_LEVELS:-lightest} --markdown $O/grids/$N-hour-on-$(basename $g).md > /dev/null
+      --hour-levels ${HOUR_LEVELS:-lightest} --knee ${KNEE:-goodput} --markdown $O/grids/$N-hour-on-$(basename $g).md > /dev/null
   done
 done

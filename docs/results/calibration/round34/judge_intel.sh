@@ -6,7 +6,8 @@
 #       (tables in out/intel/, or OUT=DIR; GRIDS="..." to judge on fewer or others; REF=GRID
 #       to scale to the hours against another grid than 157; round 37 adds its grids 213 and
 #       217, its own OUT, and a reading of grid 213 scaled against it; HOUR_LEVELS=all|each
-#       reads the hour's speed over every level or level by level, round 38)
+#       reads the hour's speed over every level or level by level, round 38; KNEE=capacity
+#       counts up to the lab's capacity at SLO, round 39)
 set -e
 ROOT=$PWD; P=$ROOT/.venv/bin/python; R=$ROOT/docs/results/calibration; O=${OUT:-$R/round34/out/intel}
 mkdir -p $O
@@ -16,7 +17,7 @@ for ns in "$@"; do
   for g in $GRIDS; do
     (cd $ROOT/bench/calibrate && PYTHONPATH=. $P against_demo.py $g --grid --scenario $s \
       --windows 100 --hour-speed ${REF:-$R/round27/grid-seed157} \
-      --hour-levels ${HOUR_LEVELS:-lightest} \
+      --hour-levels ${HOUR_LEVELS:-lightest} --knee ${KNEE:-goodput} \
       --markdown $O/$n-hour-on-$(basename $g).md > /dev/null)
   done
 done
