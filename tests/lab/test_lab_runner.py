@@ -670,3 +670,72 @@ def test_a_variants_deadline_replaces_the_workloads_for_its_runs():
     with pytest.raises(LanesError) as err:
         parse_experiment(with_deadline.replace("deadline_ms = 150", "deadline_ms = 0"))
     assert "variant[0].deadline_ms = 0" in str(err.value)
+
+
+FLAKY_SERVER = """
+import http.server, sys
+from pathlib import Path
+
+count = Path(sys.argv[1])
+n = int(count.read_text()) + 1 if count.exists() else 1
+count.write_text(str(n))
+fail_until, says, port = int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+if n <= fail_until:
+    print(f"cannot listen on 127.0.0.1:{port}: {says}", flush=True)
+    sys.exit(2)
+
+
+class Ready(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200)
+        self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+http.server.HTTPServer(("127.0.0.1", port), Ready).serve_forever()
+"""
+
+
+def _flaky(tmp_path, fail_until: int, says: str):
+    script = tmp_path / "flaky.py"
+    script.write_text(FLAKY_SERVER)
+    text = f"""
+name = "flaky"
+[[variant]]
+name = "flaky"
+command = ["python", "{script}", "{tmp_path / "starts"}", "{fail_until}", "{says}", "{{port}}"]
+metrics_url = "http://127.0.0.1:{{port}}/metrics"
+ready_timeout_s = 20
+[workload]
+mix = [{{model = "char_cnn", weight = 1}}]
+levels = [10]
+slo_ms = 100
+"""
+    return parse_experiment(text).variants[0]
+
+
+def test_a_start_that_lost_its_port_is_started_again_on_fresh_ports(tmp_path):
+    """The runner's ports are free when picked and may be taken before the server binds them:
+    a server that exits saying its address is in use is started again, on new ports, up to
+    three times in all; any other exit fails at once."""
+    log = tmp_path / "server.log"
+    variant = _flaky(tmp_path, 2, "Address already in use")
+    with runner.server(variant, log) as srv:
+        assert srv.process is not None and srv.process.poll() is None
+    assert srv.process.poll() is not None  # stopped at the end
+    assert (tmp_path / "starts").read_text() == "3"
+    ports = {line.split(":")[1] for line in log.read_text().splitlines()}
+    assert len(ports) == 2  # each failed start had its own port
+    (tmp_path / "starts").unlink()
+    taken, other = _flaky(tmp_path, 3, "Address already in use"), _flaky(tmp_path, 1, "denied")
+    with pytest.raises(LanesError) as err, runner.server(taken, log):
+        pass
+    assert "Address already in use (3 starts, each on fresh ports)" in err.value.message
+    assert (tmp_path / "starts").read_text() == "3"
+    (tmp_path / "starts").unlink()
+    with pytest.raises(LanesError) as err, runner.server(other, log):
+        pass
+    assert err.value.message.endswith(": denied")
+    assert (tmp_path / "starts").read_text() == "1"

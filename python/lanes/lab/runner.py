@@ -226,9 +226,66 @@ class Server:
         return None if self.process is None else self.process.pid
 
 
+_START_ATTEMPTS = 3
+"""Starts of a variant whose server exits because one of its ports was taken before the
+runner gives up (:func:`server`)."""
+_PORT_TAKEN = "Address already in use"
+"""What a server that lost its port says (``lanes serve``: ``cannot listen on ...: Address
+already in use``; Python's OSError and most servers say the same)."""
+
+
 @contextmanager
 def server(variant: Variant, log: Path) -> Iterator[Server]:
-    """Start ``variant`` (or reach its URL), wait until ready (bounded), stop it at the end."""
+    """Start ``variant`` (or reach its URL), wait until ready (bounded), stop it at the end.
+
+    Port rule: ``{port}``, ``{metrics_port}`` and ``{grpc_port}`` are ports the kernel gave a
+    socket bound to port 0 and released, so another socket can take one before the server
+    binds it (a load generator's connections take their local ports from the same ephemeral
+    range). A server that exits before it is ready saying its address is in use is started
+    again on fresh ports, at most :data:`_START_ATTEMPTS` times in all; any other failure is
+    raised at once (measured: one start in a lab of 54 runs lost its metrics port, 2026-12-04).
+    """
+    for attempt in range(1, _START_ATTEMPTS + 1):
+        started = _start(variant, log)
+        try:
+            _wait_ready(variant, started.ready_url, started.proc, log)
+        except LanesError as err:
+            started.stop()
+            if started.proc is None or _PORT_TAKEN not in err.message:
+                raise
+            if attempt == _START_ATTEMPTS:
+                raise LanesError(
+                    err.code, f"{err.message} ({_START_ATTEMPTS} starts, each on fresh ports)"
+                ) from None
+            continue
+        except BaseException:  # interrupted while waiting: nothing may outlive the runner
+            started.stop()
+            raise
+        try:
+            yield started.server
+        finally:
+            started.stop()
+        return
+
+
+@dataclass
+class _Started:
+    """A variant's server as started, not yet known to be ready."""
+
+    server: Server
+    ready_url: str
+    proc: subprocess.Popen[bytes] | None
+    log_file: IO[bytes] | None
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            stop_process_group(self.proc)
+        if self.log_file is not None:
+            self.log_file.close()
+
+
+def _start(variant: Variant, log: Path) -> _Started:
+    """Start ``variant``'s command (if it has one) on fresh free ports, its output to ``log``."""
     ports = {k: str(_free_port()) for k in ("port", "metrics_port", "grpc_port")}
 
     def fill(text: str) -> str:
@@ -251,19 +308,16 @@ def server(variant: Variant, log: Path) -> Iterator[Server]:
         elif shutil.which(argv[0]) is None:
             raise LanesError(BAD_ARGUMENT, f"variant {variant.name}: command {argv[0]!r} not found")
         log.parent.mkdir(parents=True, exist_ok=True)
-        log_file = open(log, "ab")  # noqa: SIM115 - closed in finally
+        log_file = open(log, "ab")  # noqa: SIM115 - closed by _Started.stop
         env = {**os.environ, **variant.env}
-        proc = subprocess.Popen(
-            argv, stdout=log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-    try:
-        _wait_ready(variant, ready_url, proc, log)
-        yield Server(url, metrics_url, proc, load_url)
-    finally:
-        if proc is not None:
-            stop_process_group(proc)
-        if log_file is not None:
+        try:
+            proc = subprocess.Popen(
+                argv, stdout=log_file, stderr=subprocess.STDOUT, env=env, start_new_session=True
+            )
+        except BaseException:
             log_file.close()
+            raise
+    return _Started(Server(url, metrics_url, proc, load_url), ready_url, proc, log_file)
 
 
 def _wait_ready(
