@@ -607,6 +607,13 @@ def test_a_deadline_past_the_knee_is_expired_by_the_server_and_recorded(tmp_path
     assert "504" not in plain["load"]["status_codes"]
     summary = aggregate.aggregate(tmp_path / "deadline")
     assert summary["variants"]["fifo"]["levels"][0]["dropped"] == cut["server"]["expired"]
+    assert summary["variants"]["fifo"]["deadline_ms"] == 1.0
+    assert aggregate.aggregate(tmp_path / "none")["variants"]["fifo"]["deadline_ms"] is None
+    from lanes.lab import report
+
+    page = report.build_report(tmp_path / "deadline").html.read_text()
+    assert "Deadline sent with every request" in page and "<b>fifo</b> 1 ms" in page
+    assert "Deadline sent" not in report.build_report(tmp_path / "none").html.read_text()
 
 
 def test_each_generator_gets_its_models_deadline_and_the_run_records_them():

@@ -429,8 +429,22 @@ def _variant(runs: list[Run], probes: list[Run], steps: int) -> dict[str, Any]:
         "capacity_search": search,
         "per_model_capacity": {m: _capacity(measured, _meets_model(m)) for m in models},
         "every_model_capacity": _capacity(measured, _meets_every_model),
+        "deadline_ms": _deadline(measured),
         "levels": levels,
     }
+
+
+def _deadline(runs: list[Run]) -> float | dict[str, float | None] | None:
+    """The deadline the variant's requests carried (the runs' ``offered``): a number, each
+    model's when they differ (``deadline_ms_models``), or None when none was sent; a variant
+    whose runs disagree (resumed after the file changed) gives its last run's."""
+    if not runs:
+        return None
+    offered = runs[-1].data.get("offered") or {}
+    models = offered.get("deadline_ms_models")
+    if models:
+        return {str(m): _number(ms) for m, ms in models.items()}
+    return _number(offered.get("deadline_ms"))
 
 
 def _meets_overall(run: Run) -> bool | None:

@@ -188,6 +188,7 @@ def render_html(
         "<p class='note'>Means over repeats; grey brackets: 95 % confidence interval (Student's "
         "t, n - 1 degrees of freedom; one repeat gives none). Rows under 99 % SLO attainment "
         "are shaded. Rejected: queue full (429); dropped: deadline expired (504).</p>",
+        _deadlines_note(summary),
         _summary_table(summary, ratios, labels),
         "<h2>Devices</h2>",
         _device_table(summary, labels),
@@ -207,6 +208,27 @@ def render_html(
         _experiment_file(root),
     ]
     return html_page(f"lanes lab: {summary['experiment']}", parts)
+
+
+def _deadlines_note(summary: Mapping[str, Any]) -> str:
+    """Which deadline each variant's requests carried (``workload.deadline_ms`` and the
+    variants' own, docs/lab.md); empty when no variant sent one."""
+    sent = {name: v.get("deadline_ms") for name, v in summary["variants"].items()}
+    if not any(ms is not None for ms in sent.values()):
+        return ""
+
+    def said(ms: Any) -> str:
+        if ms is None:
+            return "none"
+        if isinstance(ms, Mapping):
+            return ", ".join(f"{m} {said(x)}" for m, x in ms.items())
+        return f"{_num(ms)} ms"
+
+    items = "; ".join(f"<b>{html.escape(n)}</b> {html.escape(said(ms))}" for n, ms in sent.items())
+    return (
+        "<p class='note'>Deadline sent with every request (a request still queued at it is "
+        f"dropped, 504, and is never goodput): {items}.</p>"
+    )
 
 
 def _behind(summary: Mapping[str, Any]) -> str:
