@@ -616,6 +616,25 @@ def test_a_deadline_past_the_knee_is_expired_by_the_server_and_recorded(tmp_path
     assert "Deadline sent" not in report.build_report(tmp_path / "none").html.read_text()
 
 
+def test_a_deadline_over_grpc_is_counted_by_the_server_as_over_rest(tmp_path):
+    """The same overload over KServe gRPC: every call carries ``grpc-timeout: 1m``, the calls
+    cut by it come back ``DEADLINE_EXCEEDED`` and the server counts them in its ``expired``
+    (until 2026-12-04 it counted no gRPC call at all, so the lab read 0)."""
+    text = DEADLINES.replace(
+        '"--warmup-batches", "0", "--workers", "1"]',
+        '"--warmup-batches", "0", "--workers", "1",\n'
+        '           "--grpc-port", "{grpc_port}"]\nload_url = "grpc://127.0.0.1:{grpc_port}"',
+    )
+    exp = parse_experiment(text)
+    assert exp.variants[0].load_url == "grpc://127.0.0.1:{grpc_port}"
+    runner.run_experiment(exp, tmp_path, text)
+    run = json.loads((tmp_path / "runs" / "fifo" / "L0-r1.json").read_text())
+    assert run["offered"]["deadline_ms"] == 1.0
+    cut = run["load"]["grpc_codes"].get("DEADLINE_EXCEEDED", 0)
+    assert cut > 0
+    assert run["server"]["expired"] > 0
+
+
 def test_each_generator_gets_its_models_deadline_and_the_run_records_them():
     """A mix entry's own deadline goes to its model's generators only; the run file's
     ``offered`` names each model's deadline when they differ, the workload's alone otherwise."""
