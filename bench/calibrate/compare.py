@@ -162,9 +162,8 @@ from typing import Any
 import numpy as np
 
 from lanes import sim
-from lanes.lab import host_noise
+from lanes.lab import capacity, host_noise
 from lanes.lab.aggregate import mean_ci
-from lanes.lab.capacity import SLO_TARGET, meets
 from lanes.sim.scenario import Cost, Scenario, Service
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -1015,8 +1014,8 @@ def below_knee(
         return [k for k in keys if meas[k]["goodput"] >= KNEE * k[1]]
     if knee != "capacity":
         raise ValueError(f"knee {knee!r}: allowed: {', '.join(KNEES)}")
-    met = [k for k in keys if meets(meas[k]["attainment"])]
-    return [k for k in keys if met and k[1] <= met[-1][1]]
+    low = capacity.bracket((k[1], capacity.meets(meas[k]["attainment"])) for k in keys).low
+    return [] if low is None else [k for k in keys if k[1] <= low]
 
 
 def knee_phrase(knee: str) -> str:
@@ -1024,7 +1023,7 @@ def knee_phrase(knee: str) -> str:
     if knee == "capacity":
         return (
             "up to the lab's capacity at SLO (levels up to the highest whose runs' mean SLO "
-            f"attainment is >= {SLO_TARGET:.0%})"
+            f"attainment is >= {capacity.SLO_TARGET:.0%})"
         )
     return f"below the knee (measured goodput >= {KNEE:.0%} of the offer)"
 

@@ -248,10 +248,10 @@ def server(variant: Variant, log: Path) -> Iterator[Server]:
     for attempt in range(1, _START_ATTEMPTS + 1):
         started = _start(variant, log)
         try:
-            _wait_ready(variant, started.ready_url, started.proc, log)
+            _wait_ready(variant, started.ready_url, started.server.process, log)
         except LanesError as err:
             started.stop()
-            if started.proc is None or _PORT_TAKEN not in err.message:
+            if started.server.process is None or _PORT_TAKEN not in err.message:
                 raise
             if attempt == _START_ATTEMPTS:
                 raise LanesError(
@@ -274,12 +274,11 @@ class _Started:
 
     server: Server
     ready_url: str
-    proc: subprocess.Popen[bytes] | None
     log_file: IO[bytes] | None
 
     def stop(self) -> None:
-        if self.proc is not None:
-            stop_process_group(self.proc)
+        if self.server.process is not None:
+            stop_process_group(self.server.process)
         if self.log_file is not None:
             self.log_file.close()
 
@@ -317,7 +316,7 @@ def _start(variant: Variant, log: Path) -> _Started:
         except BaseException:
             log_file.close()
             raise
-    return _Started(Server(url, metrics_url, proc, load_url), ready_url, proc, log_file)
+    return _Started(Server(url, metrics_url, proc, load_url), ready_url, log_file)
 
 
 def _wait_ready(
