@@ -84,6 +84,9 @@ def test_the_limits_come_from_the_environment_too() -> None:
         ({}, {"LANES_SERVE_INLINE_MAX_US": "-1"}, "", "LANES_SERVE_INLINE_MAX_US = -1: must be"),
         ({"trace_requests": "-1"}, {}, "", "--trace-requests = -1: must be 0..10000000"),
         ({}, {}, "trace_requests = 20000000", "trace_requests = 20000000: must be 0..10000000"),
+        ({"deadline_rule": "end"}, {}, "", "--deadline-rule = 'end': allowed are start, finish"),
+        ({}, {"LANES_SERVE_DEADLINE_RULE": "Finish"}, "", "LANES_SERVE_DEADLINE_RULE = 'Finish'"),
+        ({}, {}, 'deadline_rule = "stop"', "serve.toml: deadline_rule = 'stop': allowed are"),
         # The flag wins over the variable, and the error names the flag.
         (
             {"header_timeout": "0"},

@@ -5,6 +5,7 @@ import json
 import math
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -268,6 +269,31 @@ def test_stops_reach_the_core_only_when_set_and_the_simulator_takes_them(
     assert (host["stops_per_s"], host["stop_run_per_s"][1]) == (2.5, [0.9, 5.0])
     # the native simulator accepts them (it refuses any key it does not know)
     assert core.simulate(sc.to_core(), [("fifo", 0.5, 1)], 2000)[0]["requests"] > 0
+
+
+def test_the_deadline_rule_reaches_the_core_only_when_finish_and_changes_what_runs(
+    tmp_path: Path, core: types.ModuleType
+) -> None:
+    base = Scenario.load(write(tmp_path, BASE))
+    assert base.host.deadline_rule == "start"
+    assert "deadline_rule" not in base.to_core()["host"]
+    sc = Scenario.load(
+        write(tmp_path, edit("cpu_cores = 8", 'cpu_cores = 8\ndeadline_rule = "finish"'))
+    )
+    assert sc.host.deadline_rule == "finish"
+    assert sc.to_core()["host"]["deadline_rule"] == "finish"
+
+    # Past the knee with a deadline of the SLO, the native simulator runs the rule: under
+    # finish it drops at the cut what would end late, so it carries more within the SLO.
+    def point(s: Scenario) -> dict[str, Any]:
+        c = s.to_core()
+        for service in c["services"]:
+            service["deadline_ms"] = c["slo_ms"]
+        result: dict[str, Any] = core.simulate(c, [("fifo", 3.0, 1)], 20_000)[0]
+        return result
+
+    start, finish = point(base), point(sc)
+    assert finish["goodput_rps"] > 1.05 * start["goodput_rps"], (start, finish)
 
 
 def test_spells_by_load_reach_the_core_only_when_set(tmp_path: Path) -> None:
@@ -1116,6 +1142,12 @@ MALFORMED = [
         "cpu_cores = 8",
         "cpu_cores = 8\ntime_slicing = true\nstop_run_per_s = [[0, 0], [1, 3]]",
         ["host.stop_run_per_s", "needs stop_ms"],
+    ),
+    (
+        "an-unknown-deadline-rule",
+        "cpu_cores = 8",
+        'cpu_cores = 8\ndeadline_rule = "end"',
+        ["host.deadline_rule", "must be start or finish"],
     ),
     (
         "run-queues-without-time-slicing",

@@ -35,7 +35,7 @@ use lanes_server::server::{Listen, Running, ServedModel, ServerSpec};
 use lanes_server::signature::{Signature, Spec};
 use lanes_server::zoo::{collate, split_logits, zoo, zoo_hooks, Stacked, Task};
 use lanes_server::BatchInfo;
-use lanes_serving::Batching;
+use lanes_serving::{Batching, DeadlineRule};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 
@@ -718,6 +718,9 @@ fn start(py: Python<'_>, config: &Bound<'_, PyDict>) -> Result<Running, CoreErro
         version: get(config, "version")?,
         hook_workers: get(config, "workers")?,
         access_log: get(config, "access_log")?,
+        deadline_rule: get::<String>(config, "deadline_rule")?
+            .parse::<DeadlineRule>()
+            .map_err(|e| bad(format!("deadline_rule: {e}")))?,
     };
     py.detach(|| Running::start(&listen, spec))
         .map_err(|e| CoreError {

@@ -49,7 +49,9 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use lanes_policy::{CostConfig, JobId, Nanos, Policy};
-use lanes_serving::{Action, Grants, ModelConfig, ModelIx, Queued, RequestId, ServingState};
+use lanes_serving::{
+    Action, DeadlineRule, Grants, ModelConfig, ModelIx, Queued, RequestId, ServingState,
+};
 use rustc_hash::FxHashMap;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -78,6 +80,8 @@ pub struct DriverConfig {
     /// A batch estimated to run at most this long runs on the driver's
     /// thread (the inline rule; 0: never).
     pub inline_max: Nanos,
+    /// Whether a request must start or finish by its deadline (`--deadline-rule`).
+    pub deadline_rule: DeadlineRule,
 }
 
 /// One inference request as a front end hands it in (already validated).
@@ -192,6 +196,7 @@ impl<B: Backend> Handle<B> {
     ) -> Result<(Self, JoinHandle<()>), StartError> {
         let slots = device_slots(&config)?;
         let mut state = ServingState::new(config.grants, config.devices, config.cost)?;
+        state.set_deadline_rule(config.deadline_rule);
         let mut models = Vec::with_capacity(config.models.len());
         for model in &config.models {
             models.push(Arc::<str>::from(model.name.as_str()));

@@ -135,6 +135,7 @@ fn lab_inline(
         cost: CostConfig::default(),
         models,
         inline_max: inline_max.unwrap_or(0),
+        deadline_rule: Default::default(),
     };
     let (handle, join) = Handle::start_observed(config, observe, backend).expect("driver starts");
     Lab {
@@ -441,6 +442,7 @@ async fn start_refuses_what_it_cannot_drive() {
             cost: CostConfig::default(),
             models,
             inline_max: 0,
+            deadline_rule: Default::default(),
         };
         Handle::start(config, backend).map(|_| ()).unwrap_err()
     };

@@ -123,6 +123,7 @@ pub fn build(config: &NativeConfig) -> Result<Arc<App<Runners>>, NativeError> {
         hook_workers: 1,
         inline_max: config.inline_max,
         access_log: false,
+        deadline_rule: Default::default(),
     };
     server::build(spec, Phase::Ready).map_err(|e| match e {
         ServeStartError::Start(e) => NativeError::Start(e),

@@ -346,6 +346,7 @@ async fn idle_while_waiting_is_the_time_a_standing_job_had_a_free_device() {
         cost: CostConfig::default(),
         models: vec![model("m", 1, 1.0)],
         inline_max: 0,
+        deadline_rule: Default::default(),
     };
     let mut state = ServingState::new(config.grants, 1, config.cost).unwrap();
     state.add_model(config.models[0].clone()).unwrap();

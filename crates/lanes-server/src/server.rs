@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use lanes_kserve::CodecConfig;
 use lanes_policy::{CostConfig, DeviceSet, Nanos, Policy, Prior};
-use lanes_serving::{Grants, ModelConfig};
+use lanes_serving::{DeadlineRule, Grants, ModelConfig};
 use tokio::net::TcpListener;
 use tokio::runtime::Runtime;
 use tokio::sync::watch;
@@ -91,6 +91,8 @@ pub struct ServerSpec {
     pub hook_workers: usize,
     /// One log record per request (`--access-log`); 500s are always logged.
     pub access_log: bool,
+    /// Whether a request must start or finish by its deadline (`--deadline-rule`).
+    pub deadline_rule: DeadlineRule,
 }
 
 /// Where a server listens; port 0 is any free port.
@@ -177,6 +179,7 @@ pub fn build(spec: ServerSpec, phase: Phase) -> Result<Arc<App<Runners>>, ServeS
         cost: CostConfig::default(),
         models: configs,
         inline_max: spec.inline_max.as_nanos() as Nanos,
+        deadline_rule: spec.deadline_rule,
     };
     let observe = ObserveConfig {
         version: spec.version.clone(),

@@ -25,9 +25,10 @@ pub enum ServeError {
     /// The request's deadline passed while it was queued; it never ran.
     #[error("model '{model}': deadline exceeded after {waited_ms:.1} ms in the queue; not run")]
     DeadlineExceeded { model: String, waited_ms: f64 },
-    /// (`edf`) the request cannot finish by its deadline: refused at admission
-    /// (`queued` false) or dropped from the queue (`queued` true).
-    #[error("model '{model}': predicted to miss its deadline (edf); {}", if *.queued { "dropped" } else { "not queued" })]
+    /// The request cannot finish by its deadline: refused at admission
+    /// (`edf`, `queued` false) or dropped from the queue (`edf`, or the
+    /// `finish` deadline rule when its batch was cut; `queued` true).
+    #[error("model '{model}': predicted to miss its deadline; {}", if *.queued { "dropped, not run" } else { "not queued" })]
     DeadlineUnreachable { model: String, queued: bool },
     /// (`External`) the grant source refused the request's batch.
     #[error("model '{model}': {reason}")]

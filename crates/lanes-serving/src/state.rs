@@ -40,6 +40,11 @@
 //! ([`ServingState::next_wake`] says when that is), so a client is answered
 //! at its deadline, not when a batch happens to form.
 //!
+//! **Deadline rule** ([`DeadlineRule`], set with
+//! [`ServingState::set_deadline_rule`]): under `Finish`, when a batch is cut
+//! its requests estimated to end past their deadline are failed (504
+//! `deadline_unreachable`) and the batch runs without them.
+//!
 //! **`edf`** refuses at admission a request predicted to miss its deadline
 //! (the estimated queued work of every model spread over the devices, plus
 //! its own batch), and when the engine drops a model's job as unreachable,
@@ -50,6 +55,7 @@ use lanes_policy::{
     PolicyError, Prior, Scheduler,
 };
 
+use crate::deadline_rule::DeadlineRule;
 use crate::error::ServeError;
 use crate::queue::{Batching, ModelQueue, Queued, RequestId};
 
@@ -174,6 +180,7 @@ pub struct ServingState {
     scratch: Vec<Queued>,
     /// Emptied batch vectors handed back by the driver, for the next batches.
     spare: Vec<Vec<Queued>>,
+    deadline_rule: DeadlineRule,
 }
 
 impl ServingState {
@@ -218,7 +225,19 @@ impl ServingState {
             stale: vec![true; engines_len],
             scratch: Vec::new(),
             spare: Vec::new(),
+            deadline_rule: DeadlineRule::Start,
         })
+    }
+
+    /// Whether a request must start or finish by its deadline (the
+    /// module docs; `Start` until set).
+    pub fn set_deadline_rule(&mut self, rule: DeadlineRule) {
+        self.deadline_rule = rule;
+    }
+
+    /// The deadline rule in force.
+    pub fn deadline_rule(&self) -> DeadlineRule {
+        self.deadline_rule
     }
 
     /// Adds a model; its index is the number of models before it.
@@ -693,8 +712,27 @@ impl ServingState {
         let costed = s.job.take().filter(|j| j.id == job);
         let mut requests = self.spare.pop().unwrap_or_default();
         let mut gone = std::mem::take(&mut self.scratch);
-        let rows = s.queue.take(now, &mut requests, &mut gone);
+        let mut rows = s.queue.take(now, &mut requests, &mut gone);
         debug_assert!(gone.is_empty(), "expired requests left before the cut");
+        let mut estimate = match costed {
+            Some(c) if c.rows == rows => c.cost,
+            _ => self.costs.estimate(model, rows.max(1)),
+        };
+        if self.deadline_rule == DeadlineRule::Finish && !requests.is_empty() {
+            let end = now.saturating_add(estimate);
+            requests.retain(|q| {
+                let late = q.deadline.is_some_and(|d| end > d);
+                if late {
+                    gone.push(*q);
+                }
+                !late
+            });
+            if !gone.is_empty() {
+                rows = requests.iter().map(|q| q.rows).sum();
+                estimate = self.costs.estimate(model, rows.max(1));
+                fail_unreachable(model, &s.name, &mut gone, out);
+            }
+        }
         self.scratch = gone;
         let engine = s.engine;
         if requests.is_empty() {
@@ -710,10 +748,6 @@ impl ServingState {
             return;
         }
         s.running.push((job, rows));
-        let estimate = match costed {
-            Some(c) if c.rows == rows => c.cost,
-            _ => self.costs.estimate(model, rows),
-        };
         self.mark(model);
         out.push(Action::Start(Batch {
             job,
@@ -736,18 +770,24 @@ impl ServingState {
         // The engine's rule and the queue's agree (now + cost > deadline);
         // drop_late guards the loop should they ever not.
         s.queue.drop_late(now, job.cost, &mut gone);
-        for request in gone.drain(..) {
-            out.push(Action::Fail {
-                model,
-                request: request.id,
-                error: Box::new(ServeError::DeadlineUnreachable {
-                    model: s.name.clone(),
-                    queued: true,
-                }),
-            });
-        }
+        fail_unreachable(model, &s.name, &mut gone, out);
         self.scratch = gone;
         self.mark(model);
+    }
+}
+
+/// Fails every request of `model` in `gone` as unable to finish by its
+/// deadline (504 `deadline_unreachable`), leaving `gone` empty.
+fn fail_unreachable(model: ModelIx, name: &str, gone: &mut Vec<Queued>, out: &mut Vec<Action>) {
+    for request in gone.drain(..) {
+        out.push(Action::Fail {
+            model,
+            request: request.id,
+            error: Box::new(ServeError::DeadlineUnreachable {
+                model: name.to_owned(),
+                queued: true,
+            }),
+        });
     }
 }
 

@@ -263,6 +263,91 @@ fn edf_drops_queued_requests_that_became_unreachable() {
 }
 
 #[test]
+fn finish_rule_drops_at_the_cut_what_the_batch_would_end_too_late_for() {
+    // m0 costs 10 ms a row, batches of up to 4. Request 1 runs; 2 (deadline
+    // 25 ms), 3 (100 ms) and 4 (none) queue behind it. At 8 ms the device
+    // frees and a batch of 3 rows is cut, estimated at 30 ms: it would end at
+    // 38 ms, past request 2's deadline. (grants, rule, failed, started,
+    // the started batch's estimate)
+    type Case = (
+        Grants,
+        DeadlineRule,
+        Vec<(u64, &'static str, u16)>,
+        Vec<u64>,
+        Nanos,
+    );
+    let late = vec![(2, "deadline_unreachable", 504)];
+    let mut cases: Vec<Case> = Vec::new();
+    for grants in [
+        Grants::Engine(Policy::Fifo),
+        Grants::Engine(Policy::sjf()),
+        Grants::Engine(Policy::fair()),
+        Grants::Independent,
+    ] {
+        cases.push((grants, DeadlineRule::Start, vec![], vec![2, 3, 4], 30 * MS));
+        cases.push((
+            grants,
+            DeadlineRule::Finish,
+            late.clone(),
+            vec![3, 4],
+            20 * MS,
+        ));
+    }
+    for (grants, rule, failed, started, estimate) in cases {
+        let mut s = state(grants, 1, &[(batching(4, 0, 1), 10.0)]);
+        s.set_deadline_rule(rule);
+        assert_eq!(s.deadline_rule(), rule);
+        let job = job_of(&send(&mut s, 0, 0, req(1, 0, None)));
+        for (id, deadline) in [(2, Some(25 * MS)), (3, Some(100 * MS)), (4, None)] {
+            assert!(starts(&send(&mut s, 1, 0, req(id, 1, deadline))).is_empty());
+        }
+        let mut out = Vec::new();
+        // A failed run teaches the estimator nothing: the prior stands.
+        s.complete(8 * MS, job, None, &mut out);
+        let what = format!("{grants:?} {rule}");
+        assert_eq!(fails(&out), failed, "{what}");
+        assert_eq!(starts(&out), [(0, 0, started)], "{what}");
+        let cut = out.iter().find_map(|a| match a {
+            Action::Start(b) => Some((b.rows, b.estimate)),
+            _ => None,
+        });
+        assert_eq!(
+            cut,
+            Some(((estimate / (10 * MS)) as u32, estimate)),
+            "{what}"
+        );
+    }
+}
+
+#[test]
+fn finish_rule_gives_back_a_grant_whose_batch_is_all_late() {
+    // Under an arbiter's grants: the whole batch would end past its
+    // deadlines, so every request fails and the grant goes back unused.
+    let mut s = state(Grants::External, 1, &[(batching(4, 0, 1), 10.0)]);
+    s.set_deadline_rule(DeadlineRule::Finish);
+    let a = send(&mut s, 0, 0, req(1, 0, Some(9 * MS)));
+    send(&mut s, 0, 0, req(2, 0, Some(19 * MS)));
+    let Some(Action::Ask { job, .. }) = a.first().cloned() else {
+        panic!("{a:?}");
+    };
+    let mut out = Vec::new();
+    // Cut at 0: two rows, 20 ms, past both deadlines.
+    assert!(s.grant(0, job, 0, &mut out));
+    assert_eq!(
+        fails(&out),
+        [
+            (1, "deadline_unreachable", 504),
+            (2, "deadline_unreachable", 504)
+        ]
+    );
+    assert!(starts(&out).is_empty(), "{out:?}");
+    assert!(out
+        .iter()
+        .any(|a| matches!(a, Action::Release { job: j, device: 0 } if *j == job)));
+    assert_eq!(s.queued_rows(0), 0);
+}
+
+#[test]
 fn external_grants_ask_withdraw_grant_and_release() {
     let mut s = state(Grants::External, 2, &[(batching(4, 0, 1), 1.0)]);
     let a = send(&mut s, 0, 0, req(1, 0, Some(50 * MS)));

@@ -7,6 +7,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use lanes_policy::{Policy, PolicyError};
+use lanes_serving::DeadlineRule;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -449,6 +450,27 @@ pub struct Host {
     /// default): `stops_per_s` alone.
     #[serde(default)]
     pub stop_run_per_s: Vec<(f64, f64)>,
+    /// Whether a request must start by its service's `deadline_ms` (`start`,
+    /// the default) or, when its batch is cut, also be estimated to finish by
+    /// it (`finish`): the serving state's rule, as `lanes serve
+    /// --deadline-rule` sets it ([`lanes_serving::DeadlineRule`]).
+    #[serde(default, with = "deadline_rule")]
+    pub deadline_rule: DeadlineRule,
+}
+
+/// [`Host::deadline_rule`] as its name (`start`, `finish`).
+mod deadline_rule {
+    use lanes_serving::DeadlineRule;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(rule: &DeadlineRule, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(rule)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<DeadlineRule, D::Error> {
+        let name = String::deserialize(d)?;
+        name.parse().map_err(serde::de::Error::custom)
+    }
 }
 
 fn constant() -> Dist {

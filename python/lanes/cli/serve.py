@@ -109,6 +109,13 @@ def register(subparsers: Any) -> None:
         metavar="S",
         help="seconds between gRPC keep-alive pings; no answer within 20 s closes (default: 30)",
     )
+    parser.add_argument(
+        "--deadline-rule",
+        metavar="RULE",
+        help="start (default): a request must start by its deadline, as in Triton; finish: "
+        "also, when its batch is cut, one estimated to end past its deadline is answered 504 "
+        "and not run (docs/serve.md)",
+    )
     ops = parser.add_argument_group("operations")
     ops.add_argument(
         "--metrics-port", metavar="N", help="Prometheus /metrics port (default: 8002; 0: any; off)"
@@ -207,6 +214,7 @@ def run(args: argparse.Namespace) -> int:
         "access_log": args.access_log,
         "arbiter": args.arbiter,
         "arbiter_fallback": args.arbiter_fallback,
+        "deadline_rule": args.deadline_rule,
     }
     config = resolve(cli, config_file)
 
@@ -219,8 +227,9 @@ def run(args: argparse.Namespace) -> int:
         metrics = f"metrics :{metrics_port}" if metrics_port else "metrics off"
         grpc_port = getattr(server, "grpc_port", None)
         metrics += f" · grpc :{grpc_port}" if grpc_port else " · grpc off"
+        rule = " · deadlines: finish" if config.deadline_rule == "finish" else ""
         print(
-            f"lanes serve: {server.url} · {metrics} · policy {server.policy} · "
+            f"lanes serve: {server.url} · {metrics} · policy {server.policy}{rule} · "
             f"devices {devices} · models {models} · warm-up {server.warmup_seconds:.2f} s",
             file=sys.stderr,
             flush=True,

@@ -78,6 +78,9 @@ class ServeConfig:
     - ``drain_timeout``: seconds in-flight work may take to finish after SIGTERM/SIGINT.
     - ``log_format``: ``text`` or ``json``; ``log_level``: ``debug``, ``info``, ``warning``,
       ``error``; ``access_log``: one line per request (off by default).
+    - ``deadline_rule``: ``start`` (a request must start by its deadline; a batch cut just before
+      it runs to the end: Triton's queue policy) or ``finish`` (also, when its batch is cut, a
+      request estimated to end past its deadline is answered 504 and not run; docs/serve.md).
     - ``arbiter``: ``unix:PATH`` of a ``lanes arbiter`` daemon to take device grants from
       (None: this process schedules its devices alone); ``arbiter_fallback`` while the daemon is
       down: ``fail_open`` (run at ``limit:1`` per device in this process) or ``fail_closed``
@@ -110,6 +113,7 @@ class ServeConfig:
     log_format: str = "text"
     log_level: str = "info"
     access_log: bool = False
+    deadline_rule: str = "start"
     arbiter: str | None = None
     arbiter_fallback: str = "fail_open"
 
@@ -260,6 +264,11 @@ def check(cfg: ServeConfig, origin: Mapping[str, str] | None = None) -> ServeCon
         raise LanesError(
             BAD_ARGUMENT,
             f"{at('log_level')} = {cfg.log_level!r}: allowed are debug, info, warning, error",
+        )
+    if cfg.deadline_rule not in ("start", "finish"):
+        raise LanesError(
+            BAD_ARGUMENT,
+            f"{at('deadline_rule')} = {cfg.deadline_rule!r}: allowed are start, finish",
         )
     if cfg.arbiter is not None and not (
         cfg.arbiter.startswith("unix:") and len(cfg.arbiter) > len("unix:")

@@ -285,6 +285,7 @@ class Server:
             "inline_max_us": c.inline_max_us,
             "version": self.version,
             "access_log": c.access_log,
+            "deadline_rule": c.deadline_rule,
         }
 
     def _arbiter(self, address: str) -> tuple[str, str, str]:

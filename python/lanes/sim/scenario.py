@@ -50,7 +50,7 @@ _HOST_KEYS = (
     "lag_ms", "lag_among_calls", "call_preempt_absorbed", "speed_series", "speed_series_ms",
     "call_stretch_capped", "speed_run_cv", "busy_run_cores", "speed_cv_busy",
     "speed_busy_exponent", "wake_spell_ms", "wake_spell_share", "stop_ms", "stops_per_s",
-    "stop_run_per_s",
+    "stop_run_per_s", "deadline_rule",
 )  # fmt: skip
 _INTERPRETER_KEYS = ("batch_ms", "handoff_ms", "convoy_ms")
 _SERVICE_KEYS = (
@@ -282,6 +282,11 @@ class Host:
     stop_run_per_s: tuple[tuple[float, float], ...] = ()
     """A run's stops per core per second beyond ``stops_per_s``: ``(p, per_s)`` quantile points
     drawn once per run, as ``busy_run_cores`` is. Needs ``stop_ms``. Empty: none."""
+    deadline_rule: str = "start"
+    """Whether a request must start by its deadline (``start``, ``lanes serve``'s default) or,
+    when its batch is cut, also be estimated to finish by it (``finish``: ``lanes serve
+    --deadline-rule finish``; the serving state's rule, crates/lanes-serving/src/deadline_rule.rs).
+    Applies to the services' ``deadline_ms``."""
 
     def to_core(self) -> dict[str, Any]:
         core: dict[str, Any] = {
@@ -347,6 +352,8 @@ class Host:
             core["stops_per_s"] = self.stops_per_s
         if self.stop_run_per_s:
             core["stop_run_per_s"] = [list(p) for p in self.stop_run_per_s]
+        if self.deadline_rule != "start":
+            core["deadline_rule"] = self.deadline_rule
         if self.speed_series:
             core["speed_series"] = list(self.speed_series)
             core["speed_series_ms"] = self.speed_series_ms
@@ -716,6 +723,9 @@ def _host(t: Table) -> Host:
     stop_run = _quantiles(t, "stop_run_per_s")
     if stop_run and not stop_ms:
         t.fail("stop_run_per_s", "needs stop_ms (the stops whose rate it adds to)")
+    deadline_rule = t.raw.get("deadline_rule", "start")
+    if deadline_rule not in ("start", "finish"):
+        t.fail("deadline_rule", "must be start or finish")
     return Host(
         gpus, cpu_cores, gpu_capacity, semaphore, tuple(eta), shared, busy, interpreter, slicing,
         handoff, handoff_dist, slice_ms, _quantiles(t, "device_hold_ms"), preempt_per_ms,
@@ -724,7 +734,7 @@ def _host(t: Table) -> Host:
         busy_wakes["pre_wake_busy_ms"], busy_wakes["post_wake_busy_ms"], run_queues, weighted,
         on_core, speed_cv, speed_ms, lag, among_calls, absorbed, tuple(series), series_ms, capped,
         run_cv, busy_run, cv_busy, busy_exponent, spell_ms, spell_share, stop_ms, stops_per_s,
-        stop_run,
+        stop_run, deadline_rule,
     )  # fmt: skip
 
 

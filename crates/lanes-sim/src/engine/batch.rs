@@ -381,6 +381,7 @@ pub(super) fn serving_state(sc: &Scenario, mode: Mode) -> Result<Option<ServingS
         capacity: sc.host.gpu_capacity,
     };
     let mut state = ServingState::with_devices(grants, &vec![spec; g], CostConfig::default())?;
+    state.set_deadline_rule(sc.host.deadline_rule);
     for s in &sc.services {
         let b = &s.batching;
         let threads = match mode {
