@@ -2,8 +2,10 @@
 lab"): the scenario file the calibration judges (round 27's reading of grid 157) with every
 service's ``deadline_ms`` as the variant sent it (the zoo models' own 1,000 ms where none) and
 the lab's 256 connections a model (``client_connections``), at the runs' offered rates, each
-variant's policy as the lab ran it (against_demo.py's mapping; ``edf`` itself); the mean over
-100 windows of 4 s beside the lab's figures from the runs' summaries, goodput and p99.
+variant's policy as the lab ran it (against_demo.py's mapping; ``edf`` itself) and its deadline
+rule (``-finish``: ``host.deadline_rule = "finish"``, as ``lanes serve --deadline-rule finish``);
+the mean over 100 windows of 4 s beside the lab's figures from the runs' summaries, goodput and
+p99.
 
 Run:  PYTHONPATH=bench/calibrate python docs/results/deadlines/sim.py [--speed F] [SUMMARY ...]
       (``--speed``: the calls' cost x F, the hour's speed against grid 157; default 1)
@@ -30,10 +32,13 @@ WINDOWS, WINDOW_S = 100, 4.0
 AS_SIMULATED = {**GRID_AS_SIMULATED, "edf": ("edf", 1)}
 
 
-def policy_and_deadline(variant: str) -> tuple[str, float]:
-    """``fifo-100`` → (``fifo``, 100.0); ``sjf`` → (``sjf``, the zoo's default)."""
-    base, _, ms = variant.partition("-")
-    return base, float(ms) if ms else ZOO_DEADLINE_MS
+def policy_and_deadline(variant: str) -> tuple[str, float, str]:
+    """``fifo-100`` → (``fifo``, 100.0, ``start``); ``sjf`` → (``sjf``, the zoo's default,
+    ``start``); ``sjf-150-finish`` → (``sjf``, 150.0, ``finish``)."""
+    base, *rest = variant.split("-")
+    rule = "finish" if rest[-1:] == ["finish"] else "start"
+    rest = rest[:-1] if rule == "finish" else rest
+    return base, float(rest[0]) if rest else ZOO_DEADLINE_MS, rule
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,12 +57,13 @@ def main(argv: list[str] | None = None) -> int:
     for path in summaries:
         s = json.loads(path.read_text())
         for name, v in s["variants"].items():
-            policy, deadline = policy_and_deadline(name)
+            policy, deadline, rule = policy_and_deadline(name)
             services = tuple(
                 replace(x, deadline_ms=deadline, client_connections=CONNECTIONS)
                 for x in base.services
             )
-            scenario = replace(base, services=services)
+            host = replace(base.host, deadline_rule=rule)
+            scenario = replace(base, host=host, services=services)
             rates = [float(lv["offered_rps"]) for lv in v["levels"]]
             got = predicted(scenario, [policy], rates, WINDOWS, 0, AS_SIMULATED, window_s=WINDOW_S)
             for lv in v["levels"]:
