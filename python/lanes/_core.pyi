@@ -303,7 +303,7 @@ class NativeServer:
     :mod:`lanes.serving.bridge`), ``max_body_bytes``, the connection limits ``max_connections``,
     ``header_timeout``, ``body_timeout`` (seconds), ``max_header_bytes`` and ``grpc_keepalive``
     (seconds), ``trace_events``, ``inline_max_us`` (the driver's inline bound, µs; 0: never),
-    ``version``, ``access_log``. Binds every
+    ``version``, ``access_log``, ``deadline_rule`` (``start`` or ``finish``). Binds every
     listener at once (phase ``loading``); ``LanesError`` when one cannot be bound."""
 
     def __new__(cls, config: dict[str, Any]) -> NativeServer: ...

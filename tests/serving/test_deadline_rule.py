@@ -6,7 +6,6 @@ while one with room to spare is served, and the server counts each refusal as ex
 from __future__ import annotations
 
 import json
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -17,17 +16,16 @@ from test_overload import MODEL_PY, REQUEST  # slow: 20 ms a batch; its request
 from serve_process import model_toml, running, write_model
 
 
-def infer(url: str, deadline_ms: float) -> tuple[int, dict[str, object], float]:
-    """One request to ``slow`` with a ``lanes-timeout-ms`` deadline: status, body, seconds."""
+def infer(url: str, deadline_ms: float) -> tuple[int, dict[str, object]]:
+    """One request to ``slow`` with a ``lanes-timeout-ms`` deadline: its status and body."""
     request = urllib.request.Request(
         f"{url}/v2/models/slow/infer", data=REQUEST, headers={"lanes-timeout-ms": str(deadline_ms)}
     )
-    began = time.perf_counter()
     try:
         with urllib.request.urlopen(request, timeout=10) as r:
-            return r.status, json.loads(r.read()), time.perf_counter() - began
+            return r.status, json.loads(r.read())
     except urllib.error.HTTPError as err:
-        return err.code, json.loads(err.read()), time.perf_counter() - began
+        return err.code, json.loads(err.read())
 
 
 def stats(url: str) -> dict[str, object]:
@@ -47,13 +45,13 @@ def test_a_deadline_shorter_than_the_batch_is_refused_only_under_finish(
     if rule is not None:
         args += ["--deadline-rule", rule]
     with running(args, tmp_path / "serve.log") as server:
-        status, body, seconds = infer(server.url, 5)
+        # 12 ms: enough to reach an idle device's cut on a loaded host, short of the batch.
+        status, body = infer(server.url, 12)
         before = stats(server.url)
         if rule == "finish":
-            # Refused at the cut, before any run: no 20 ms spent on it.
+            # Refused at the cut, never run.
             assert status == 504, body
             assert "predicted to miss its deadline; dropped, not run" in str(body["error"])
-            assert seconds < 0.02 + 0.5  # generous: a loaded host's scheduling
             assert before["lanes"] == {"rejected": 0, "expired": 1, "cancelled": 0}
             assert before["inference_count"] == 0
         else:
@@ -62,7 +60,7 @@ def test_a_deadline_shorter_than_the_batch_is_refused_only_under_finish(
             assert body["outputs"][0]["data"] == [2, 4]  # type: ignore[index]
             assert before["lanes"] == {"rejected": 0, "expired": 0, "cancelled": 0}
         # A deadline with room for the batch is served under every rule.
-        status, body, _ = infer(server.url, 2_000)
+        status, body = infer(server.url, 2_000)
         assert status == 200, body
         after = stats(server.url)
         assert after["inference_count"] == before["inference_count"] + 1  # type: ignore[operator]

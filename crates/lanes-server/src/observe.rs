@@ -5,7 +5,8 @@
 //!
 //! - the **driver task**, through its [`crate::probe`] (owned by the task, plain
 //!   `&mut` calls): requests refused at admission (`rejected` 429, `expired`
-//!   504 under `edf`), expired in the queue (`expired`), withdrawn by a gone
+//!   504 under `edf`), expired in the queue or dropped at the cut as
+//!   estimated to end late (`expired`), withdrawn by a gone
 //!   client (`cancelled`); every batch's start and completion (device
 //!   accounts, the timeline job, the cost estimates after a measured batch);
 //!   and at the end of each of its steps a *decision point*, which publishes

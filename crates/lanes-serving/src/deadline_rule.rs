@@ -12,7 +12,9 @@
 //! (504 `deadline_unreachable`) instead of run, and the batch runs without
 //! it. The estimate is the server's online cost estimate for the batch as cut
 //! (before the late requests leave it, so a request on the edge may be
-//! dropped that the smaller batch would have carried in time).
+//! dropped that the smaller batch would have carried in time), and the batch
+//! is not refilled from the queue after a drop: the requests behind it wait
+//! for the model's next batch.
 //!
 //! Why: past the knee, a request that starts just before a deadline equal to
 //! its SLO still ends past the SLO, and the devices spend their time on late

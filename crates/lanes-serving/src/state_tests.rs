@@ -320,6 +320,30 @@ fn finish_rule_drops_at_the_cut_what_the_batch_would_end_too_late_for() {
 }
 
 #[test]
+fn finish_rule_frees_the_device_when_the_whole_batch_is_late() {
+    // The engine's own grants: request 2's batch, cut at 8 ms, would end at
+    // 18 ms, past its 15 ms deadline. It fails, nothing starts, and the
+    // device is free for the next request at once.
+    for grants in [Grants::Engine(Policy::Fifo), Grants::Independent] {
+        let mut s = state(grants, 1, &[(batching(4, 0, 1), 10.0)]);
+        s.set_deadline_rule(DeadlineRule::Finish);
+        let job = job_of(&send(&mut s, 0, 0, req(1, 0, None)));
+        assert!(starts(&send(&mut s, 1, 0, req(2, 1, Some(15 * MS)))).is_empty());
+        let mut out = Vec::new();
+        s.complete(8 * MS, job, None, &mut out);
+        assert_eq!(
+            fails(&out),
+            [(2, "deadline_unreachable", 504)],
+            "{grants:?}"
+        );
+        assert!(starts(&out).is_empty(), "{grants:?} {out:?}");
+        assert_eq!((s.queued_rows(0), s.inflight(0)), (0, 0), "{grants:?}");
+        let next = send(&mut s, 9 * MS, 0, req(3, 9 * MS, Some(100 * MS)));
+        assert_eq!(starts(&next), [(0, 0, vec![3])], "{grants:?}");
+    }
+}
+
+#[test]
 fn finish_rule_gives_back_a_grant_whose_batch_is_all_late() {
     // Under an arbiter's grants: the whole batch would end past its
     // deadlines, so every request fails and the grant goes back unused.

@@ -140,7 +140,7 @@ fn deadlines_drop_work_in_every_mode() {
 }
 
 #[test]
-fn the_finish_rule_drops_what_would_end_late_and_carries_more_in_time() {
+fn the_finish_rule_carries_more_in_time_past_the_knee() {
     // Past the knee with a deadline equal to the SLO: under `start` a batch
     // cut just before its requests' deadline still runs and ends past the
     // SLO; under `finish` such requests are dropped at the cut instead, so
