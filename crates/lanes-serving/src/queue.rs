@@ -77,6 +77,12 @@ impl Queued {
     fn expired(&self, now: Nanos) -> bool {
         self.deadline.is_some_and(|d| now >= d)
     }
+
+    /// A run ending at `end` would end past its deadline (`edf`'s
+    /// unreachable rule and the `finish` deadline rule).
+    pub fn misses(&self, end: Nanos) -> bool {
+        self.deadline.is_some_and(|d| end > d)
+    }
 }
 
 /// One model's queue; see the module docs for the rules.
@@ -259,7 +265,7 @@ impl ModelQueue {
     pub fn drop_unreachable(&mut self, now: Nanos, cost: Nanos, gone: &mut Vec<Queued>) {
         let before = gone.len();
         self.items.retain(|q| {
-            let late = q.deadline.is_some_and(|d| now + cost > d);
+            let late = q.misses(now + cost);
             if late {
                 gone.push(*q);
             }

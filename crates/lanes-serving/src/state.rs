@@ -721,7 +721,7 @@ impl ServingState {
         if self.deadline_rule == DeadlineRule::Finish && !requests.is_empty() {
             let end = now.saturating_add(estimate);
             requests.retain(|q| {
-                let late = q.deadline.is_some_and(|d| end > d);
+                let late = q.misses(end);
                 if late {
                     gone.push(*q);
                 }
