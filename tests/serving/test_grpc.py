@@ -72,15 +72,18 @@ def test_tritonclient_grpc_sync_infers_with_id_and_metadata(served: Handle) -> N
         assert err.value.status() == "StatusCode.NOT_FOUND"
 
 
-def expire_one(c: grpcclient.InferenceServerClient) -> list[Any]:
-    """A call held on the device, and one behind it whose ``grpc-timeout`` (0.2 s) passes
-    while it is queued: ``DEADLINE_EXCEEDED``. Returns the held call's result, once released."""
+def expire_one(c: grpcclient.InferenceServerClient, **deadline: float) -> list[Any]:
+    """A call held on the device, and one after it whose deadline passes before it is
+    answered: ``DEADLINE_EXCEEDED``. The deadline is its ``grpc-timeout`` (0.2 s; the front end
+    cuts the call, whether it waits in the queue or on the other device), or as ``deadline``
+    gives it to tritonclient's ``infer`` (``timeout=`` µs: the KServe parameter, which expires
+    the request while it is queued). Returns the held call's result, once released."""
     Double.gate.clear()  # the next batch holds the device
     held: list[Any] = []
     blocker = threading.Thread(target=lambda: held.append(c.infer("double", request())))
     blocker.start()
     with pytest.raises(InferenceServerException) as err:
-        c.infer("double", request(), client_timeout=0.2)
+        c.infer("double", request(), **(deadline or {"client_timeout": 0.2}))
     assert err.value.status() == "StatusCode.DEADLINE_EXCEEDED"
     Double.gate.set()
     blocker.join(timeout=10)
@@ -171,8 +174,12 @@ def test_grpc_requests_have_spans_too() -> None:
 def test_grpc_calls_count_in_the_metrics_and_statistics_as_rest_requests_do() -> None:
     """docs/metrics.md: ``lanes_requests_total`` holds every request that names a served model,
     in exactly one outcome, whichever front end it came through: here a REST request, three
-    gRPC calls answered, one whose ``grpc-timeout`` passed while it was queued (504,
-    ``deadline_exceeded``), and one naming no served model (counted nowhere)."""
+    gRPC calls answered, one whose deadline passed while it was queued (504,
+    ``deadline_exceeded``), and one naming no served model (counted nowhere). The deadline is
+    the KServe ``timeout`` parameter under ``fifo`` (one batch of the model at a time, so the
+    call waits in the queue), which only the server enforces: with a ``grpc-timeout`` the
+    client's own timer races the server's cut, and a client that gives up first is
+    ``cancelled``."""
     import json
     import urllib.request
 
@@ -180,7 +187,7 @@ def test_grpc_calls_count_in_the_metrics_and_statistics_as_rest_requests_do() ->
 
     Double.gate.set()
     model = Double(name="double", inputs=X, outputs=Y, batching=Batching(max_batch_size=8))
-    config = ServeConfig(port=0, metrics_port=0, grpc_port="0", warmup_batches=0)
+    config = ServeConfig(port=0, metrics_port=0, grpc_port="0", warmup_batches=0, policy="fifo")
     with start_in_thread(config, [model]) as h:
         body = {"inputs": [{"name": "x", "datatype": "FP32", "shape": [1, 2], "data": [1, 2]}]}
         req = urllib.request.Request(
@@ -193,7 +200,7 @@ def test_grpc_calls_count_in_the_metrics_and_statistics_as_rest_requests_do() ->
                 c.infer("double", request(2))
             with pytest.raises(InferenceServerException):
                 c.infer("nope", request())
-            assert expire_one(c)
+            assert expire_one(c, timeout=100_000, client_timeout=10)
         families = scrape(h)
         stats = model_stats(h, "double")
     assert value(families, "lanes_requests_total", model="double", outcome="success") == 5
