@@ -14,5 +14,10 @@ lanes bench run $D/experiment-seed$S.toml --out $T/grid-seed$S
 (cd bench/calibrate && $P timelines.py $T/grid-seed$S)
 date -u >> $T/lab.times
 G=$T/grid-seed$S; K=$D/grid-seed$S
-for v in fifo sjf independent default; do mkdir -p $K/runs/$v; cp $G/runs/$v/L*-r?.json $K/runs/$v/; done
+for v in fifo sjf independent default; do
+  mkdir -p $K/runs/$v
+  for f in $G/runs/$v/L*-r*.json; do  # every repeat's run file (round 41: ten), no traces
+    case $f in *.trace.json) ;; *) cp $f $K/runs/$v/ ;; esac
+  done
+done
 cp $G/plan.json $G/summary.json $G/timelines.json $K/
