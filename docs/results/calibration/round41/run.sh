@@ -34,6 +34,8 @@ done
 export PYTHONPATH=bench/calibrate:$R/round29
 $P $D/pairs.py "This host (AMD EPYC), rounds 25-29 and 38" $AMD > $D/out/by-model-amd.md
 $P $D/pairs.py "The Intel machine, rounds 33, 34 and 37" $INTEL > $D/out/by-model-intel.md
+$P $D/pairs.py "Round 38's quiet hour" $R/round38/grid-seed221:$R/round38/grid-seed223 \
+  > $D/out/by-model-221-223.md
 # 4. Whether the two grids of an hour differ by more than their repeats do (Welch's t per figure).
 $P $D/drift.py "This host (AMD EPYC), rounds 25-29 and 38" $AMD > $D/out/drift-amd.md
 $P $D/drift.py "The Intel machine, rounds 33, 34 and 37" $INTEL > $D/out/drift-intel.md
