@@ -25,8 +25,7 @@ import sys
 from pathlib import Path
 
 from compare import load_runs
-from self_check import below_knee
-from self_check import cells as levels
+from self_check import below_knee, cells
 
 T975 = {
     1: 12.706,
@@ -74,7 +73,7 @@ def main(argv: list[str]) -> int:
     print("|---|---:|---:|---:|---:|---:|")
     every: list[tuple[float, bool, bool]] = []
     for a, b in pairs:
-        la, lb = below_knee(levels(load_runs(Path(a)))), below_knee(levels(load_runs(Path(b))))
+        la, lb = below_knee(cells(load_runs(Path(a)))), below_knee(cells(load_runs(Path(b))))
         ts: list[tuple[float, bool, bool]] = []
         sizes: set[int] = set()
         for k in la:
@@ -91,12 +90,15 @@ def main(argv: list[str]) -> int:
                     ts.append((abs(t), most, fewest))
                     sizes.add(min(len(xs), len(ys)))
         every += ts
-        print(f"| {Path(a).name}, {Path(b).name} | {len(ts)} | {min(sizes)} | " + cells(ts) + " |")
-    print("| all | " + f"{len(every)} | | " + cells(every) + " |")
+        print(
+            f"| {Path(a).name}, {Path(b).name} | {len(ts)} | {min(sizes)} | " + counted(ts) + " |"
+        )
+    print("| all | " + f"{len(every)} | | " + counted(every) + " |")
     return 0
 
 
-def cells(ts: list[tuple[float, bool, bool]]) -> str:
+def counted(ts: list[tuple[float, bool, bool]]) -> str:
+    """The table's last three cells: past each 5 % point (how many, share), median |t|."""
     most, fewest = sum(t[1] for t in ts), sum(t[2] for t in ts)
     median = statistics.median(t[0] for t in ts)
     return f"{most} ({most / len(ts):.0%}) | {fewest} ({fewest / len(ts):.0%}) | {median:.2f}"

@@ -51,8 +51,9 @@ def apart(x: float, y: float) -> bool:
     return max(x, y) > APART * min(x, y)
 
 
-def miss(e: float) -> str:
-    return "short" if e < -0.15 else "long" if e > 0.15 else ""
+def misses(errors: list[float]) -> tuple[int, int]:
+    """How many errors are short and long by more than 15 %."""
+    return sum(e < -0.15 for e in errors), sum(e > 0.15 for e in errors)
 
 
 def main(argv: list[str]) -> int:
@@ -63,7 +64,7 @@ def main(argv: list[str]) -> int:
     for a, b in pairs:
         grids = {g: load_runs(Path(g)) for g in (a, b)}
         figures = {g: lab(runs) for g, runs in grids.items()}
-        speeds = [hour_speed([Path(g)], REFERENCE) for g in (a, b)]
+        speeds = {g: hour_speed([Path(g)], REFERENCE) for g in (a, b)}
         la, lb = below_knee(cells(grids[a])), below_knee(cells(grids[b]))
         both = [(k, f) for k in la if k in lb for f in la[k]]
         split = [(k, f) for k, f in both if apart(la[k][f].mean, lb[k][f].mean)]
@@ -72,7 +73,7 @@ def main(argv: list[str]) -> int:
         hours.append((a, b, speeds, len(both), split, len(models), len(split_m)))
         for g, other in ((a, b), (b, a)):
             window_s = statistics.median(r["measure_s"] for r in grids[g])
-            pred = simulated(at_hour(base, hour_speed([Path(g)], REFERENCE)), window_s)
+            pred = simulated(at_hour(base, speeds[g]), window_s)
             for key, value in figures[g].items():
                 if key[1] not in RATES or key not in pred or key not in figures[other]:
                     continue
@@ -85,27 +86,20 @@ def main(argv: list[str]) -> int:
         "other grid: median error | other grid: short, long |"
     )
     print("|---|---:|---|---:|---:|---:|---:|")
-    totals = {s: [0, 0, 0, 0] for s in errs}  # cells, short, long, within
     for key in sorted(errs["sim"]):
         row = []
         for side in ("sim", "lab"):
             es = errs[side][key]
-            short = sum(miss(e) == "short" for e in es)
-            long_ = sum(miss(e) == "long" for e in es)
-            t = totals[side]
-            t[0], t[1], t[2], t[3] = (
-                t[0] + len(es),
-                t[1] + short,
-                t[2] + long_,
-                t[3] + len(es) - short - long_,
-            )
+            short, long_ = misses(es)
             row += [f"{statistics.median(es):+.0%}", f"{short}, {long_} of {len(es)}"]
         variant, rate, model = key
         print(f"| {variant} | {rate:g} | {model} | " + " | ".join(row) + " |")
     print()
     for side, name in (("sim", "the file"), ("lab", "the hour's other grid")):
-        n, short, long_, ok = totals[side]
-        print(f"- {name}: {ok} of {n} cells within 15 % ({short} short, {long_} long)")
+        every = [e for es in errs[side].values() for e in es]
+        short, long_ = misses(every)
+        ok = len(every) - short - long_
+        print(f"- {name}: {ok} of {len(every)} cells within 15 % ({short} short, {long_} long)")
     print()
     print("Figures no single value meets within 15 % on both grids of the hour (means more than")
     print(f"{APART:.3f}x apart):")
@@ -115,15 +109,16 @@ def main(argv: list[str]) -> int:
         "of them apart | which | per-model p99 cells | of them apart |"
     )
     print("|---|---:|---:|---:|---|---:|---:|")
-    sums = [0, 0, 0, 0]
     for a, b, speeds, n, split, n_m, split_m in hours:
         which = ", ".join(f"{v} {r:g} {f}" for (v, r), f in split) or "-"
         print(
-            f"| {Path(a).name}, {Path(b).name} | {speeds[0]:.3f}, {speeds[1]:.3f} | {n} | "
+            f"| {Path(a).name}, {Path(b).name} | {speeds[a]:.3f}, {speeds[b]:.3f} | {n} | "
             f"{len(split)} | {which} | {n_m} | {split_m} |"
         )
-        sums = [sums[0] + n, sums[1] + len(split), sums[2] + n_m, sums[3] + split_m]
-    print(f"| all | | {sums[0]} | {sums[1]} | | {sums[2]} | {sums[3]} |")
+    n = sum(h[3] for h in hours)
+    apart_n = sum(len(h[4]) for h in hours)
+    n_m, apart_m = sum(h[5] for h in hours), sum(h[6] for h in hours)
+    print(f"| all | | {n} | {apart_n} | | {n_m} | {apart_m} |")
     return 0
 
 
